@@ -1,0 +1,71 @@
+"""Configuration: Storm's key names, defaults in one place, checked once.
+
+A config is a plain ``dict`` keyed by Storm's dotted names.  Users may add
+keys of their own (Storm passes unknown keys through to components), but a
+known key with a value of the wrong type is refused with a clear error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from squall.errors import ConfigError
+
+# key -> (default, accepted types, lower bound or None)
+_SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
+    "topology.workers": (1, (int,), 1),
+    # None means one acker executor per worker, as in Storm.
+    "topology.acker.executors": (None, (int, type(None)), 0),
+    "topology.message.timeout.secs": (30, (int, float), 0.001),
+    "topology.max.spout.pending": (None, (int, type(None)), 1),
+    "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
+    "topology.debug": (False, (bool,), None),
+    # Capacity of an executor's data queue, in tuples: above it spouts pause.
+    "topology.executor.receive.buffer.size": (32768, (int,), 1),
+    # How many times a spout's next_tuple runs before its output is flushed.
+    "topology.spout.batch.size": (64, (int,), 1),
+    # How long a spout sleeps when next_tuple emitted nothing (Storm's default 1 ms).
+    "topology.sleep.spout.wait.strategy.time.ms": (1, (int, float), 0),
+    "topology.max.error.report.per.interval": (5, (int,), 1),
+    "topology.error.throttle.interval.secs": (10, (int, float), 0.001),
+    # Serialize every emitted value with msgpack, not just the cheap type check.
+    "topology.testing.always.try.serialize": (False, (bool,), None),
+    "topology.auto.task.hooks": ([], (list,), None),
+    # Worker restarts back off exponentially from initial to max.
+    "supervisor.worker.restart.backoff.initial.secs": (1.0, (int, float), 0),
+    "supervisor.worker.restart.backoff.max.secs": (30.0, (int, float), 0),
+    "worker.shutdown.timeout.secs": (5.0, (int, float), 0),
+}
+
+DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}
+
+
+def validate(conf: Mapping[str, Any]) -> None:
+    """Raise :class:`ConfigError` naming the first ill-typed known key."""
+    for key, value in conf.items():
+        if not isinstance(key, str):
+            msg = f"config keys must be strings, got {key!r}"
+            raise ConfigError(msg)
+        spec = _SPEC.get(key)
+        if spec is None:
+            continue
+        _default, types, lower = spec
+        # bool is an int in Python; never accept it for a numeric key.
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            names = " or ".join("None" if t is type(None) else t.__name__ for t in types)
+            msg = f"config {key!r} must be {names}, got {value!r}"
+            raise ConfigError(msg)
+        if lower is not None and value is not None and value < lower:
+            msg = f"config {key!r} must be >= {lower}, got {value!r}"
+            raise ConfigError(msg)
+
+
+def merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Defaults, then each layer in order (later wins); validated."""
+    conf = dict(DEFAULTS)
+    for layer in layers:
+        if layer:
+            validate(layer)
+            conf.update(layer)
+    return conf

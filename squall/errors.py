@@ -1,0 +1,48 @@
+"""Squall's exception tree.
+
+Everything Squall raises on purpose derives from :class:`SquallError`, so a
+caller can catch the whole family.  Control-flow signals that are not errors
+(a user's :class:`FailedException`) live apart from it.
+"""
+
+from __future__ import annotations
+
+
+class SquallError(Exception):
+    """Base class of every error Squall raises on purpose."""
+
+
+class ConfigError(SquallError):
+    """A configuration key has a missing, unknown or ill-typed value."""
+
+
+class TopologyValidationError(SquallError):
+    """A topology definition is invalid; the message names what and why."""
+
+
+class SerializationError(SquallError):
+    """A component emitted a value that cannot cross the wire.
+
+    Fatal for the worker, as in Storm: it is raised outside the user's tuple
+    handling path and the worker is restarted.
+    """
+
+
+class WorkerDied(SquallError):
+    """A worker stopped because one of its threads raised an unhandled error."""
+
+
+class TransportError(SquallError):
+    """A transport endpoint could not be bound, connected or used."""
+
+
+class ComponentError(SquallError):
+    """An error a component reported, re-raised in a test thread."""
+
+
+class FailedException(Exception):
+    """Raised by a bolt's ``process`` to fail the current tuple on purpose.
+
+    The tuple is failed (its spout tuple replays) and the bolt keeps going.
+    It is not logged with a traceback, as it is not a bug.
+    """

@@ -1,0 +1,100 @@
+"""LocalCluster: run topologies in this process, no ZooKeeper, no JVM.
+
+    with LocalCluster() as cluster:
+        cluster.submit("wc", WordCount)
+        ...
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from typing import Any
+
+from squall.clock import Clock
+from squall.errors import SquallError, TopologyValidationError
+from squall.local.runner import LocalTopology
+from squall.topology.topology import Topology, TopologyDef
+from squall.worker.plan import plan_topology
+from squall.worker.reporting import ErrorRecord
+
+_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
+
+
+def definition_of(topology: Any) -> TopologyDef:
+    if isinstance(topology, TopologyDef):
+        return topology
+    if isinstance(topology, type) and issubclass(topology, Topology):
+        return topology.definition()
+    if isinstance(topology, Topology):
+        return type(topology).definition()
+    msg = f"expected a Topology subclass, got {topology!r}"
+    raise TopologyValidationError(msg)
+
+
+class LocalCluster:
+    def __init__(self, conf: dict[str, Any] | None = None, clock: Clock | None = None,
+                 node: str = "local") -> None:
+        self.conf = dict(conf or {})
+        self.clock = clock or Clock()
+        self.node = node
+        self._topologies: dict[str, LocalTopology] = {}
+        self._lock = threading.Lock()
+
+    def __enter__(self) -> LocalCluster:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def submit(self, name: str, topology: Any, conf: dict[str, Any] | None = None,
+               capture: Any = None) -> LocalTopology:
+        if not isinstance(name, str) or not _NAME.match(name):
+            msg = f"topology name {name!r} must be letters, digits, '_' or '-'"
+            raise TopologyValidationError(msg)
+        plan = plan_topology(definition_of(topology), self.conf, conf)
+        plan.name = name
+        with self._lock:
+            if name in self._topologies:
+                msg = f"a topology named {name!r} is already running"
+                raise TopologyValidationError(msg)
+            runner = LocalTopology(plan, self.clock, node=self.node, capture=capture)
+            self._topologies[name] = runner
+        runner.start()
+        return runner
+
+    def topology(self, name: str) -> LocalTopology:
+        runner = self._topologies.get(name)
+        if runner is None:
+            msg = f"no topology named {name!r} is running (running: {sorted(self._topologies)})"
+            raise SquallError(msg)
+        return runner
+
+    def kill(self, name: str, wait: float = 0.0) -> None:
+        """Deactivate, let pending tuples drain for ``wait`` seconds, then stop."""
+        runner = self.topology(name)
+        if wait > 0:
+            runner.set_active(False)
+            self.clock.sleep_until(self.clock.now() + wait, threading.Event())
+        runner.stop("killed", orderly=True)
+        with self._lock:
+            self._topologies.pop(name, None)
+
+    def activate(self, name: str) -> None:
+        self.topology(name).set_active(True)
+
+    def deactivate(self, name: str) -> None:
+        self.topology(name).set_active(False)
+
+    def stats(self, name: str) -> dict[str, dict[str, Any]]:
+        return self.topology(name).stats()
+
+    def errors(self, name: str) -> list[ErrorRecord]:
+        return list(self.topology(name).errors)
+
+    def shutdown(self) -> None:
+        with self._lock:
+            runners = list(self._topologies.values())
+            self._topologies.clear()
+        for runner in runners:
+            runner.stop("cluster-shutdown", orderly=True)

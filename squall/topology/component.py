@@ -1,0 +1,257 @@
+"""What users subclass: Spout and Bolt, their output streams and specs.
+
+A component class declares ``outputs``; ``Cls.spec(...)`` places it in a
+topology with its inputs and parallelism.  ``emit``/``ack``/``fail`` are
+bound by the executor when the component starts, so a call on an unstarted
+component fails with a clear message instead of doing nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from squall.topology.grouping import GroupingSpec
+
+DEFAULT_STREAM = "default"
+
+
+class Stream:
+    """One declared output stream: its fields, name and whether it is direct."""
+
+    def __init__(self, fields: Sequence[str] = (), name: str = DEFAULT_STREAM, direct: bool = False):
+        if isinstance(fields, str):
+            fields = [fields]
+        self.fields = tuple(fields)
+        self.name = name
+        self.direct = direct
+
+    def __repr__(self) -> str:
+        return f"Stream({list(self.fields)!r}, name={self.name!r}, direct={self.direct})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "fields": list(self.fields), "direct": self.direct}
+
+
+def normalize_outputs(outputs: Any, owner: str) -> dict[str, Stream]:
+    """``["a", "b"]`` or ``[Stream(...), ...]`` -> {stream name: Stream}."""
+    from squall.errors import TopologyValidationError
+
+    if outputs is None:
+        return {}
+    if isinstance(outputs, (Stream, str)):
+        outputs = [outputs]
+    streams: dict[str, Stream] = {}
+    plain: list[str] = []
+    for item in outputs:
+        if isinstance(item, Stream):
+            if item.name in streams:
+                msg = f"{owner}: stream {item.name!r} is declared twice"
+                raise TopologyValidationError(msg)
+            streams[item.name] = item
+        elif isinstance(item, str):
+            plain.append(item)
+        elif isinstance(item, Mapping):
+            stream = Stream(item.get("fields", ()), item.get("name", DEFAULT_STREAM), item.get("direct", False))
+            streams[stream.name] = stream
+        else:
+            msg = f"{owner}: outputs must be field names or Stream objects, got {item!r}"
+            raise TopologyValidationError(msg)
+    if plain:
+        if DEFAULT_STREAM in streams:
+            msg = f"{owner}: field names {plain!r} and an explicit default Stream are both declared"
+            raise TopologyValidationError(msg)
+        streams[DEFAULT_STREAM] = Stream(plain)
+    for stream in streams.values():
+        _check_stream(stream, owner)
+    return streams
+
+
+def _check_stream(stream: Stream, owner: str) -> None:
+    from squall.errors import TopologyValidationError
+
+    if not isinstance(stream.name, str) or not stream.name:
+        msg = f"{owner}: stream names must be non-empty strings, got {stream.name!r}"
+        raise TopologyValidationError(msg)
+    if stream.name.startswith("__"):
+        msg = f"{owner}: stream {stream.name!r} uses the '__' prefix reserved for system streams"
+        raise TopologyValidationError(msg)
+    seen: set[str] = set()
+    for name in stream.fields:
+        if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
+            msg = f"{owner}: stream {stream.name!r} field {name!r} must be an identifier not starting with '_'"
+            raise TopologyValidationError(msg)
+        if name in seen:
+            msg = f"{owner}: stream {stream.name!r} declares field {name!r} twice"
+            raise TopologyValidationError(msg)
+        seen.add(name)
+
+
+@dataclass(frozen=True, eq=False)
+class StreamRef:
+    """``spec["stream"]``: a subscription to one named stream of a component."""
+
+    spec: ComponentSpec | str
+    stream: str
+
+
+class ComponentSpec:
+    """A component placed in a topology: class, inputs, parallelism, config."""
+
+    def __init__(
+        self,
+        cls: Any,
+        kind: str,
+        *,
+        name: str | None = None,
+        inputs: Any = None,
+        par: int = 1,
+        tasks: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        outputs: Any = None,
+        options: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.cls = cls
+        self.kind = kind
+        self.name = name
+        self.raw_inputs = inputs
+        self.par = par
+        self.tasks = par if tasks is None else tasks
+        self.config = dict(config or {})
+        self.raw_outputs = getattr(cls, "outputs", None) if outputs is None else outputs
+        # Component-type specific settings (a shell command, a Spark schema, ...).
+        self.options = dict(options or {})
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        if self.name is None:
+            self.name = name
+
+    def __getitem__(self, stream: str) -> StreamRef:
+        return StreamRef(self, stream)
+
+    def __repr__(self) -> str:
+        cls = getattr(self.cls, "__name__", self.cls)
+        return f"<{self.kind} spec {self.name or '?'} of {cls} par={self.par}>"
+
+
+class Component:
+    outputs: Any = None
+
+    def __init__(self) -> None:
+        self.conf: dict[str, Any] = {}
+        self.context: Any = None
+        self.logger = structlog.get_logger(f"squall.component.{type(self).__name__}")
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        """Called once in the executor thread before any tuple."""
+
+    def log(self, message: str, level: str = "info") -> None:
+        getattr(self.logger, level)(message)
+
+    def emit(self, values: Any, *args: Any, **kwargs: Any) -> Any:
+        msg = f"{type(self).__name__}.emit called outside a running topology"
+        raise RuntimeError(msg)
+
+
+class Spout(Component):
+    """A source of tuples.  ``next_tuple`` emits; ``ack``/``fail`` get message ids."""
+
+    @classmethod
+    def spec(
+        cls,
+        name: str | None = None,
+        par: int = 1,
+        tasks: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> ComponentSpec:
+        if "inputs" in options:
+            msg = f"spout {cls.__name__} cannot have inputs"
+            from squall.errors import TopologyValidationError
+
+            raise TopologyValidationError(msg)
+        outputs = options.pop("outputs", None)
+        return ComponentSpec(cls, "spout", name=name, par=par, tasks=tasks, config=config,
+                             outputs=outputs, options=options)
+
+    def next_tuple(self) -> None:
+        """Emit zero or more tuples; called while the spout is active and not throttled."""
+
+    def ack(self, tup_id: Any) -> None:
+        """The tuple tree of ``tup_id`` was fully processed."""
+
+    def fail(self, tup_id: Any) -> None:
+        """The tuple tree of ``tup_id`` failed or timed out; replay it if you need to."""
+
+    def activate(self) -> None:
+        """The topology became active; ``next_tuple`` calls follow."""
+
+    def deactivate(self) -> None:
+        """The topology was deactivated; ``next_tuple`` is no longer called."""
+
+    def close(self) -> None:
+        """The spout is being shut down in an orderly way (not called on a crash)."""
+
+
+class Bolt(Component):
+    """A tuple processor.
+
+    With the defaults every tuple is acked after ``process`` returns, every
+    emit is anchored to the tuple being processed, and an exception fails it.
+    Set ``auto_ack = auto_anchor = auto_fail = False`` to manage the tree by hand.
+    """
+
+    auto_ack = True
+    auto_anchor = True
+    auto_fail = True
+
+    @classmethod
+    def spec(
+        cls,
+        name: str | None = None,
+        inputs: Any = None,
+        par: int = 1,
+        tasks: int | None = None,
+        config: Mapping[str, Any] | None = None,
+        **options: Any,
+    ) -> ComponentSpec:
+        outputs = options.pop("outputs", None)
+        return ComponentSpec(cls, "bolt", name=name, inputs=inputs, par=par, tasks=tasks,
+                             config=config, outputs=outputs, options=options)
+
+    def process(self, tup: Any) -> None:
+        raise NotImplementedError
+
+    def process_tick(self, tup: Any) -> None:
+        """A ``__tick`` tuple arrived (``topology.tick.tuple.freq.secs``)."""
+
+    def ack(self, tup: Any) -> None:
+        msg = f"{type(self).__name__}.ack called outside a running topology"
+        raise RuntimeError(msg)
+
+    def fail(self, tup: Any) -> None:
+        msg = f"{type(self).__name__}.fail called outside a running topology"
+        raise RuntimeError(msg)
+
+    def cleanup(self) -> None:
+        """The bolt is being shut down in an orderly way (not called on a crash)."""
+
+
+class BasicBolt(Bolt):
+    """Storm's BasicBolt: anchor to the input, ack after ``process``, fail on error."""
+
+    auto_ack = True
+    auto_anchor = True
+    auto_fail = True
+
+
+def grouping_of(value: Any) -> GroupingSpec:
+    from squall.errors import TopologyValidationError
+
+    if isinstance(value, GroupingSpec):
+        return value
+    msg = f"expected a Grouping, got {value!r}"
+    raise TopologyValidationError(msg)

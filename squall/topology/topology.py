@@ -1,0 +1,240 @@
+"""Topologies: a class body of component specs, validated when defined.
+
+    class WordCount(Topology):
+        sentences = Sentences.spec()
+        split = Split.spec(inputs=[sentences], par=2)
+        count = Count.spec(inputs={split: Grouping.fields("word")})
+
+Defining the class checks it (unknown inputs and streams, fields a source
+does not declare, duplicate names) and builds a :class:`TopologyDef`, the
+plain description every runtime works from.  Cycles are allowed, as in Storm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from squall import config as config_mod
+from squall.errors import ConfigError, TopologyValidationError
+from squall.topology.component import (
+    DEFAULT_STREAM,
+    Bolt,
+    ComponentSpec,
+    Spout,
+    Stream,
+    StreamRef,
+    grouping_of,
+    normalize_outputs,
+)
+from squall.topology.grouping import Grouping, GroupingSpec, class_path
+
+
+@dataclass(frozen=True)
+class InputDef:
+    component: str
+    stream: str
+    grouping: GroupingSpec
+
+
+@dataclass
+class ComponentDef:
+    name: str
+    kind: str  # "spout" | "bolt"
+    cls: Any  # the class (local mode) or "module:Class"
+    par: int
+    tasks: int
+    config: dict[str, Any]
+    streams: dict[str, Stream]
+    inputs: list[InputDef] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "class": class_path(self.cls),
+            "par": self.par,
+            "tasks": self.tasks,
+            "config": self.config,
+            "streams": [s.to_dict() for s in self.streams.values()],
+            "inputs": [
+                {"component": i.component, "stream": i.stream, "grouping": i.grouping.to_dict()}
+                for i in self.inputs
+            ],
+            "options": self.options,
+        }
+
+
+@dataclass
+class TopologyDef:
+    name: str
+    config: dict[str, Any]
+    components: dict[str, ComponentDef]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "config": self.config,
+            "components": [c.to_dict() for c in self.components.values()],
+        }
+
+
+class Topology:
+    """Subclass and assign component specs as class attributes."""
+
+    config: ClassVar[dict[str, Any]] = {}
+    _definition: ClassVar[TopologyDef | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        specs: dict[str, ComponentSpec] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                if isinstance(value, ComponentSpec):
+                    specs[attr] = value
+        cls._definition = build_definition(cls.__name__, specs, dict(cls.config))
+
+    @classmethod
+    def definition(cls) -> TopologyDef:
+        if cls._definition is None:
+            msg = "Topology itself is abstract: subclass it and assign component specs"
+            raise TopologyValidationError(msg)
+        return cls._definition
+
+    @classmethod
+    def from_specs(
+        cls, name: str, specs: Mapping[str, ComponentSpec], config: Mapping[str, Any] | None = None
+    ) -> type[Topology]:
+        """Build a topology class from a mapping of attribute name -> spec."""
+        namespace: dict[str, Any] = dict(specs)
+        namespace["config"] = dict(config or {})
+        return type(name, (Topology,), namespace)
+
+
+def _fail(message: str) -> None:
+    raise TopologyValidationError(message)
+
+
+def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[str, Any]) -> TopologyDef:
+    try:
+        config_mod.validate(conf)
+    except ConfigError as e:
+        msg = f"topology {name}: {e}"
+        raise TopologyValidationError(msg) from e
+    by_name: dict[str, ComponentSpec] = {}
+    attr_of: dict[int, str] = {}
+    for attr, spec in specs.items():
+        cname = spec.name or attr
+        if id(spec) in attr_of:
+            _fail(f"topology {name}: the same spec is assigned to both {attr_of[id(spec)]!r} and {attr!r}")
+        attr_of[id(spec)] = attr
+        if not isinstance(cname, str) or not cname:
+            _fail(f"topology {name}: component names must be non-empty strings, got {cname!r}")
+        if cname.startswith("__"):
+            _fail(f"topology {name}: component name {cname!r} uses the '__' prefix reserved for system components")
+        if cname in by_name:
+            _fail(f"topology {name}: duplicate component name {cname!r}")
+        by_name[cname] = spec
+    if not by_name:
+        _fail(f"topology {name}: no components; assign specs such as `words = MySpout.spec()`")
+    components = {cname: _component_def(name, cname, spec) for cname, spec in by_name.items()}
+    if not any(c.kind == "spout" for c in components.values()):
+        _fail(f"topology {name}: a topology needs at least one spout")
+    for cname, spec in by_name.items():
+        components[cname].inputs = _resolve_inputs(name, cname, spec, by_name, components)
+    return TopologyDef(name, conf, components)
+
+
+def _component_def(topo: str, cname: str, spec: ComponentSpec) -> ComponentDef:
+    where = f"topology {topo}: component {cname!r}"
+    cls = spec.cls
+    if not isinstance(cls, str):
+        base = Spout if spec.kind == "spout" else Bolt
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            _fail(f"{where}: {cls!r} is not a {base.__name__} subclass")
+    for key, value in (("par", spec.par), ("tasks", spec.tasks)):
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            _fail(f"{where}: {key} must be an integer >= 1, got {value!r}")
+    try:
+        config_mod.validate(spec.config)
+    except ConfigError as e:
+        _fail(f"{where}: {e}")
+    streams = normalize_outputs(spec.raw_outputs, where)
+    return ComponentDef(
+        name=cname,
+        kind=spec.kind,
+        cls=cls,
+        par=min(spec.par, spec.tasks),
+        tasks=spec.tasks,
+        config=dict(spec.config),
+        streams=streams,
+        options=dict(spec.options),
+    )
+
+
+def _resolve_inputs(
+    topo: str,
+    cname: str,
+    spec: ComponentSpec,
+    by_name: Mapping[str, ComponentSpec],
+    components: Mapping[str, ComponentDef],
+) -> list[InputDef]:
+    where = f"topology {topo}: component {cname!r}"
+    raw = spec.raw_inputs
+    if raw is None:
+        return []
+    if spec.kind == "spout":
+        _fail(f"{where}: a spout cannot have inputs")
+    if isinstance(raw, (ComponentSpec, StreamRef, str)):
+        raw = [raw]
+    if isinstance(raw, Mapping):
+        pairs = [(key, grouping_of(value)) for key, value in raw.items()]
+    else:
+        pairs = [(key, Grouping.SHUFFLE) for key in raw]
+    inputs: list[InputDef] = []
+    seen: set[tuple[str, str]] = set()
+    for key, grouping in pairs:
+        source, stream = _source_of(where, key, by_name)
+        src_def = components[source]
+        declared = src_def.streams.get(stream)
+        if declared is None:
+            known = sorted(src_def.streams) or "none"
+            _fail(f"{where}: input {source!r} has no stream {stream!r} (declared streams: {known})")
+        if (source, stream) in seen:
+            _fail(f"{where}: subscribes twice to stream {stream!r} of {source!r}")
+        seen.add((source, stream))
+        _check_grouping(where, source, declared, grouping)
+        inputs.append(InputDef(source, stream, grouping))
+    return inputs
+
+
+def _source_of(where: str, key: Any, by_name: Mapping[str, ComponentSpec]) -> tuple[str, str]:
+    stream = DEFAULT_STREAM
+    if isinstance(key, StreamRef):
+        key, stream = key.spec, key.stream
+    if isinstance(key, ComponentSpec):
+        if key.name is None or by_name.get(key.name) is not key:
+            _fail(f"{where}: input {key!r} is not a component of this topology")
+        return key.name, stream  # type: ignore[return-value]
+    if isinstance(key, str):
+        if key not in by_name:
+            _fail(f"{where}: unknown input component {key!r} (components: {sorted(by_name)})")
+        return key, stream
+    _fail(f"{where}: inputs must be specs, spec['stream'] or component names, got {key!r}")
+    raise AssertionError  # unreachable; _fail raises
+
+
+def _check_grouping(where: str, source: str, stream: Stream, grouping: GroupingSpec) -> None:
+    label = f"stream {stream.name!r} of {source!r}"
+    if grouping.type in ("fields", "partial_key"):
+        for f in grouping.fields:
+            if f not in stream.fields:
+                _fail(f"{where}: {grouping.type} grouping on field {f!r}, but {label} declares {list(stream.fields)}")
+    if grouping.type == "direct" and not stream.direct:
+        _fail(f"{where}: direct grouping on {label}, which is not declared direct")
+    if grouping.type != "direct" and stream.direct:
+        _fail(f"{where}: {label} is a direct stream and needs Grouping.direct()")
+    if grouping.type == "custom" and grouping.custom is None:
+        _fail(f"{where}: custom grouping without a grouping class")

@@ -1,0 +1,178 @@
+"""The emit functions components call: the hot path of the whole engine.
+
+They are closures over everything they need (no attribute lookups on
+``self``) and append to per-target-task batch lists owned by the executor,
+which flushes them when it finishes an input batch.  Anchoring follows
+Storm exactly: every (child, anchor) pair gets its own random 64-bit edge id,
+XOR-ed into the anchor's ``ackval`` and into the child's ``{root: edge}`` map
+for each root of the anchor, so multi-anchoring inside one tree stays exact.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from squall.acker.rotating_map import RotatingMap
+from squall.topology.component import DEFAULT_STREAM
+from squall.topology.tuple import Tuple
+
+
+class StreamOut:
+    """One output stream of a task: record type, router, direct flag."""
+
+    __slots__ = ("name", "record", "fields", "nfields", "route", "direct")
+
+    def __init__(self, name: str, record: type, fields: tuple[str, ...], route: Callable, direct: bool):
+        self.name = name
+        self.record = record
+        self.fields = fields
+        self.nfields = len(fields)
+        self.route = route
+        self.direct = direct
+
+
+class TaskState:
+    """Mutable per-task state the emit closures share with their executor."""
+
+    __slots__ = ("current", "emitted")
+
+    def __init__(self) -> None:
+        self.current: Tuple | None = None
+        self.emitted = 0
+
+
+def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values: Any,
+              direct_task: Any) -> Exception:
+    so = streams.get(stream)
+    if so is None:
+        return ValueError(f"component {component!r} emitted on undeclared stream {stream!r} "
+                          f"(declared: {sorted(streams)})")
+    if not isinstance(values, (list, tuple)):
+        return TypeError(f"component {component!r} must emit a list or tuple of values, got {values!r}")
+    if len(values) != so.nfields:
+        return ValueError(f"component {component!r} emitted {len(values)} values on stream {stream!r}, "
+                          f"which declares {so.nfields} fields {list(so.fields)}")
+    if so.direct:
+        return ValueError(f"stream {stream!r} of {component!r} is direct: emit with direct_task=")
+    return ValueError(f"stream {stream!r} of {component!r} is not direct: direct_task is not allowed")
+
+
+def _checked(streams: dict[str, StreamOut], stream: str, values: Any, direct_task: Any) -> StreamOut | None:
+    so = streams.get(stream)
+    if so is None or type(values) not in (list, tuple) or len(values) != so.nfields:
+        return None
+    if so.direct is (direct_task is None):
+        return None
+    return so
+
+
+def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
+                 tracking: bool, rand64: Callable[[], int], check: Callable, capture: Callable | None,
+                 auto_anchor: bool, state: TaskState) -> Callable:
+    new = tuple.__new__
+    make = Tuple
+
+    def emit(values: Any, anchors: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
+        so = _checked(streams, stream, values, direct_task)
+        if so is None:
+            raise _bad_emit(component, stream, streams, values, direct_task)
+        check(values, so.fields, component, stream)
+        vals = new(so.record, values)
+        tasks = so.route(vals, direct_task)
+        state.emitted += 1
+        if capture is not None:
+            capture(component, stream, vals)
+        if anchors is None:
+            a = state.current if auto_anchor else None
+            if a is not None and tracking:
+                am = a.anchors
+                if am:
+                    # The common case, one anchor: no loops over anchors.
+                    for t in tasks:
+                        e = rand64()
+                        a.ackval ^= e
+                        out[t].append(make(e, component, stream, task, vals, dict.fromkeys(am, e)))
+                    return tasks
+            anchors = ()
+        elif type(anchors) is Tuple:
+            anchors = (anchors,)
+        if tracking and anchors:
+            for t in tasks:
+                amap: dict[int, int] | None = None
+                first = None
+                for a in anchors:
+                    am = a.anchors
+                    if am:
+                        e = rand64()
+                        a.ackval ^= e
+                        if amap is None:
+                            amap = dict.fromkeys(am, e)
+                            first = e
+                        else:
+                            for root in am:
+                                amap[root] = amap.get(root, 0) ^ e
+                out[t].append(make(first, component, stream, task, vals, amap))
+        else:
+            tup = make(None, component, stream, task, vals, None)
+            for t in tasks:
+                out[t].append(tup)
+        return tasks
+
+    return emit
+
+
+class SpoutTracker:
+    """A spout executor's pending trees: root id -> (task, message id, emit time)."""
+
+    __slots__ = ("pending", "count", "inits", "acker_tasks", "immediate")
+
+    def __init__(self, acker_tasks: list[int]) -> None:
+        self.pending = RotatingMap(2)
+        self.count = 0
+        self.acker_tasks = acker_tasks
+        self.inits: dict[int, list[tuple[int, int, int]]] = {t: [] for t in acker_tasks}
+        # Message ids to ack at once: no ackers, or emitted to no task at all.
+        self.immediate: list[tuple[int, Any]] = []
+
+
+def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
+                  rand64: Callable[[], int], check: Callable, capture: Callable | None,
+                  tracker: SpoutTracker, now: Callable[[], float], state: TaskState) -> Callable:
+    new = tuple.__new__
+    make = Tuple
+    acker_tasks = tracker.acker_tasks
+    n_ackers = len(acker_tasks)
+    inits = tracker.inits
+    immediate = tracker.immediate
+    pending = tracker.pending
+
+    def emit(values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
+        so = _checked(streams, stream, values, direct_task)
+        if so is None:
+            raise _bad_emit(component, stream, streams, values, direct_task)
+        check(values, so.fields, component, stream)
+        vals = new(so.record, values)
+        tasks = so.route(vals, direct_task)
+        state.emitted += 1
+        if capture is not None:
+            capture(component, stream, vals)
+        if tup_id is None or not n_ackers or not tasks:
+            tup = make(None, component, stream, task, vals, None)
+            for t in tasks:
+                out[t].append(tup)
+            if tup_id is not None:
+                immediate.append((task, tup_id))
+            return tasks
+        root = rand64()
+        val = 0
+        for t in tasks:
+            e = rand64()
+            val ^= e
+            out[t].append(make(e, component, stream, task, vals, {root: e}))
+        inits[acker_tasks[root % n_ackers]].append((root, val, task))
+        pending.put_new(root, (task, tup_id, now()))
+        tracker.count += 1
+        return tasks
+
+    return emit

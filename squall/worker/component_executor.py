@@ -1,0 +1,72 @@
+"""What spout and bolt executors share: building tasks and their outputs."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from squall.errors import TopologyValidationError
+from squall.topology.grouping import CustomGrouping
+from squall.topology.tuple import record_type
+from squall.worker import routing
+from squall.worker.collector import StreamOut, TaskState
+from squall.worker.context import TopologyContext
+from squall.worker.executor import Executor
+
+
+def resolve_class(ref: Any) -> Any:
+    """A class, or "module:Qualified.Name" imported."""
+    if not isinstance(ref, str):
+        return ref
+    module_name, _, qualname = ref.partition(":")
+    if not module_name or not qualname:
+        msg = f"class reference {ref!r} must look like 'package.module:ClassName'"
+        raise TopologyValidationError(msg)
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        msg = f"cannot load class {ref!r}: {e}"
+        raise TopologyValidationError(msg) from e
+    return obj
+
+
+class ComponentExecutor(Executor):
+    def make_context(self, task: int) -> TopologyContext:
+        return TopologyContext(self.plan, self.component, task, self.worker.address)
+
+    def make_instance(self, task: int) -> tuple[Any, TopologyContext, TaskState]:
+        cdef = self.plan.components[self.component]
+        instance = resolve_class(cdef.cls)()
+        context = self.make_context(task)
+        instance.conf = self.conf
+        instance.context = context
+        instance.logger = instance.logger.bind(component=self.component, task=task)
+        return instance, context, TaskState()
+
+    def build_streams(self, task: int, context: TopologyContext) -> dict[str, StreamOut]:
+        """Routers for each declared stream of this task, and its batch lists."""
+        cdef = self.plan.components[self.component]
+        subscribers = self.plan.subscribers.get(self.component, {})
+        streams: dict[str, StreamOut] = {}
+        for name, stream in cdef.streams.items():
+            choosers = []
+            for target, inp in subscribers.get(name, []):
+                tasks = self.plan.component_tasks[target]
+                indices = [stream.fields.index(f) for f in inp.grouping.fields]
+                custom = None
+                if inp.grouping.type == "custom":
+                    cls = resolve_class(inp.grouping.custom)
+                    custom = cls(**inp.grouping.args)
+                    if not isinstance(custom, CustomGrouping):
+                        msg = f"{inp.grouping.custom!r} is not a CustomGrouping"
+                        raise TopologyValidationError(msg)
+                    custom.prepare(context, name, list(tasks))
+                choosers.append(routing.make_chooser(
+                    inp.grouping, tasks, indices, self.worker.local_tasks, custom, task))
+                for t in tasks:
+                    self.out.setdefault(t, [])
+            streams[name] = StreamOut(name, record_type(stream.fields), stream.fields,
+                                      routing.combine(choosers), stream.direct)
+        return streams

@@ -1,0 +1,159 @@
+"""The executor thread: one component, one or more tasks, one receive queue.
+
+Each loop turn serves every control message first (acker traffic, ticks,
+activation), then up to ``MAX_TURN_TUPLES`` data tuples, then lets the
+subclass do its own work (a spout calls next_tuple), and flushes what the
+turn emitted as one batch per target task.  When nothing is to be done it
+sleeps on the queue's wake-up event, so an idle executor costs nothing and
+a tuple arriving at an idle one is picked up at once.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import random
+import threading
+from typing import TYPE_CHECKING, Any
+
+import structlog
+
+from squall.worker.queues import ExecutorQueue
+from squall.worker.reporting import ErrorThrottle
+from squall.worker.serialization import check_values, try_serialize
+
+if TYPE_CHECKING:
+    from squall.worker.plan import ExecutorDef
+    from squall.worker.worker import Worker
+
+MAX_TURN_TUPLES = 2048
+IDLE_WAIT_SECS = 0.2
+
+
+class Executor:
+    def __init__(self, worker: Worker, edef: ExecutorDef) -> None:
+        self.worker = worker
+        self.plan = worker.plan
+        self.component = edef.component
+        self.tasks = edef.tasks
+        self.conf = self.plan.component_conf(edef.component)
+        self.queue = ExecutorQueue(self.conf["topology.executor.receive.buffer.size"], worker.backpressure)
+        self.running = False
+        self.orderly = False
+        self.waiting = False
+        self.tracking = self.plan.tracking
+        self.acker_tasks = self.plan.acker_tasks
+        # Batches being built this turn, one list per possible target task.
+        self.out: dict[int, list[Any]] = {}
+        self.control_out: list[tuple[str, int, Any]] = []
+        # Random 64-bit tuple ids, never counters: Storm's odds of a false
+        # completion rest on them.  One generator per executor, no lock shared.
+        rng = random.Random(int.from_bytes(os.urandom(16), "little"))
+        self.rand64 = functools.partial(rng.getrandbits, 64)
+        self.check = (try_serialize if self.conf["topology.testing.always.try.serialize"]
+                      else check_values)
+        self.errors = ErrorThrottle(self.conf["topology.max.error.report.per.interval"],
+                                    self.conf["topology.error.throttle.interval.secs"], worker.clock.now)
+        self.log = structlog.get_logger(f"squall.worker.{type(self).__name__}")
+        name = f"executor-{self.component}-{self.tasks[0]}"
+        self.thread = threading.Thread(target=self._main, name=name, daemon=True)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        self.running = True
+        self.thread.start()
+
+    def stop(self, orderly: bool) -> None:
+        """Signal only; the owner joins."""
+        self.orderly = orderly
+        self.running = False
+        self.queue.wakeup.set()
+
+    def _main(self) -> None:
+        structlog.contextvars.bind_contextvars(
+            node=self.worker.node, topology=self.plan.name, worker=self.worker.address,
+            component=self.component, task=self.tasks[0],
+        )
+        try:
+            self.setup()
+            self.worker.executor_ready()
+            self.run_loop()
+            if self.orderly:
+                self.teardown()
+        except BaseException as e:  # noqa: BLE001 - any escape kills the worker, as in Storm
+            self.worker.die(e, self.component, self.tasks[0])
+        finally:
+            self.queue.release()
+
+    def setup(self) -> None:
+        """Create and initialize the tasks' components (in this thread)."""
+
+    def teardown(self) -> None:
+        """Orderly shutdown hooks (close/cleanup)."""
+
+    # -- the loop ------------------------------------------------------------
+
+    def run_loop(self) -> None:
+        q = self.queue
+        control = q.control
+        on_control = self.on_control
+        on_data = self.on_data
+        pop_data = q.pop_data
+        while self.running:
+            busy = False
+            while control:
+                kind, task, payload = control.popleft()
+                on_control(kind, task, payload)
+                busy = True
+            done = 0
+            while done < MAX_TURN_TUPLES and not control:
+                item = pop_data()
+                if item is None:
+                    break
+                on_data(item[0], item[1])
+                done += len(item[1])
+            if self.turn() or done:
+                busy = True
+            if busy:
+                self.flush()
+                continue
+            q.wakeup.clear()
+            if q.empty():
+                self.waiting = True
+                q.wakeup.wait(self.idle_wait())
+                self.waiting = False
+
+    def idle_wait(self) -> float:
+        return IDLE_WAIT_SECS
+
+    def turn(self) -> bool:
+        """Own work after the queue is served; True if anything was done."""
+        return False
+
+    def on_data(self, task: int, tuples: list[Any]) -> None:
+        msg = f"{self.component} does not accept data tuples"
+        raise RuntimeError(msg)
+
+    def on_control(self, kind: str, task: int, payload: Any) -> None:
+        msg = f"{self.component}: unknown control message {kind!r}"
+        raise RuntimeError(msg)
+
+    def flush(self) -> None:
+        send_data = self.worker.send_data
+        out = self.out
+        for task, batch in out.items():
+            if batch:
+                out[task] = []
+                send_data(task, batch)
+        if self.control_out:
+            send_control = self.worker.send_control
+            pending, self.control_out = self.control_out, []
+            for kind, task, payload in pending:
+                send_control(kind, task, payload)
+
+    # -- errors --------------------------------------------------------------
+
+    def report(self, exc: BaseException, task: int) -> None:
+        if self.errors.allow():
+            self.worker.report_error(exc, self.component, task, fatal=False)

@@ -1,0 +1,166 @@
+"""Groupings at run time: each chooser maps an emitted tuple to target tasks.
+
+One chooser per (emitting task, subscriber); a stream's router concatenates
+its subscribers' choices.  Choosers return lists that callers must not mutate.
+Fields groupings hash the *values* with CRC-32 so that every process agrees
+(Python's ``hash()`` of a str is salted per process).
+"""
+
+from __future__ import annotations
+
+import random
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import msgpack
+
+from squall.topology.grouping import CustomGrouping, GroupingSpec
+
+Choose = Callable[[Any, Any], Sequence[int]]
+# Choosers return tuples: shared, so they must be immutable, and emit hands
+# them back to the user as the list of tasks the tuple went to.
+
+
+def stable_hash(key: Any, seed: int = 0) -> int:
+    """A hash of a value, or a tuple of values, equal in every process."""
+    if type(key) is str:
+        return zlib.crc32(key.encode("utf-8", "surrogatepass"), seed)
+    if type(key) is int and 0 <= key < 1 << 63:
+        # Fibonacci hashing: spreads keys with regular gaps (all even ids, say).
+        return (((key ^ seed) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32
+    if type(key) is bytes:
+        return zlib.crc32(key, seed)
+    return zlib.crc32(msgpack.packb(key, use_bin_type=True), seed)
+
+
+def _key_fn(indices: Sequence[int]) -> Callable[[Any], Any]:
+    if len(indices) == 1:
+        i = indices[0]
+        return lambda values: values[i]
+    idx = tuple(indices)
+    return lambda values: [values[i] for i in idx]
+
+
+def shuffle(tasks: Sequence[int]) -> Choose:
+    # Round robin over a shuffled order: even spread without a random draw per tuple.
+    order = [(t,) for t in tasks]
+    random.shuffle(order)
+    n = len(order)
+    if n == 1:
+        only = order[0]
+        return lambda values, direct: only
+    pos = random.randrange(n)
+
+    def choose(values: Any, direct: Any) -> Sequence[int]:
+        nonlocal pos
+        pos += 1
+        if pos >= n:
+            pos = 0
+        return order[pos]
+
+    return choose
+
+
+def fields(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
+    targets = [(t,) for t in sorted(tasks)]
+    n = len(targets)
+    if n == 1:
+        only = targets[0]
+        return lambda values, direct: only
+    key = _key_fn(indices)
+    return lambda values, direct: targets[stable_hash(key(values)) % n]
+
+
+def partial_key(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
+    """Storm's PartialKeyGrouping: two candidate tasks per key, the less loaded wins."""
+    targets = sorted(tasks)
+    n = len(targets)
+    load = [0] * n
+    key = _key_fn(indices)
+
+    def choose(values: Any, direct: Any) -> Sequence[int]:
+        k = key(values)
+        a = stable_hash(k) % n
+        b = stable_hash(k, 0x9E3779B9) % n
+        pick = a if load[a] <= load[b] else b
+        load[pick] += 1
+        return (targets[pick],)
+
+    return choose
+
+
+def all_tasks(tasks: Sequence[int]) -> Choose:
+    targets = tuple(sorted(tasks))
+    return lambda values, direct: targets
+
+
+def global_(tasks: Sequence[int]) -> Choose:
+    only = (min(tasks),)
+    return lambda values, direct: only
+
+
+def direct(tasks: Sequence[int]) -> Choose:
+    valid = {t: (t,) for t in tasks}
+
+    def choose(values: Any, direct_task: Any) -> Sequence[int]:
+        return valid.get(direct_task, ())
+
+    return choose
+
+
+def local_or_shuffle(tasks: Sequence[int], local_tasks: set[int]) -> Choose:
+    near = [t for t in tasks if t in local_tasks]
+    return shuffle(near or list(tasks))
+
+
+def custom(grouping: CustomGrouping, src_task: int) -> Choose:
+    def choose(values: Any, direct_task: Any) -> Sequence[int]:
+        return tuple(grouping.choose_tasks(src_task, values))
+
+    return choose
+
+
+def make_chooser(
+    spec: GroupingSpec,
+    tasks: Sequence[int],
+    indices: Sequence[int],
+    local_tasks: set[int],
+    custom_instance: CustomGrouping | None,
+    src_task: int,
+) -> Choose:
+    kind = spec.type
+    if kind in ("shuffle", "none"):
+        return shuffle(tasks)
+    if kind == "fields":
+        return fields(tasks, indices)
+    if kind == "partial_key":
+        return partial_key(tasks, indices)
+    if kind == "all":
+        return all_tasks(tasks)
+    if kind == "global":
+        return global_(tasks)
+    if kind == "direct":
+        return direct(tasks)
+    if kind == "local_or_shuffle":
+        return local_or_shuffle(tasks, local_tasks)
+    if kind == "custom" and custom_instance is not None:
+        return custom(custom_instance, src_task)
+    msg = f"unknown grouping {kind!r}"
+    raise ValueError(msg)
+
+
+def combine(choosers: list[Choose]) -> Choose:
+    """A stream's router: every subscriber's choice, concatenated."""
+    if not choosers:
+        return lambda values, direct: ()
+    if len(choosers) == 1:
+        return choosers[0]
+
+    def route(values: Any, direct_task: Any) -> Sequence[int]:
+        out: list[int] = []
+        for choose in choosers:
+            out += choose(values, direct_task)
+        return tuple(out)
+
+    return route

@@ -1,0 +1,104 @@
+"""What may cross the wire, and how batches are encoded (msgpack, never pickle).
+
+``check_values`` runs on every emit: a type test per value, deep only for
+containers, so an unserializable value is caught where it was emitted, in
+every mode, not when it first happens to cross workers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgpack
+
+from squall.errors import SerializationError
+from squall.topology.tuple import Tuple
+
+_SCALARS = frozenset({str, float, bool, type(None), bytes})
+_INT_MIN = -(1 << 63)
+_INT_MAX = (1 << 64) - 1
+
+
+def _ok(value: Any, depth: int = 0) -> bool:
+    t = type(value)
+    if t in _SCALARS:
+        return True
+    if t is int:
+        return _INT_MIN <= value <= _INT_MAX
+    if depth > 64:
+        return False
+    if t is list or t is tuple:
+        return all(_ok(v, depth + 1) for v in value)
+    if t is dict:
+        return all(_ok(k, depth + 1) and _ok(v, depth + 1) for k, v in value.items())
+    if t is bytearray:
+        return True
+    return False
+
+
+def check_values(values: Any, fields: tuple[str, ...], component: str, stream: str) -> None:
+    """Raise :class:`SerializationError` naming the field and type at fault."""
+    for value in values:
+        t = type(value)
+        if t in _SCALARS or (t is int and _INT_MIN <= value <= _INT_MAX):
+            continue
+        if not _ok(value):
+            _refuse(values, fields, component, stream)
+
+
+def _refuse(values: Any, fields: tuple[str, ...], component: str, stream: str) -> None:
+    for name, value in zip(fields, values):
+        if not _ok(value):
+            what = type(value).__name__
+            if type(value) is int:
+                what = f"int {value} (outside the 64-bit range)"
+            msg = (
+                f"component {component!r} emitted {what} in field {name!r} of stream {stream!r}; "
+                "only None, bool, int (64-bit), float, str, bytes, list, tuple and dict can be emitted"
+            )
+            raise SerializationError(msg)
+
+
+def try_serialize(values: Any, fields: tuple[str, ...], component: str, stream: str) -> None:
+    """The full check (``topology.testing.always.try.serialize``): really pack it."""
+    check_values(values, fields, component, stream)
+    try:
+        msgpack.packb(list(values), use_bin_type=True)
+    except Exception as e:
+        msg = f"component {component!r} emitted values on stream {stream!r} that msgpack cannot pack: {e}"
+        raise SerializationError(msg) from e
+
+
+# A batch on the wire: a list of messages [kind, task, payload].
+# Data payload: rows [id, src_task, stream, values, anchors].
+
+def encode(messages: list[tuple[str, int, Any]]) -> bytes:
+    out = []
+    for kind, task, payload in messages:
+        if kind == "data":
+            payload = [[t.id, t.task, t.stream, list(t.values), t.anchors] for t in payload]
+        elif kind == "tick":
+            payload = None
+        out.append((kind, task, payload))
+    try:
+        return msgpack.packb(out, use_bin_type=True)
+    except Exception as e:
+        msg = f"cannot serialize a batch for the wire: {e}"
+        raise SerializationError(msg) from e
+
+
+def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, int, Any]]:
+    """Rebuild messages; ``component_of(task)`` and ``record_of(component, stream)``
+    restore what the wire leaves out."""
+    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+    out: list[tuple[str, int, Any]] = []
+    for kind, task, payload in messages:
+        if kind == "data":
+            tuples = []
+            for tid, src, stream, values, anchors in payload:
+                component = component_of(src)
+                record = record_of(component, stream)
+                tuples.append(Tuple(tid, component, stream, src, tuple.__new__(record, values), anchors))
+            payload = tuples
+        out.append((kind, task, payload))
+    return out

@@ -1,0 +1,152 @@
+"""Spout executors: call next_tuple while allowed, track pending trees.
+
+``next_tuple`` runs only while the spout is active, the worker is not under
+backpressure, and fewer than ``topology.max.spout.pending`` trees are
+pending.  Acks and fails from the ackers reach the task that emitted the
+tree, with the user's message id.  The spout also times out its own pending
+trees on ``__tick`` (2 buckets rotated every message timeout: a tree never
+acked fails between T and 2T), so a lost acker cannot leak them.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import Any
+
+from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
+from squall.worker.component_executor import ComponentExecutor
+
+LATENCY_SAMPLES = 200_000
+
+
+class SpoutTask:
+    __slots__ = ("task", "spout", "next_tuple", "state")
+
+    def __init__(self, task: int, spout: Any, state: TaskState) -> None:
+        self.task = task
+        self.spout = spout
+        self.next_tuple = spout.next_tuple
+        self.state = state
+
+
+class SpoutExecutor(ComponentExecutor):
+    def setup(self) -> None:
+        self.active = self.worker.active
+        self.acked = 0
+        self.failed = 0
+        self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
+        self.max_pending = self.conf["topology.max.spout.pending"]
+        self.batch = self.conf["topology.spout.batch.size"]
+        self.wait_secs = self.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
+        self.tracker = SpoutTracker(self.acker_tasks)
+        self.spouts: list[SpoutTask] = []
+        self.by_task: dict[int, SpoutTask] = {}
+        now = self.worker.clock.now
+        for task in self.tasks:
+            spout, context, state = self.make_instance(task)
+            streams = self.build_streams(task, context)
+            spout.emit = spout_emitter(self.component, task, streams, self.out, self.rand64,
+                                       self.check, self.worker.capture, self.tracker, now, state)
+            spout.initialize(self.conf, context)
+            st = SpoutTask(task, spout, state)
+            self.spouts.append(st)
+            self.by_task[task] = st
+        if self.active:
+            for st in self.spouts:
+                st.spout.activate()
+
+    def teardown(self) -> None:
+        for st in self.spouts:
+            st.spout.close()
+
+    @property
+    def emitted(self) -> int:
+        return sum(st.state.emitted for st in self.spouts)
+
+    @property
+    def pending(self) -> int:
+        return self.tracker.count
+
+    def idle_wait(self) -> float:
+        # Storm's sleep wait strategy: a spout with nothing to emit sleeps 1 ms,
+        # but wakes at once for acks and fails.
+        return self.wait_secs if self.active else super().idle_wait()
+
+    def turn(self) -> bool:
+        if not self.active or self.worker.backpressure.active:
+            return False
+        tracker = self.tracker
+        max_pending = self.max_pending
+        emitted_any = False
+        for _ in range(self.batch):
+            emitted = False
+            for st in self.spouts:
+                if max_pending is not None and tracker.count >= max_pending:
+                    break
+                before = st.state.emitted
+                st.next_tuple()
+                if st.state.emitted != before:
+                    emitted = True
+            if not emitted:
+                break
+            emitted_any = True
+        if tracker.immediate:
+            self.ack_immediately()
+        return emitted_any
+
+    def ack_immediately(self) -> None:
+        immediate = self.tracker.immediate
+        items = immediate[:]
+        immediate.clear()
+        for task, msg_id in items:
+            self.acked += 1
+            self.by_task[task].spout.ack(msg_id)
+
+    def on_control(self, kind: str, task: int, payload: Any) -> None:
+        if kind == "acked" or kind == "failed":
+            self.settle(payload, kind == "acked")
+        elif kind == "tick":
+            expired = self.tracker.pending.rotate()
+            self.tracker.count -= len(expired)
+            for task_id, msg_id, _t0 in expired.values():
+                self.failed += 1
+                self.by_task[task_id].spout.fail(msg_id)
+        elif kind == "activate":
+            if not self.active:
+                self.active = True
+                for st in self.spouts:
+                    st.spout.activate()
+        elif kind == "deactivate":
+            if self.active:
+                self.active = False
+                for st in self.spouts:
+                    st.spout.deactivate()
+        else:
+            super().on_control(kind, task, payload)
+
+    def settle(self, roots: list[int], ok: bool) -> None:
+        pop = self.tracker.pending.pop
+        now = self.worker.clock.now()
+        latencies = self.latencies
+        by_task = self.by_task
+        for root in roots:
+            entry = pop(root)
+            if entry is None:
+                continue  # already timed out here and failed
+            self.tracker.count -= 1
+            task, msg_id, t0 = entry
+            if ok:
+                self.acked += 1
+                latencies.append(now - t0)
+                by_task[task].spout.ack(msg_id)
+            else:
+                self.failed += 1
+                by_task[task].spout.fail(msg_id)
+
+    def flush(self) -> None:
+        inits = self.tracker.inits
+        for task, items in inits.items():
+            if items:
+                inits[task] = []
+                self.control_out.append(("init", task, items))
+        super().flush()

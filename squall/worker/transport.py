@@ -1,0 +1,120 @@
+"""How batches travel between workers: a tiny interface and its backends.
+
+A worker binds one :class:`Receiver` at its address and opens a
+:class:`Sender` per peer.  Frames are bytes (msgpack batches).  A send to a
+peer that is not there is not an error: like ZeroMQ, the transport does not
+block the sender; the tuples are lost, time out at the acker and replay.
+
+Backends register by URL scheme (``inproc://`` here; ``zmq+tcp://`` joins
+with the cluster).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+
+from squall.errors import TransportError
+
+
+class Receiver(ABC):
+    @abstractmethod
+    def recv(self, timeout: float) -> bytes | None:
+        """The next frame, or None after ``timeout`` seconds."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Sender(ABC):
+    @abstractmethod
+    def send(self, frame: bytes) -> None: ...
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+
+class Transport(ABC):
+    @abstractmethod
+    def bind(self, address: str) -> Receiver: ...
+
+    @abstractmethod
+    def connect(self, address: str) -> Sender: ...
+
+
+class _InprocReceiver(Receiver):
+    def __init__(self, hub: InprocTransport, address: str) -> None:
+        self.address = address
+        self.frames: queue.SimpleQueue[bytes] = queue.SimpleQueue()
+        self._hub = hub
+
+    def recv(self, timeout: float) -> bytes | None:
+        try:
+            return self.frames.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def close(self) -> None:
+        self._hub._unbind(self)
+
+
+class _InprocSender(Sender):
+    def __init__(self, hub: InprocTransport, address: str) -> None:
+        self._hub = hub
+        self.address = address
+
+    def send(self, frame: bytes) -> None:
+        receiver = self._hub._receivers.get(self.address)
+        if receiver is None:
+            self._hub.dropped += 1
+            return
+        receiver.frames.put(frame)
+
+    def close(self) -> None:
+        pass
+
+
+class InprocTransport(Transport):
+    """Workers of one process (local mode): frames go through in-memory queues.
+
+    Frames are still msgpack bytes, so local mode with several workers runs
+    exactly the code paths the ZeroMQ transport will.
+    """
+
+    def __init__(self) -> None:
+        self._receivers: dict[str, _InprocReceiver] = {}
+        self._lock = threading.Lock()
+        self.dropped = 0
+
+    def bind(self, address: str) -> Receiver:
+        receiver = _InprocReceiver(self, address)
+        with self._lock:
+            # A restarted worker takes its address over; the old receiver is dead.
+            self._receivers[address] = receiver
+        return receiver
+
+    def _unbind(self, receiver: _InprocReceiver) -> None:
+        with self._lock:
+            if self._receivers.get(receiver.address) is receiver:
+                del self._receivers[receiver.address]
+
+    def connect(self, address: str) -> Sender:
+        return _InprocSender(self, address)
+
+
+_BACKENDS: dict[str, Callable[[], Transport]] = {"inproc": InprocTransport}
+
+
+def register_backend(scheme: str, factory: Callable[[], Transport]) -> None:
+    _BACKENDS[scheme] = factory
+
+
+def transport_for(address: str) -> Transport:
+    scheme = address.split("://", 1)[0]
+    factory = _BACKENDS.get(scheme)
+    if factory is None:
+        msg = f"no transport for address {address!r} (known schemes: {sorted(_BACKENDS)})"
+        raise TransportError(msg)
+    return factory()

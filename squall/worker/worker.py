@@ -1,0 +1,257 @@
+"""A worker: the executors of one topology placed on one slot.
+
+The worker owns the executor threads, the task -> queue table, the system
+timer that sends ``__tick``, and (when some tasks live in other workers) the
+transfer threads.  An unhandled error in any of its threads kills the whole
+worker, as in Storm; whoever supervises it restarts it.
+
+Shutdown order: the timer first (no new ticks), then spouts (no new
+tuples), then bolts and ackers, then the transfer threads, which flush what
+was handed to them before the receive address is closed.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from squall.acker.executor import BUCKETS, AckerExecutor
+from squall.clock import Clock
+from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
+from squall.worker.bolt_executor import BoltExecutor
+from squall.worker.executor import Executor
+from squall.worker.plan import ExecutorDef, TopologyPlan
+from squall.worker.queues import Backpressure, ExecutorQueue
+from squall.worker.reporting import ErrorRecord, describe
+from squall.worker.spout_executor import SpoutExecutor
+from squall.worker.timer import SystemTimer
+from squall.worker.transfer import Transfer
+from squall.worker.transport import Transport
+
+log = structlog.get_logger("squall.worker.Worker")
+
+_EXECUTOR_TYPES: dict[str, type[Executor]] = {
+    "spout": SpoutExecutor,
+    "bolt": BoltExecutor,
+    "acker": AckerExecutor,
+}
+
+
+class Status(enum.Enum):
+    INIT = "init"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class Worker:
+    def __init__(
+        self,
+        plan: TopologyPlan,
+        executors: list[ExecutorDef],
+        address: str,
+        task_address: dict[int, str],
+        transport: Transport | None,
+        clock: Clock,
+        *,
+        node: str = "local",
+        active: bool = True,
+        error_sink: Callable[[ErrorRecord], None] | None = None,
+        on_death: Callable[[Worker], None] | None = None,
+        capture: Callable[[str, str, Any], None] | None = None,
+    ) -> None:
+        self.plan = plan
+        self.conf = plan.conf
+        self.address = address
+        self.node = node
+        self.clock = clock
+        self.active = active
+        self.capture = capture
+        self.status = Status.INIT
+        self.failure: BaseException | None = None
+        self.backpressure = Backpressure()
+        self._error_sink = error_sink
+        self._on_death = on_death
+        self._lock = threading.Lock()
+        self._ready = 0
+        self.ready = threading.Event()
+        self.local_tasks = {t for e in executors for t in e.tasks}
+        self.executors: list[Executor] = [_EXECUTOR_TYPES[plan.components[e.component].kind](self, e)
+                                          for e in executors]
+        self.queues: dict[int, ExecutorQueue] = {t: ex.queue for ex in self.executors for t in ex.tasks}
+        remote = {t: a for t, a in task_address.items() if t not in self.local_tasks}
+        self.transfer: Transfer | None = None
+        if remote:
+            if transport is None:
+                msg = f"worker {address} has remote tasks but no transport"
+                raise ValueError(msg)
+            self.transfer = Transfer(transport, address, remote, self.deliver, plan.task_component.__getitem__,
+                                     self._record_of, self._transfer_died)
+        self.timer = SystemTimer(clock, name=f"timer-{address}")
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        if self.status is not Status.INIT:
+            return
+        self.status = Status.RUNNING
+        self._schedule_ticks()
+        if self.transfer is not None:
+            self.transfer.start()
+        for executor in self.executors:
+            executor.start()
+        self.timer.start()
+        log.info("worker started", worker=self.address, topology=self.plan.name,
+                 executors=[e.thread.name for e in self.executors])
+
+    def stop(self, reason: str, timeout: float | None = None, orderly: bool = False) -> None:
+        """Stop every thread; ``orderly`` runs close/cleanup hooks."""
+        if timeout is None:
+            timeout = self.conf["worker.shutdown.timeout.secs"]
+        with self._lock:
+            if self.status in (Status.STOPPING, Status.STOPPED):
+                return
+            failed = self.status is Status.FAILED
+            self.status = Status.STOPPING
+        log.info("worker stopping", worker=self.address, reason=reason)
+        # Joining threads is about real time, whatever clock drives the topology.
+        deadline = time.monotonic() + timeout
+        self.timer.stop()
+        spouts = [e for e in self.executors if isinstance(e, SpoutExecutor)]
+        others = [e for e in self.executors if not isinstance(e, SpoutExecutor)]
+        for group in (spouts, others):
+            for executor in group:
+                executor.stop(orderly)
+            for executor in group:
+                if executor.thread.is_alive() and executor.thread is not threading.current_thread():
+                    executor.thread.join(max(0.0, deadline - time.monotonic()))
+        if self.transfer is not None:
+            self.transfer.stop()
+            self.transfer.join(max(0.0, deadline - time.monotonic()))
+        self.timer.join(max(0.0, deadline - time.monotonic()))
+        stuck = [e.thread.name for e in self.executors if e.thread.is_alive()
+                 and e.thread is not threading.current_thread()]
+        if stuck:
+            log.warning("executor threads did not stop in time", worker=self.address, threads=stuck)
+        self.status = Status.FAILED if failed else Status.STOPPED
+
+    def executor_ready(self) -> None:
+        with self._lock:
+            self._ready += 1
+            if self._ready == len(self.executors):
+                self.ready.set()
+
+    def die(self, exc: BaseException, component: str | None, task: int | None) -> None:
+        """An unhandled error in one of our threads: the whole worker goes."""
+        with self._lock:
+            if self.status is not Status.RUNNING:
+                return
+            self.status = Status.FAILED
+            self.failure = exc
+        self.report_error(exc, component or "__worker", task, fatal=True)
+        # Signal every thread now; the supervisor joins and restarts.
+        self.timer.stop()
+        for executor in self.executors:
+            executor.stop(orderly=False)
+        if self.transfer is not None:
+            self.transfer.stop()
+        if self._on_death is not None:
+            self._on_death(self)
+
+    def _transfer_died(self, exc: BaseException) -> None:
+        self.die(exc, None, None)
+
+    def report_error(self, exc: BaseException, component: str, task: int | None, fatal: bool) -> None:
+        text, trace = describe(exc)
+        record = ErrorRecord(self.plan.name, component, task, text, trace, fatal, self.address, exception=exc)
+        if fatal:
+            log.error("worker died", worker=self.address, component=component, task=task, error=text,
+                      traceback=trace)
+        else:
+            log.warning("component error", component=component, task=task, error=text)
+        if self._error_sink is not None:
+            self._error_sink(record)
+
+    # -- control -------------------------------------------------------------
+
+    def set_active(self, active: bool) -> None:
+        self.active = active
+        kind = "activate" if active else "deactivate"
+        for executor in self.executors:
+            if isinstance(executor, SpoutExecutor):
+                executor.queue.put_control(kind, executor.tasks[0], None)
+
+    # -- routing -------------------------------------------------------------
+
+    def send_data(self, task: int, batch: list[Any]) -> None:
+        queue = self.queues.get(task)
+        if queue is not None:
+            queue.put_data(task, batch)
+        elif self.transfer is not None:
+            self.transfer.put("data", task, batch)
+
+    def send_control(self, kind: str, task: int, payload: Any) -> None:
+        queue = self.queues.get(task)
+        if queue is not None:
+            queue.put_control(kind, task, payload)
+        elif self.transfer is not None:
+            self.transfer.put(kind, task, payload)
+
+    def deliver(self, kind: str, task: int, payload: Any) -> None:
+        """A message from another worker."""
+        if kind == "data":
+            self.send_data(task, payload)
+        else:
+            self.send_control(kind, task, payload)
+
+    def _record_of(self, component: str, stream: str) -> type:
+        return record_type(self.plan.components[component].streams[stream].fields)
+
+    # -- ticks ---------------------------------------------------------------
+
+    def _schedule_ticks(self) -> None:
+        timeout = self.conf["topology.message.timeout.secs"]
+        for executor in self.executors:
+            kind = self.plan.components[executor.component].kind
+            queue = executor.queue
+            if kind == "acker":
+                self.timer.every(timeout / (BUCKETS - 1), _ticker(queue, executor.tasks[0], None))
+            elif kind == "spout" and self.plan.tracking:
+                self.timer.every(timeout, _ticker(queue, executor.tasks[0], None))
+            elif kind == "bolt":
+                freq = executor.conf.get("topology.tick.tuple.freq.secs")
+                if freq:
+                    tup = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, SYSTEM_TASK,
+                                record_type(("rate_secs",))((freq,)))
+                    for task in executor.tasks:
+                        self.timer.every(freq, _ticker(queue, task, tup))
+
+    # -- observation ---------------------------------------------------------
+
+    def idle(self) -> bool:
+        """Nothing queued, nothing in transfer, every executor asleep."""
+        if self.transfer is not None and not self.transfer.empty():
+            return False
+        return all(e.waiting and e.queue.empty() for e in self.executors)
+
+    def stats(self) -> dict[str, dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        for executor in self.executors:
+            s = out.setdefault(executor.component, {"emitted": 0, "executed": 0, "acked": 0, "failed": 0,
+                                                    "pending": 0, "latencies": []})
+            for key in ("emitted", "executed", "acked", "failed", "pending"):
+                s[key] += getattr(executor, key, 0)
+            samples = getattr(executor, "latencies", None)
+            if samples:
+                s["latencies"].extend(samples)
+        return out
+
+
+def _ticker(queue: ExecutorQueue, task: int, payload: Any) -> Callable[[], None]:
+    return lambda: queue.put_control("tick", task, payload)
