@@ -44,25 +44,31 @@ class LocalTopology:
         self.workers: list[Worker | None] = [None] * n
         self._failures = [0] * n
         self._started_at = [0.0] * n
-        self._deaths: SimpleQueue[int] = SimpleQueue()
+        self._deaths: SimpleQueue[tuple[int, float]] = SimpleQueue()
         self._stop = threading.Event()
         self._monitor = threading.Thread(target=self._watch, name=f"local-supervisor-{plan.name}",
                                          daemon=True)
 
     def start(self) -> None:
-        for slot in range(len(self.workers)):
-            self._launch(slot)
+        workers = [self._create(slot) for slot in range(len(self.workers))]
+        for worker in workers:
+            worker.bind()
+        for worker in workers:
+            worker.start()
         self._monitor.start()
 
     def _launch(self, slot: int) -> None:
+        self._create(slot).start()
+
+    def _create(self, slot: int) -> Worker:
         worker = Worker(
             self.plan, self.placement[slot], self.addresses[slot], self.task_address, self.transport,
             self.clock, node=self.node, active=self.active, error_sink=self.errors.append,
-            on_death=lambda w, slot=slot: self._deaths.put(slot), capture=self.capture,
+            on_death=lambda w, slot=slot: self._deaths.put((slot, self.clock.now())), capture=self.capture,
         )
         self.workers[slot] = worker
         self._started_at[slot] = self.clock.now()
-        worker.start()
+        return worker
 
     def _watch(self) -> None:
         conf = self.plan.conf
@@ -70,20 +76,21 @@ class LocalTopology:
         ceiling = conf["supervisor.worker.restart.backoff.max.secs"]
         while not self._stop.is_set():
             try:
-                slot = self._deaths.get(timeout=0.2)
+                slot, died_at = self._deaths.get(timeout=0.2)
             except Empty:
                 continue
             dead = self.workers[slot]
             if dead is not None:
                 dead.stop("worker-died")
             # A worker that ran longer than the ceiling was healthy: start afresh.
-            if self.clock.now() - self._started_at[slot] > ceiling:
+            if died_at - self._started_at[slot] > ceiling:
                 self._failures[slot] = 0
             delay = min(initial * (2 ** self._failures[slot]), ceiling)
             self._failures[slot] += 1
             log.warning("restarting worker", topology=self.name, worker=self.addresses[slot],
                         backoff_secs=delay, failures=self._failures[slot])
-            if not self.clock.sleep_until(self.clock.now() + delay, self._stop):
+            # Back off from the moment of death, not from when we got to it.
+            if not self.clock.sleep_until(died_at + delay, self._stop):
                 return
             self.restarts += 1
             self._launch(slot)

@@ -41,9 +41,15 @@ class Transfer:
         self._receiver: Receiver | None = None
         self._threads: list[threading.Thread] = []
 
+    def bind(self) -> None:
+        """Take this worker's address; idempotent.  Done before any worker of the
+        topology starts sending, so that no first tuple is sent into the void."""
+        if self._receiver is None:
+            self._receiver = self._transport.bind(self.address)
+
     def start(self) -> None:
         self._running = True
-        self._receiver = self._transport.bind(self.address)
+        self.bind()
         for target, name in ((self._send_loop, "send"), (self._recv_loop, "recv")):
             thread = threading.Thread(target=target, name=f"worker-{name}-{self.address}", daemon=True)
             self._threads.append(thread)

@@ -97,6 +97,10 @@ class Worker:
 
     # -- lifecycle -----------------------------------------------------------
 
+    def bind(self) -> None:
+        if self.transfer is not None:
+            self.transfer.bind()
+
     def start(self) -> None:
         if self.status is not Status.INIT:
             return

@@ -1,0 +1,117 @@
+"""The XOR ledger and the RotatingMap as pure cores: events in, outcomes out."""
+
+from __future__ import annotations
+
+import random
+import sys
+
+from squall.acker import AckLedger, RotatingMap
+
+
+def test_tree_completes_only_when_every_edge_is_acked() -> None:
+    # The worked example of the FsShelter message-flow document, scenario B.
+    ledger = AckLedger()
+    root, t1, t2 = 11, 0x1234, 0x9876
+    assert ledger.init(root, t1, spout_task=5) is None
+    assert ledger.ack(root, t1 ^ t2) is None  # bolt 1 acks t1, anchors t2
+    assert ledger.ack(root, t2) == (5, root, True)
+    assert len(ledger) == 0
+
+
+def test_acks_may_overtake_the_init() -> None:
+    ledger = AckLedger()
+    e = random.getrandbits(64)
+    assert ledger.ack(7, e) is None  # bolt was faster than the spout's init
+    assert ledger.init(7, e, spout_task=2) == (2, 7, True)
+
+
+def test_fail_is_immediate_and_forgets_the_tree() -> None:
+    ledger = AckLedger()
+    ledger.init(3, 99, spout_task=1)
+    assert ledger.fail(3) == (1, 3, False)
+    assert len(ledger) == 0
+    # a late ack of a failed tree starts an orphan entry that never completes
+    assert ledger.ack(3, 99) is None
+
+
+def test_fail_before_init_fails_on_init() -> None:
+    ledger = AckLedger()
+    assert ledger.fail(4) is None
+    assert ledger.init(4, 1, spout_task=9) == (9, 4, False)
+
+
+def test_rotation_expires_pending_trees_to_their_spout() -> None:
+    ledger = AckLedger(buckets=3)
+    ledger.init(1, 5, spout_task=3)
+    assert ledger.rotate() == []
+    assert ledger.rotate() == []
+    assert ledger.rotate() == [(3, 1, False)]
+
+
+def test_an_update_resets_the_timeout() -> None:
+    ledger = AckLedger(buckets=2)
+    ledger.init(1, 5 ^ 6, spout_task=3)
+    ledger.rotate()
+    ledger.ack(1, 6)  # still pending, moved back to the newest bucket
+    assert ledger.rotate() == []
+    assert ledger.rotate() == [(3, 1, False)]
+
+
+def test_orphan_acks_expire_silently() -> None:
+    ledger = AckLedger(buckets=2)
+    ledger.ack(1, 5)  # no init ever arrives: no spout to tell
+    ledger.rotate()
+    assert ledger.rotate() == []
+
+
+def test_random_dags_complete_exactly_when_all_acked() -> None:
+    """Many random trees, edges acked in random order: completion comes with the last ack."""
+    rng = random.Random(42)
+    for _ in range(200):
+        ledger = AckLedger()
+        root = rng.getrandbits(64)
+        edges = [rng.getrandbits(64) for _ in range(rng.randint(1, 12))]
+        # spout sends the first edges, each later edge is anchored to a random earlier one
+        n_roots = rng.randint(1, len(edges))
+        children: dict[int, list[int]] = {i: [] for i in range(len(edges))}
+        for i in range(n_roots, len(edges)):
+            children[rng.randrange(i)].append(i)
+        init_val = 0
+        for i in range(n_roots):
+            init_val ^= edges[i]
+        assert ledger.init(root, init_val, 0) is None
+        order = list(range(len(edges)))
+        rng.shuffle(order)
+        for k, i in enumerate(order):
+            val = edges[i]
+            for c in children[i]:
+                val ^= edges[c]
+            outcome = ledger.ack(root, val)
+            if k < len(order) - 1:
+                assert outcome is None
+            else:
+                assert outcome == (0, root, True)
+
+
+def test_rotating_map_put_moves_to_newest_bucket() -> None:
+    m = RotatingMap(3)
+    m.put("a", 1)
+    m.rotate()
+    m.put("b", 2)
+    assert m.get("a") == 1 and "a" in m and len(m) == 2
+    m.rotate()
+    assert m.rotate() == {"a": 1}
+    assert m.rotate() == {"b": 2}
+    assert len(m) == 0
+
+
+def test_pending_tree_state_is_small() -> None:
+    """Storm keeps ~20 bytes per pending tree; ours is one packed int per tree."""
+    ledger = AckLedger()
+    rng = random.Random(1)
+    for i in range(10_000):
+        ledger.init(rng.getrandbits(64), rng.getrandbits(64), spout_task=i % 7)
+    (entry,) = [ledger.pending.get(k) for k in list(ledger.pending._buckets[0])[:1]]
+    # one int: 64-bit ack val + failed bit + spout task, no tuple/list/object around it
+    assert isinstance(entry, int)
+    assert sys.getsizeof(entry) <= 40

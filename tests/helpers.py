@@ -1,0 +1,126 @@
+"""Shared test components: a journal of what spouts saw, a durable broker,
+and a gate bolt that holds tuples until the test releases them."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from typing import Any
+
+from squall import Bolt, Spout
+
+
+class Journal:
+    """Thread-safe record of spout callbacks, kept outside any worker so it
+    survives worker restarts, like an external system would."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.emitted: list[Any] = []
+        self.acked: list[Any] = []
+        self.failed: list[Any] = []
+        self.seen: list[Any] = []  # tuples bolts processed, as they choose to log them
+
+    def add(self, kind: str, item: Any) -> None:
+        with self.lock:
+            getattr(self, kind).append(item)
+
+    def count(self, kind: str) -> int:
+        with self.lock:
+            return len(getattr(self, kind))
+
+
+class Broker:
+    """A durable queue in the Kestrel/Kafka mould: a message stays owned by
+    the broker until acked; a consumer that fails it, or disappears (a
+    restarted worker reconnects), gets it back."""
+
+    def __init__(self, messages: list[Any]) -> None:
+        self.lock = threading.Lock()
+        self.ready = list(reversed(messages))
+        self.inflight: dict[Any, Any] = {}
+        self.acks: Counter[Any] = Counter()
+        self.total = len(messages)
+
+    def connect(self) -> None:
+        with self.lock:  # a new consumer: whatever was in flight is redelivered
+            self.ready.extend(self.inflight.values())
+            self.inflight.clear()
+
+    def take(self) -> Any | None:
+        with self.lock:
+            if not self.ready:
+                return None
+            msg = self.ready.pop()
+            self.inflight[msg[0]] = msg
+            return msg
+
+    def ack(self, msg_id: Any) -> None:
+        with self.lock:
+            if self.inflight.pop(msg_id, None) is not None:
+                self.acks[msg_id] += 1
+
+    def fail(self, msg_id: Any) -> None:
+        with self.lock:
+            msg = self.inflight.pop(msg_id, None)
+            if msg is not None:
+                self.ready.append(msg)
+
+    @property
+    def done(self) -> bool:
+        with self.lock:
+            return len(self.acks) == self.total and not self.inflight and not self.ready
+
+
+class BrokerSpout(Spout):
+    """Reliable spout over a Broker: message = (id, *values); id is the tup_id."""
+
+    broker: Broker
+    outputs = ["id", "body"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.broker.connect()
+
+    def next_tuple(self) -> None:
+        msg = self.broker.take()
+        if msg is not None:
+            self.emit(list(msg), tup_id=msg[0])
+
+    def ack(self, tup_id: Any) -> None:
+        self.broker.ack(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        self.broker.fail(tup_id)
+
+
+class Gate(Bolt):
+    """Holds every tuple unacked until ``release`` is set, then acks on tick."""
+
+    auto_ack = False
+    release: threading.Event
+    journal: Journal
+    outputs = ["id"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.held: list[Any] = []
+
+    def process(self, tup: Any) -> None:
+        self.journal.add("seen", tup.values[0])
+        self.held.append(tup)
+
+    def process_tick(self, tup: Any) -> None:
+        if self.release.is_set():
+            for held in self.held:
+                self.ack(held)
+            self.held.clear()
+
+
+def stay(predicate: Any, seconds: float = 0.3) -> bool:
+    """The negative check: ``predicate`` keeps holding for a while (nothing happens)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not predicate():
+            return False
+        time.sleep(0.01)
+    return True
