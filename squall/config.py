@@ -36,6 +36,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.restart.backoff.initial.secs": (1.0, (int, float), 0),
     "supervisor.worker.restart.backoff.max.secs": (30.0, (int, float), 0),
     "worker.shutdown.timeout.secs": (5.0, (int, float), 0),
+    # The garbage collector's gen-0 threshold while workers run (see squall.worker.gc).
+    "worker.gc.gen0.threshold": (50_000, (int,), 0),
 }
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}

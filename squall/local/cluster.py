@@ -14,6 +14,7 @@ from typing import Any
 from squall.clock import Clock
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
+from squall.topology.loading import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
 from squall.worker.plan import plan_topology
 from squall.worker.reporting import ErrorRecord
@@ -52,7 +53,9 @@ class LocalCluster:
         if not isinstance(name, str) or not _NAME.match(name):
             msg = f"topology name {name!r} must be letters, digits, '_' or '-'"
             raise TopologyValidationError(msg)
-        plan = plan_topology(definition_of(topology), self.conf, conf)
+        defn = definition_of(topology)
+        verify_loadable(defn)
+        plan = plan_topology(defn, self.conf, conf)
         plan.name = name
         with self._lock:
             if name in self._topologies:

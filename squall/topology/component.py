@@ -56,6 +56,9 @@ def normalize_outputs(outputs: Any, owner: str) -> dict[str, Stream]:
             plain.append(item)
         elif isinstance(item, Mapping):
             stream = Stream(item.get("fields", ()), item.get("name", DEFAULT_STREAM), item.get("direct", False))
+            if stream.name in streams:
+                msg = f"{owner}: stream {stream.name!r} is declared twice"
+                raise TopologyValidationError(msg)
             streams[stream.name] = stream
         else:
             msg = f"{owner}: outputs must be field names or Stream objects, got {item!r}"
@@ -116,7 +119,8 @@ class ComponentSpec:
     ) -> None:
         self.cls = cls
         self.kind = kind
-        self.name = name
+        self.name = name  # explicit name=, or None: the attribute name is used
+        self.display_name = name
         self.raw_inputs = inputs
         self.par = par
         self.tasks = par if tasks is None else tasks
@@ -126,15 +130,18 @@ class ComponentSpec:
         self.options = dict(options or {})
 
     def __set_name__(self, owner: type, name: str) -> None:
+        # Only a default for display: a topology names a spec by the attribute
+        # it is assigned to (or its explicit ``name=``), so one spec may be
+        # shared by several topologies under different attribute names.
         if self.name is None:
-            self.name = name
+            self.display_name = name
 
     def __getitem__(self, stream: str) -> StreamRef:
         return StreamRef(self, stream)
 
     def __repr__(self) -> str:
         cls = getattr(self.cls, "__name__", self.cls)
-        return f"<{self.kind} spec {self.name or '?'} of {cls} par={self.par}>"
+        return f"<{self.kind} spec {self.name or self.display_name or '?'} of {cls} par={self.par}>"
 
 
 class Component:

@@ -50,13 +50,15 @@ def class_path(obj: Any) -> str:
 def _field_names(fields: tuple[Any, ...]) -> tuple[str, ...]:
     if len(fields) == 1 and isinstance(fields[0], (list, tuple)):
         fields = tuple(fields[0])
+    from squall.errors import TopologyValidationError
+
     if not fields:
         msg = "a fields grouping needs at least one field name"
-        raise ValueError(msg)
+        raise TopologyValidationError(msg)
     for name in fields:
         if not isinstance(name, str):
             msg = f"grouping field names must be strings, got {name!r}"
-            raise TypeError(msg)
+            raise TopologyValidationError(msg)
     return tuple(fields)
 
 

@@ -93,7 +93,12 @@ class Topology:
         for klass in reversed(cls.__mro__):
             for attr, value in vars(klass).items():
                 if isinstance(value, ComponentSpec):
+                    if attr in _RESERVED:
+                        _fail(f"topology {cls.__name__}: {attr!r} is a Topology attribute; "
+                              f"give the component another name")
                     specs[attr] = value
+        if not isinstance(cls.config, Mapping):
+            _fail(f"topology {cls.__name__}: config must be a dict, got {cls.config!r}")
         cls._definition = build_definition(cls.__name__, specs, dict(cls.config))
 
     @classmethod
@@ -113,6 +118,9 @@ class Topology:
         return type(name, (Topology,), namespace)
 
 
+_RESERVED = frozenset({"config", "definition", "from_specs"})
+
+
 def _fail(message: str) -> None:
     raise TopologyValidationError(message)
 
@@ -126,7 +134,7 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
     by_name: dict[str, ComponentSpec] = {}
     attr_of: dict[int, str] = {}
     for attr, spec in specs.items():
-        cname = spec.name or attr
+        cname = spec.name if spec.name is not None else attr
         if id(spec) in attr_of:
             _fail(f"topology {name}: the same spec is assigned to both {attr_of[id(spec)]!r} and {attr!r}")
         attr_of[id(spec)] = attr
@@ -142,8 +150,9 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
     components = {cname: _component_def(name, cname, spec) for cname, spec in by_name.items()}
     if not any(c.kind == "spout" for c in components.values()):
         _fail(f"topology {name}: a topology needs at least one spout")
+    name_of = {id(spec): cname for cname, spec in by_name.items()}
     for cname, spec in by_name.items():
-        components[cname].inputs = _resolve_inputs(name, cname, spec, by_name, components)
+        components[cname].inputs = _resolve_inputs(name, cname, spec, by_name, name_of, components)
     return TopologyDef(name, conf, components)
 
 
@@ -179,6 +188,7 @@ def _resolve_inputs(
     cname: str,
     spec: ComponentSpec,
     by_name: Mapping[str, ComponentSpec],
+    name_of: Mapping[int, str],
     components: Mapping[str, ComponentDef],
 ) -> list[InputDef]:
     where = f"topology {topo}: component {cname!r}"
@@ -196,7 +206,7 @@ def _resolve_inputs(
     inputs: list[InputDef] = []
     seen: set[tuple[str, str]] = set()
     for key, grouping in pairs:
-        source, stream = _source_of(where, key, by_name)
+        source, stream = _source_of(where, key, by_name, name_of)
         src_def = components[source]
         declared = src_def.streams.get(stream)
         if declared is None:
@@ -210,14 +220,16 @@ def _resolve_inputs(
     return inputs
 
 
-def _source_of(where: str, key: Any, by_name: Mapping[str, ComponentSpec]) -> tuple[str, str]:
+def _source_of(where: str, key: Any, by_name: Mapping[str, ComponentSpec],
+               name_of: Mapping[int, str]) -> tuple[str, str]:
     stream = DEFAULT_STREAM
     if isinstance(key, StreamRef):
         key, stream = key.spec, key.stream
     if isinstance(key, ComponentSpec):
-        if key.name is None or by_name.get(key.name) is not key:
+        source = name_of.get(id(key))
+        if source is None:
             _fail(f"{where}: input {key!r} is not a component of this topology")
-        return key.name, stream  # type: ignore[return-value]
+        return source, stream  # type: ignore[return-value]
     if isinstance(key, str):
         if key not in by_name:
             _fail(f"{where}: unknown input component {key!r} (components: {sorted(by_name)})")

@@ -41,7 +41,8 @@ class BoltExecutor(ComponentExecutor):
             bolt, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
             bolt.emit = bolt_emitter(self.component, task, streams, self.out, self.tracking,
-                                     self.rand64, self.check, capture, bool(bolt.auto_anchor), state)
+                                     self.rand64, self.check, self.always_check, capture,
+                                     bool(bolt.auto_anchor), state)
             bolt.ack = self.ack
             bolt.fail = self.fail
             bolt.initialize(self.conf, context)
@@ -93,16 +94,16 @@ class BoltExecutor(ComponentExecutor):
                         acks[root] = acks.get(root, 0) ^ edge ^ av
             self.acked += len(tuples) - errors
         else:
-            auto_ack = bt.auto_ack
+            errors = 0
             for tup in tuples:
                 state.current = tup
                 try:
                     process(tup)
                 except Exception as e:  # noqa: BLE001
                     self.on_process_error(bt, tup, e)
-                    continue
-                if auto_ack:
-                    self.acked += 1
+                    errors += 1
+            if bt.auto_ack:
+                self.acked += len(tuples) - errors
         state.current = None
 
     def on_process_error(self, bt: BoltTask, tup: Tuple, exc: Exception) -> None:

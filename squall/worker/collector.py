@@ -31,6 +31,10 @@ class StreamOut:
         self.route = route
         self.direct = direct
 
+    def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...]]:
+        """What the emit closures read, as one tuple: a single unpack per emit."""
+        return (self.record, self.nfields, self.route, self.direct, self.fields)
+
 
 class TaskState:
     """Mutable per-task state the emit closures share with their executor."""
@@ -40,6 +44,10 @@ class TaskState:
     def __init__(self) -> None:
         self.current: Tuple | None = None
         self.emitted = 0
+
+
+# Values of these types need no further check to cross the wire.
+_PLAIN = frozenset({str, float, bool, type(None), bytes})
 
 
 def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values: Any,
@@ -58,44 +66,51 @@ def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values
     return ValueError(f"stream {stream!r} of {component!r} is not direct: direct_task is not allowed")
 
 
-def _checked(streams: dict[str, StreamOut], stream: str, values: Any, direct_task: Any) -> StreamOut | None:
-    so = streams.get(stream)
-    if so is None or type(values) not in (list, tuple) or len(values) != so.nfields:
-        return None
-    if so.direct is (direct_task is None):
-        return None
-    return so
-
-
 def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
-                 tracking: bool, rand64: Callable[[], int], check: Callable, capture: Callable | None,
-                 auto_anchor: bool, state: TaskState) -> Callable:
+                 tracking: bool, rand64: Callable[[], int], check: Callable, always_check: bool,
+                 capture: Callable | None, auto_anchor: bool, state: TaskState) -> Callable:
     new = tuple.__new__
     make = Tuple
+    plain = _PLAIN
+    seq = (list, tuple)
+    table = {name: so.unpacked() for name, so in streams.items()}
 
     def emit(values: Any, anchors: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
-        so = _checked(streams, stream, values, direct_task)
-        if so is None:
+        so = table.get(stream)
+        if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        check(values, so.fields, component, stream)
-        vals = new(so.record, values)
-        tasks = so.route(vals, direct_task)
+        record, nfields, route, direct, fields = so
+        if len(values) != nfields or direct is (direct_task is None):
+            raise _bad_emit(component, stream, streams, values, direct_task)
+        if always_check:
+            check(values, fields, component, stream)
+        else:
+            for v in values:
+                if type(v) not in plain:
+                    check(values, fields, component, stream)
+                    break
+        vals = new(record, values)
+        tasks = route(vals, direct_task)
         state.emitted += 1
         if capture is not None:
             capture(component, stream, vals)
         if anchors is None:
-            a = state.current if auto_anchor else None
-            if a is not None and tracking:
-                am = a.anchors
-                if am:
-                    # The common case, one anchor: no loops over anchors.
-                    for t in tasks:
-                        e = rand64()
-                        a.ackval ^= e
-                        out[t].append(make(e, component, stream, task, vals, dict.fromkeys(am, e)))
-                    return tasks
-            anchors = ()
-        elif type(anchors) is Tuple:
+            if auto_anchor and tracking:
+                a = state.current
+                if a is not None:
+                    am = a.anchors
+                    if am:
+                        # The common case, one anchor: no loop over anchors.
+                        for t in tasks:
+                            e = rand64()
+                            a.ackval ^= e
+                            out[t].append(make(e, component, stream, task, vals, dict.fromkeys(am, e)))
+                        return tasks
+            tup = make(None, component, stream, task, vals, None)
+            for t in tasks:
+                out[t].append(tup)
+            return tasks
+        if type(anchors) is Tuple:
             anchors = (anchors,)
         if tracking and anchors:
             for t in tasks:
@@ -137,10 +152,13 @@ class SpoutTracker:
 
 
 def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
-                  rand64: Callable[[], int], check: Callable, capture: Callable | None,
+                  rand64: Callable[[], int], check: Callable, always_check: bool, capture: Callable | None,
                   tracker: SpoutTracker, now: Callable[[], float], state: TaskState) -> Callable:
     new = tuple.__new__
     make = Tuple
+    plain = _PLAIN
+    seq = (list, tuple)
+    table = {name: so.unpacked() for name, so in streams.items()}
     acker_tasks = tracker.acker_tasks
     n_ackers = len(acker_tasks)
     inits = tracker.inits
@@ -148,12 +166,21 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out:
     pending = tracker.pending
 
     def emit(values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
-        so = _checked(streams, stream, values, direct_task)
-        if so is None:
+        so = table.get(stream)
+        if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        check(values, so.fields, component, stream)
-        vals = new(so.record, values)
-        tasks = so.route(vals, direct_task)
+        record, nfields, route, direct, fields = so
+        if len(values) != nfields or direct is (direct_task is None):
+            raise _bad_emit(component, stream, streams, values, direct_task)
+        if always_check:
+            check(values, fields, component, stream)
+        else:
+            for v in values:
+                if type(v) not in plain:
+                    check(values, fields, component, stream)
+                    break
+        vals = new(record, values)
+        tasks = route(vals, direct_task)
         state.emitted += 1
         if capture is not None:
             capture(component, stream, vals)

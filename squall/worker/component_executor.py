@@ -2,34 +2,16 @@
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.grouping import CustomGrouping
+from squall.topology.loading import resolve_class
 from squall.topology.tuple import record_type
 from squall.worker import routing
 from squall.worker.collector import StreamOut, TaskState
 from squall.worker.context import TopologyContext
 from squall.worker.executor import Executor
-
-
-def resolve_class(ref: Any) -> Any:
-    """A class, or "module:Qualified.Name" imported."""
-    if not isinstance(ref, str):
-        return ref
-    module_name, _, qualname = ref.partition(":")
-    if not module_name or not qualname:
-        msg = f"class reference {ref!r} must look like 'package.module:ClassName'"
-        raise TopologyValidationError(msg)
-    try:
-        obj: Any = importlib.import_module(module_name)
-        for part in qualname.split("."):
-            obj = getattr(obj, part)
-    except (ImportError, AttributeError) as e:
-        msg = f"cannot load class {ref!r}: {e}"
-        raise TopologyValidationError(msg) from e
-    return obj
 
 
 class ComponentExecutor(Executor):

@@ -50,8 +50,8 @@ class Executor:
         # completion rest on them.  One generator per executor, no lock shared.
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
         self.rand64 = functools.partial(rng.getrandbits, 64)
-        self.check = (try_serialize if self.conf["topology.testing.always.try.serialize"]
-                      else check_values)
+        self.always_check = self.conf["topology.testing.always.try.serialize"]
+        self.check = try_serialize if self.always_check else check_values
         self.errors = ErrorThrottle(self.conf["topology.max.error.report.per.interval"],
                                     self.conf["topology.error.throttle.interval.secs"], worker.clock.now)
         self.log = structlog.get_logger(f"squall.worker.{type(self).__name__}")

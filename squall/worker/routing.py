@@ -114,9 +114,16 @@ def local_or_shuffle(tasks: Sequence[int], local_tasks: set[int]) -> Choose:
     return shuffle(near or list(tasks))
 
 
-def custom(grouping: CustomGrouping, src_task: int) -> Choose:
+def custom(grouping: CustomGrouping, src_task: int, tasks: Sequence[int]) -> Choose:
+    valid = frozenset(tasks)
+
     def choose(values: Any, direct_task: Any) -> Sequence[int]:
-        return tuple(grouping.choose_tasks(src_task, values))
+        chosen = tuple(grouping.choose_tasks(src_task, values))
+        if not valid.issuperset(chosen):
+            msg = (f"custom grouping {type(grouping).__name__} chose tasks {list(chosen)}, "
+                   f"not all among its targets {sorted(valid)}")
+            raise ValueError(msg)
+        return chosen
 
     return choose
 
@@ -145,7 +152,7 @@ def make_chooser(
     if kind == "local_or_shuffle":
         return local_or_shuffle(tasks, local_tasks)
     if kind == "custom" and custom_instance is not None:
-        return custom(custom_instance, src_task)
+        return custom(custom_instance, src_task, tasks)
     msg = f"unknown grouping {kind!r}"
     raise ValueError(msg)
 

@@ -46,7 +46,8 @@ class SpoutExecutor(ComponentExecutor):
             spout, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
             spout.emit = spout_emitter(self.component, task, streams, self.out, self.rand64,
-                                       self.check, self.worker.capture, self.tracker, now, state)
+                                       self.check, self.always_check, self.worker.capture, self.tracker,
+                                       now, state)
             spout.initialize(self.conf, context)
             st = SpoutTask(task, spout, state)
             self.spouts.append(st)

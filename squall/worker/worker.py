@@ -25,6 +25,7 @@ from squall.clock import Clock
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
+from squall.worker.gc_tuning import tune_gc
 from squall.worker.plan import ExecutorDef, TopologyPlan
 from squall.worker.queues import Backpressure, ExecutorQueue
 from squall.worker.reporting import ErrorRecord, describe
@@ -105,6 +106,7 @@ class Worker:
         if self.status is not Status.INIT:
             return
         self.status = Status.RUNNING
+        tune_gc(self.conf["worker.gc.gen0.threshold"])
         self._schedule_ticks()
         if self.transfer is not None:
             self.transfer.start()

@@ -553,3 +553,55 @@ def test_from_specs_validates_too() -> None:
 def test_topology_base_class_is_abstract() -> None:
     with invalid("abstract"):
         Topology.definition()
+
+
+# -- regressions found while reviewing ---------------------------------------
+
+
+def test_duplicate_stream_declared_as_dicts_is_refused() -> None:
+    with invalid("'a'", "declared twice"):
+
+        class T(Topology):
+            w = Words.spec(outputs=[{"name": "a", "fields": ["x"]}, {"name": "a", "fields": ["y"]}])
+
+
+@pytest.mark.parametrize("attr", ["config", "definition", "from_specs"])
+def test_component_named_like_a_topology_attribute_is_refused(attr: str) -> None:
+    with invalid(repr(attr), "Topology attribute"):
+        type("T", (Topology,), {attr: Words.spec(), "sink": Sink.spec()})
+
+
+def test_a_spec_shared_by_two_topologies_takes_each_attribute_name() -> None:
+    shared = Words.spec()
+
+    class A(Topology):
+        words = shared
+
+    class B(Topology):
+        w = shared
+        sink = Sink.spec(inputs=[shared])
+
+    assert sorted(A.definition().components) == ["words"]
+    assert sorted(B.definition().components) == ["sink", "w"]
+    assert B.definition().components["sink"].inputs[0].component == "w"
+
+
+def test_custom_grouping_by_name_is_checked_at_submit() -> None:
+    from squall import LocalCluster
+
+    class T(Topology):
+        words = Words.spec()
+        sink = Sink.spec(inputs={words: Grouping.custom("collections:OrderedDict")})
+
+    with LocalCluster() as cluster, invalid("collections:OrderedDict", "CustomGrouping"):
+        cluster.submit("t", T)
+
+
+def test_component_class_by_name_that_does_not_load_is_refused_at_submit() -> None:
+    from squall import LocalCluster
+    from squall.topology.component import ComponentSpec
+
+    spec = ComponentSpec("no_such_module_xyz:Spout", "spout")
+    T = Topology.from_specs("T", {"words": spec})
+    with LocalCluster() as cluster, invalid("no_such_module_xyz:Spout", "cannot load"):
+        cluster.submit("t", T)

@@ -1,0 +1,167 @@
+"""Word-count throughput, latency and memory: Squall local mode beside a plain loop.
+
+    python benchmarks/wordcount.py [--duration 5] [--cores 1]
+
+Each configuration runs in a fresh process pinned to ``--cores`` CPUs, so
+peak RSS is its own.  Sentences are 8 words from a 1,000-word vocabulary,
+pre-generated so that the spout measures the engine, not ``random``.
+Printed as a table; nothing here asserts a number.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import time
+from collections import Counter
+from typing import Any
+
+VOCAB = [f"word{i}" for i in range(1000)]
+POOL_SIZE = 20_000
+
+
+def sentence_pool() -> list[str]:
+    rng = random.Random(0)
+    return [" ".join(rng.choices(VOCAB, k=8)) for _ in range(POOL_SIZE)]
+
+
+def run_plain(duration: float) -> dict[str, Any]:
+    pool = sentence_pool()
+    counts: Counter[str] = Counter()
+    n = 0
+    start = time.perf_counter()
+    deadline = start + duration
+    while time.perf_counter() < deadline:
+        for sentence in pool[:1000]:
+            for word in sentence.split():
+                counts[word] += 1
+        n += 1000
+    elapsed = time.perf_counter() - start
+    return {"sentences_per_s": n / elapsed, "tuples_per_s": n * 9 / elapsed}
+
+
+def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
+               max_pending: int | None) -> dict[str, Any]:
+    from squall import Bolt, Grouping, LocalCluster, Spout, Topology
+    from squall.ops.logging import configure_logging
+
+    configure_logging("error")
+    pool = sentence_pool()
+
+    class Sentences(Spout):
+        outputs = ["sentence"]
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.i = 0
+            self.start = time.monotonic()
+
+        def next_tuple(self) -> None:
+            i = self.i
+            if rate is not None and time.monotonic() < self.start + i / rate:
+                return
+            self.i = i + 1
+            self.emit([pool[i % POOL_SIZE]], tup_id=i if acking else None)
+
+    class Split(Bolt):
+        outputs = ["word"]
+
+        def process(self, tup: Any) -> None:
+            for word in tup.values[0].split():
+                self.emit([word])
+
+    class Count(Bolt):
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.counts: Counter[str] = Counter()
+
+        def process(self, tup: Any) -> None:
+            self.counts[tup.values[0]] += 1
+
+    conf: dict[str, Any] = {"topology.acker.executors": 1 if acking else 0}
+    if max_pending is not None:
+        conf["topology.max.spout.pending"] = max_pending
+
+    class WordCount(Topology):
+        sentences = Sentences.spec()
+        split = Split.spec(inputs=[sentences])
+        count = Count.spec(inputs={split: Grouping.fields("word")})
+
+    with LocalCluster() as cluster:
+        runner = cluster.submit("bench", WordCount, conf)
+        time.sleep(warmup)
+        spout = next(e for w in runner.workers if w for e in w.executors if e.component == "sentences")
+        before = runner.stats()
+        if acking:
+            spout.latencies.clear()
+        start = time.perf_counter()
+        time.sleep(duration)
+        after = runner.stats()
+        elapsed = time.perf_counter() - start
+        samples = sorted(spout.latencies)
+    words = after["count"]["executed"] - before["count"]["executed"]
+    tuples = sum(after[c]["executed"] - before[c]["executed"] for c in ("split", "count"))
+    out: dict[str, Any] = {
+        "sentences_per_s": words / 8 / elapsed,
+        "tuples_per_s": (tuples + words / 8) / elapsed,
+    }
+    if samples:
+        out["p50_ms"] = samples[len(samples) // 2] * 1000
+        out["p99_ms"] = samples[int(len(samples) * 0.99)] * 1000
+    return out
+
+
+CONFIGS: list[tuple[str, dict[str, Any]]] = [
+    ("plain Python loop", {"kind": "plain"}),
+    ("squall, acking off", {"kind": "squall", "acking": False}),
+    ("squall, acking on (max pending 1000)", {"kind": "squall", "acking": True, "max_pending": 1000}),
+    ("squall, acking on, 5K sentences/s", {"kind": "squall", "acking": True, "rate": 5000.0}),
+]
+
+
+def child(spec: dict[str, Any], duration: float, warmup: float) -> None:
+    if spec["kind"] == "plain":
+        result = run_plain(duration)
+    else:
+        result = run_squall(duration, warmup, spec["acking"], spec.get("rate"), spec.get("max_pending"))
+    result["peak_rss_mb"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(json.dumps(result))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=5.0)
+    parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--cores", type=int, default=1, help="CPUs each run is pinned to")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(json.loads(args.child), args.duration, args.warmup)
+        return 0
+    print(f"word count, 8-word sentences, 1,000-word vocabulary, local mode, {args.cores} core(s), "
+          f"{args.duration:.0f} s per run\n")
+    header = f"{'configuration':<40}{'sentences/s':>13}{'tuples/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'RSS MB':>9}"
+    print(header)
+    print("-" * len(header))
+    for label, spec in CONFIGS:
+        cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
+               "--warmup", str(args.warmup)]
+        cores = set(range(min(args.cores, os.cpu_count() or 1)))
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+                              preexec_fn=lambda: os.sched_setaffinity(0, cores))
+        if proc.returncode != 0:
+            print(f"{label:<40} failed:\n{proc.stderr[-2000:]}")
+            continue
+        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        p50 = f"{r['p50_ms']:.2f}" if "p50_ms" in r else "-"
+        p99 = f"{r['p99_ms']:.2f}" if "p99_ms" in r else "-"
+        print(f"{label:<40}{r['sentences_per_s']:>13,.0f}{r['tuples_per_s']:>12,.0f}{p50:>9}{p99:>9}"
+              f"{r['peak_rss_mb']:>9.0f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

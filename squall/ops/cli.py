@@ -1,0 +1,139 @@
+"""The ``squall`` command line, mirroring Storm's.
+
+    squall local examples/wordcount.py --duration 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from squall import __version__
+from squall.errors import SquallError
+from squall.local.cluster import LocalCluster
+from squall.ops.logging import configure_logging
+from squall.topology.topology import Topology
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_ERROR = 1
+
+
+def load_topology(path: str, name: str | None = None) -> type[Topology]:
+    """Import a topology file and pick its Topology subclass."""
+    file = Path(path).resolve()
+    if not file.is_file():
+        msg = f"no such topology file: {path}"
+        raise SquallError(msg)
+    module_name = file.stem
+    spec = importlib.util.spec_from_file_location(module_name, file)
+    if spec is None or spec.loader is None:
+        msg = f"cannot import {path} as Python"
+        raise SquallError(msg)
+    module = importlib.util.module_from_spec(spec)
+    # Importable by name (so "module:Class" references resolve), and its
+    # directory on the path (so it can import its neighbours).
+    sys.modules[module_name] = module
+    sys.path.insert(0, str(file.parent))
+    spec.loader.exec_module(module)
+    found = {obj.__name__: obj for obj in vars(module).values()
+             if isinstance(obj, type) and issubclass(obj, Topology) and obj is not Topology
+             and obj.__module__ == module_name}
+    if name is not None:
+        if name not in found:
+            msg = f"{path} defines no topology {name!r} (it defines: {sorted(found) or 'none'})"
+            raise SquallError(msg)
+        return found[name]
+    if len(found) != 1:
+        msg = (f"{path} defines {len(found)} topologies ({sorted(found)}); pick one with --topology"
+               if found else f"{path} defines no Topology subclass")
+        raise SquallError(msg)
+    return next(iter(found.values()))
+
+
+def parse_conf(pairs: list[str]) -> dict[str, Any]:
+    conf: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            msg = f"--conf expects key=value, got {pair!r}"
+            raise SquallError(msg)
+        conf[key] = yaml.safe_load(value)
+    return conf
+
+
+def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
+    lines = [f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}"
+             f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}"]
+    for name in sorted(stats):
+        s = stats[name]
+        lat = s.get("complete_latency_ms")
+        p50 = f"{lat['p50']:.2f}" if lat else "-"
+        p99 = f"{lat['p99']:.2f}" if lat else "-"
+        rate = s["acked"] / elapsed if elapsed > 0 else 0.0
+        lines.append(f"{name:<16}{s['emitted']:>12}{s['executed']:>12}{s['acked']:>12}{s['failed']:>10}"
+                     f"{rate:>11.0f}{p50:>12}{p99:>9}")
+    return "\n".join(lines)
+
+
+def cmd_local(args: argparse.Namespace) -> int:
+    topology = load_topology(args.file, args.topology)
+    conf = parse_conf(args.conf)
+    name = args.name or topology.__name__
+    with LocalCluster() as cluster:
+        runner = cluster.submit(name, topology, conf)
+        start = time.monotonic()
+        deadline = None if args.duration is None else start + args.duration
+        try:
+            while deadline is None or time.monotonic() < deadline:
+                time.sleep(args.interval if deadline is None
+                           else max(0.0, min(args.interval, deadline - time.monotonic())))
+                elapsed = time.monotonic() - start
+                print(f"--- {name} after {elapsed:.1f}s", flush=True)
+                print(format_stats(runner.stats(), elapsed), flush=True)
+        except KeyboardInterrupt:
+            pass
+        errors = cluster.errors(name)
+        cluster.kill(name)
+    if errors:
+        fatal = sum(e.fatal for e in errors)
+        print(f"{len(errors)} component errors reported ({fatal} fatal); the first: {errors[0].error}")
+    return EXIT_OK
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="squall", description="Storm's model, in Python.")
+    parser.add_argument("--version", action="version", version=f"squall {__version__}")
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    sub = parser.add_subparsers(dest="command", required=True)
+    local = sub.add_parser("local", help="run a topology file in local mode (one process)")
+    local.add_argument("file", help="a Python file defining a Topology subclass")
+    local.add_argument("--topology", help="which Topology subclass, if the file has several")
+    local.add_argument("--name", help="topology name (default: the class name)")
+    local.add_argument("--duration", type=float, default=None, help="seconds to run (default: until ^C)")
+    local.add_argument("--interval", type=float, default=1.0, help="seconds between stats lines")
+    local.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                       help="topology config override, e.g. topology.workers=2 (repeatable)")
+    local.set_defaults(func=cmd_local)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    configure_logging(args.log_level)
+    try:
+        return int(args.func(args))
+    except SquallError as e:
+        print(f"squall: error: {e}", file=sys.stderr)
+        return EXIT_ERROR
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,34 @@
+"""structlog setup: readable console lines in development, JSON lines in files.
+
+Executors bind node, topology, component and task into contextvars when
+their thread starts, so every event says who logged it.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import IO, Any
+
+import structlog
+
+
+def configure_logging(level: str = "info", json: bool = False, stream: IO[str] | None = None) -> None:
+    numeric = logging.getLevelName(level.upper())
+    if not isinstance(numeric, int):
+        msg = f"unknown log level {level!r}"
+        raise ValueError(msg)
+    renderer: Any = structlog.processors.JSONRenderer() if json else structlog.dev.ConsoleRenderer(
+        colors=False)
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info if json else structlog.processors.StackInfoRenderer(),
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(numeric),
+        logger_factory=structlog.PrintLoggerFactory(stream or sys.stderr),
+        cache_logger_on_first_use=False,
+    )

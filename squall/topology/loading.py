@@ -1,0 +1,53 @@
+"""Turning "module:Class" references back into classes, and checking that a
+topology's references all load before it is accepted."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from squall.errors import TopologyValidationError
+from squall.topology.grouping import CustomGrouping
+from squall.topology.topology import TopologyDef
+
+
+def resolve_class(ref: Any) -> Any:
+    """A class, or "package.module:Qualified.Name" imported."""
+    if not isinstance(ref, str):
+        return ref
+    module_name, _, qualname = ref.partition(":")
+    if not module_name or not qualname:
+        msg = f"class reference {ref!r} must look like 'package.module:ClassName'"
+        raise TopologyValidationError(msg)
+    try:
+        obj: Any = importlib.import_module(module_name)
+        for part in qualname.split("."):
+            obj = getattr(obj, part)
+    except (ImportError, AttributeError) as e:
+        msg = f"cannot load class {ref!r}: {e}"
+        raise TopologyValidationError(msg) from e
+    return obj
+
+
+def verify_loadable(defn: TopologyDef) -> None:
+    """Every component class and custom grouping loads and has the right base."""
+    from squall.topology.component import Bolt, Spout
+
+    for cdef in defn.components.values():
+        where = f"topology {defn.name}: component {cdef.name!r}"
+        base = Spout if cdef.kind == "spout" else Bolt
+        try:
+            cls = resolve_class(cdef.cls)
+        except TopologyValidationError as e:
+            msg = f"{where}: {e}"
+            raise TopologyValidationError(msg) from e
+        if not (isinstance(cls, type) and issubclass(cls, base)):
+            msg = f"{where}: {cdef.cls!r} is not a {base.__name__} subclass"
+            raise TopologyValidationError(msg)
+        for inp in cdef.inputs:
+            if inp.grouping.type != "custom":
+                continue
+            grouping = resolve_class(inp.grouping.custom)
+            if not (isinstance(grouping, type) and issubclass(grouping, CustomGrouping)):
+                msg = f"{where}: custom grouping {inp.grouping.custom!r} is not a CustomGrouping subclass"
+                raise TopologyValidationError(msg)
