@@ -40,7 +40,7 @@ class BoltExecutor(ComponentExecutor):
         for task in self.tasks:
             bolt, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
-            bolt.emit = bolt_emitter(self.component, task, streams, self.out, self.tracking,
+            bolt.emit = bolt_emitter(self.component, task, streams, self.appends, self.tracking,
                                      self.rand64, self.check, self.always_check, capture,
                                      bool(bolt.auto_anchor), state)
             bolt.ack = self.ack
@@ -93,10 +93,18 @@ class BoltExecutor(ComponentExecutor):
                     for root, edge in am.items():
                         acks[root] = acks.get(root, 0) ^ edge ^ av
             self.acked += len(tuples) - errors
-        else:
-            errors = 0
+        elif self.tracking:
+            # Acked by hand; auto-anchoring still needs the current tuple.
             for tup in tuples:
                 state.current = tup
+                try:
+                    process(tup)
+                except Exception as e:  # noqa: BLE001
+                    self.on_process_error(bt, tup, e)
+        else:
+            # Untracked: there is nothing to anchor to, so no current tuple either.
+            errors = 0
+            for tup in tuples:
                 try:
                     process(tup)
                 except Exception as e:  # noqa: BLE001

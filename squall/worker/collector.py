@@ -2,7 +2,8 @@
 
 They are closures over everything they need (no attribute lookups on
 ``self``) and append to per-target-task batch lists owned by the executor,
-which flushes them when it finishes an input batch.  Anchoring follows
+which flushes them when it finishes an input batch (``out`` maps a task to
+the bound ``append`` of its list: the lists live as long as the executor).  Anchoring follows
 Storm exactly: every (child, anchor) pair gets its own random 64-bit edge id,
 XOR-ed into the anchor's ``ackval`` and into the child's ``{root: edge}`` map
 for each root of the anchor, so multi-anchoring inside one tree stays exact.
@@ -31,9 +32,17 @@ class StreamOut:
         self.route = route
         self.direct = direct
 
-    def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...]]:
-        """What the emit closures read, as one tuple: a single unpack per emit."""
-        return (self.record, self.nfields, self.route, self.direct, self.fields)
+    def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...], Any]:
+        """What the emit closures read, as one tuple: a single unpack per emit.
+
+        The last item is the target tasks when they never vary (one
+        subscriber task, or an all grouping), so that no router is called.
+        """
+        return (self.record, self.nfields, self.route, self.direct, self.fields, self.constant)
+
+    @property
+    def constant(self) -> Any:
+        return getattr(self.route, "constant", None)
 
 
 class TaskState:
@@ -66,7 +75,7 @@ def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values
     return ValueError(f"stream {stream!r} of {component!r} is not direct: direct_task is not allowed")
 
 
-def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
+def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, Callable[[Any], None]],
                  tracking: bool, rand64: Callable[[], int], check: Callable, always_check: bool,
                  capture: Callable | None, auto_anchor: bool, state: TaskState) -> Callable:
     new = tuple.__new__
@@ -79,7 +88,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: 
         so = table.get(stream)
         if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        record, nfields, route, direct, fields = so
+        record, nfields, route, direct, fields, constant = so
         if len(values) != nfields or direct is (direct_task is None):
             raise _bad_emit(component, stream, streams, values, direct_task)
         if always_check:
@@ -90,7 +99,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: 
                     check(values, fields, component, stream)
                     break
         vals = new(record, values)
-        tasks = route(vals, direct_task)
+        tasks = constant if constant is not None else route(vals, direct_task)
         state.emitted += 1
         if capture is not None:
             capture(component, stream, vals)
@@ -104,11 +113,11 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: 
                         for t in tasks:
                             e = rand64()
                             a.ackval ^= e
-                            out[t].append(make(e, component, stream, task, vals, dict.fromkeys(am, e)))
+                            out[t](make(e, component, stream, task, vals, dict.fromkeys(am, e)))
                         return tasks
             tup = make(None, component, stream, task, vals, None)
             for t in tasks:
-                out[t].append(tup)
+                out[t](tup)
             return tasks
         if type(anchors) is Tuple:
             anchors = (anchors,)
@@ -127,11 +136,11 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: 
                         else:
                             for root in am:
                                 amap[root] = amap.get(root, 0) ^ e
-                out[t].append(make(first, component, stream, task, vals, amap))
+                out[t](make(first, component, stream, task, vals, amap))
         else:
             tup = make(None, component, stream, task, vals, None)
             for t in tasks:
-                out[t].append(tup)
+                out[t](tup)
         return tasks
 
     return emit
@@ -151,7 +160,7 @@ class SpoutTracker:
         self.immediate: list[tuple[int, Any]] = []
 
 
-def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, list],
+def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, Callable[[Any], None]],
                   rand64: Callable[[], int], check: Callable, always_check: bool, capture: Callable | None,
                   tracker: SpoutTracker, now: Callable[[], float], state: TaskState) -> Callable:
     new = tuple.__new__
@@ -169,7 +178,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out:
         so = table.get(stream)
         if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        record, nfields, route, direct, fields = so
+        record, nfields, route, direct, fields, constant = so
         if len(values) != nfields or direct is (direct_task is None):
             raise _bad_emit(component, stream, streams, values, direct_task)
         if always_check:
@@ -180,14 +189,14 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out:
                     check(values, fields, component, stream)
                     break
         vals = new(record, values)
-        tasks = route(vals, direct_task)
+        tasks = constant if constant is not None else route(vals, direct_task)
         state.emitted += 1
         if capture is not None:
             capture(component, stream, vals)
         if tup_id is None or not n_ackers or not tasks:
             tup = make(None, component, stream, task, vals, None)
             for t in tasks:
-                out[t].append(tup)
+                out[t](tup)
             if tup_id is not None:
                 immediate.append((task, tup_id))
             return tasks
@@ -196,7 +205,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out:
         for t in tasks:
             e = rand64()
             val ^= e
-            out[t].append(make(e, component, stream, task, vals, {root: e}))
+            out[t](make(e, component, stream, task, vals, {root: e}))
         inits[acker_tasks[root % n_ackers]].append((root, val, task))
         pending.put_new(root, (task, tup_id, now()))
         tracker.count += 1

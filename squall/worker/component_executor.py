@@ -48,7 +48,9 @@ class ComponentExecutor(Executor):
                 choosers.append(routing.make_chooser(
                     inp.grouping, tasks, indices, self.worker.local_tasks, custom, task))
                 for t in tasks:
-                    self.out.setdefault(t, [])
+                    if t not in self.out:
+                        self.out[t] = []
+                        self.appends[t] = self.out[t].append
             streams[name] = StreamOut(name, record_type(stream.fields), stream.fields,
                                       routing.combine(choosers), stream.direct)
         return streams

@@ -43,8 +43,10 @@ class Executor:
         self.waiting = False
         self.tracking = self.plan.tracking
         self.acker_tasks = self.plan.acker_tasks
-        # Batches being built this turn, one list per possible target task.
+        # Batches being built this turn, one list per possible target task,
+        # and the bound appends the emit closures call.
         self.out: dict[int, list[Any]] = {}
+        self.appends: dict[int, Any] = {}
         self.control_out: list[tuple[str, int, Any]] = []
         # Random 64-bit tuple ids, never counters: Storm's odds of a false
         # completion rest on them.  One generator per executor, no lock shared.
@@ -144,8 +146,9 @@ class Executor:
         out = self.out
         for task, batch in out.items():
             if batch:
-                out[task] = []
-                send_data(task, batch)
+                # Copy and clear, keeping the list: emit closures hold its append.
+                send_data(task, batch[:])
+                batch.clear()
         if self.control_out:
             send_control = self.worker.send_control
             pending, self.control_out = self.control_out, []

@@ -19,7 +19,16 @@ from squall.topology.grouping import CustomGrouping, GroupingSpec
 
 Choose = Callable[[Any, Any], Sequence[int]]
 # Choosers return tuples: shared, so they must be immutable, and emit hands
-# them back to the user as the list of tasks the tuple went to.
+# them back to the user as the list of tasks the tuple went to.  A chooser
+# whose answer never varies carries it as ``.constant``; emit then skips the call.
+
+
+def _constant(tasks: tuple[int, ...]) -> Choose:
+    def choose(values: Any, direct: Any) -> Sequence[int]:
+        return tasks
+
+    choose.constant = tasks  # type: ignore[attr-defined]
+    return choose
 
 
 def stable_hash(key: Any, seed: int = 0) -> int:
@@ -48,8 +57,7 @@ def shuffle(tasks: Sequence[int]) -> Choose:
     random.shuffle(order)
     n = len(order)
     if n == 1:
-        only = order[0]
-        return lambda values, direct: only
+        return _constant(order[0])
     pos = random.randrange(n)
 
     def choose(values: Any, direct: Any) -> Sequence[int]:
@@ -66,8 +74,7 @@ def fields(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
     targets = [(t,) for t in sorted(tasks)]
     n = len(targets)
     if n == 1:
-        only = targets[0]
-        return lambda values, direct: only
+        return _constant(targets[0])
     key = _key_fn(indices)
     return lambda values, direct: targets[stable_hash(key(values)) % n]
 
@@ -91,13 +98,11 @@ def partial_key(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
 
 
 def all_tasks(tasks: Sequence[int]) -> Choose:
-    targets = tuple(sorted(tasks))
-    return lambda values, direct: targets
+    return _constant(tuple(sorted(tasks)))
 
 
 def global_(tasks: Sequence[int]) -> Choose:
-    only = (min(tasks),)
-    return lambda values, direct: only
+    return _constant((min(tasks),))
 
 
 def direct(tasks: Sequence[int]) -> Choose:
@@ -160,7 +165,7 @@ def make_chooser(
 def combine(choosers: list[Choose]) -> Choose:
     """A stream's router: every subscriber's choice, concatenated."""
     if not choosers:
-        return lambda values, direct: ()
+        return _constant(())
     if len(choosers) == 1:
         return choosers[0]
 

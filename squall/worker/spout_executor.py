@@ -45,7 +45,7 @@ class SpoutExecutor(ComponentExecutor):
         for task in self.tasks:
             spout, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
-            spout.emit = spout_emitter(self.component, task, streams, self.out, self.rand64,
+            spout.emit = spout_emitter(self.component, task, streams, self.appends, self.rand64,
                                        self.check, self.always_check, self.worker.capture, self.tracker,
                                        now, state)
             spout.initialize(self.conf, context)
