@@ -150,6 +150,7 @@ class Component:
     def __init__(self) -> None:
         self.conf: dict[str, Any] = {}
         self.context: Any = None
+        self.options: dict[str, Any] = {}
         self.logger = structlog.get_logger(f"squall.component.{type(self).__name__}")
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
@@ -160,6 +161,20 @@ class Component:
 
     def emit(self, values: Any, *args: Any, **kwargs: Any) -> Any:
         msg = f"{type(self).__name__}.emit called outside a running topology"
+        raise RuntimeError(msg)
+
+    def report_error(self, error: BaseException) -> None:
+        """Report an error for this component (throttled, as Storm's reportError)."""
+        msg = f"{type(self).__name__}.report_error called outside a running topology"
+        raise RuntimeError(msg)
+
+    def call_soon(self, fn: Any) -> None:
+        """Run ``fn()`` in this component's executor thread (thread-safe).
+
+        emit, ack and fail belong to the executor thread; a helper thread of
+        the component hands work back through this.
+        """
+        msg = f"{type(self).__name__}.call_soon called outside a running topology"
         raise RuntimeError(msg)
 
 

@@ -25,6 +25,10 @@ class ComponentExecutor(Executor):
         instance.conf = self.conf
         instance.context = context
         instance.logger = instance.logger.bind(component=self.component, task=task)
+        instance.call_soon = self.call_soon
+        instance.report_error = lambda error, task=task: self.report(error, task)
+        # Component-type settings given to spec(...) (a shell command, a schema, ...).
+        instance.options = dict(cdef.options)
         return instance, context, TaskState()
 
     def build_streams(self, task: int, context: TopologyContext) -> dict[str, StreamOut]:

@@ -138,8 +138,20 @@ class Executor:
         raise RuntimeError(msg)
 
     def on_control(self, kind: str, task: int, payload: Any) -> None:
+        if kind == "call":
+            payload()
+            return
         msg = f"{self.component}: unknown control message {kind!r}"
         raise RuntimeError(msg)
+
+    def call_soon(self, fn: Any) -> None:
+        """Run ``fn()`` in this executor's thread, before any further data.
+
+        Thread-safe: how a component's helper thread (a multilang reader, a
+        Spark job) hands results back, since emit/ack/fail belong to the
+        executor thread.  An exception escaping ``fn`` kills the worker.
+        """
+        self.queue.put_control("call", self.tasks[0], fn)
 
     def flush(self) -> None:
         send_data = self.worker.send_data
