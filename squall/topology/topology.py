@@ -28,7 +28,7 @@ from squall.topology.component import (
     grouping_of,
     normalize_outputs,
 )
-from squall.topology.grouping import Grouping, GroupingSpec, class_path
+from squall.topology.grouping import GROUPING_TYPES, Grouping, GroupingSpec, class_path
 
 
 @dataclass(frozen=True)
@@ -250,3 +250,52 @@ def _check_grouping(where: str, source: str, stream: Stream, grouping: GroupingS
         _fail(f"{where}: {label} is a direct stream and needs Grouping.direct()")
     if grouping.type == "custom" and grouping.custom is None:
         _fail(f"{where}: custom grouping without a grouping class")
+
+
+def definition_from_dict(data: Any) -> TopologyDef:
+    """The inverse of :meth:`TopologyDef.to_dict`, validated like a class body.
+
+    What arrives over an API is rebuilt into specs and goes through the same
+    checks as a topology class, so a malformed request gets the same clear
+    errors a bad class definition would.
+    """
+    from squall.topology.grouping import grouping_from_dict
+
+    def need(obj: Any, key: str, kind: type | tuple[type, ...], where: str) -> Any:
+        if not isinstance(obj, Mapping) or key not in obj:
+            _fail(f"{where}: missing {key!r}")
+        value = obj[key]
+        if not isinstance(value, kind):
+            _fail(f"{where}: {key!r} has the wrong type ({type(value).__name__})")
+        return value
+
+    if not isinstance(data, Mapping):
+        _fail(f"a topology must be a JSON object, got {type(data).__name__}")
+    name = need(data, "name", str, "topology")
+    conf = dict(data.get("config") or {})
+    specs: dict[str, ComponentSpec] = {}
+    for item in need(data, "components", list, f"topology {name}"):
+        where = f"topology {name}: component"
+        cname = need(item, "name", str, where)
+        where = f"topology {name}: component {cname!r}"
+        kind = need(item, "kind", str, where)
+        if kind not in ("spout", "bolt"):
+            _fail(f"{where}: kind must be 'spout' or 'bolt', got {kind!r}")
+        inputs: dict[Any, GroupingSpec] = {}
+        for inp in item.get("inputs") or []:
+            source = need(inp, "component", str, f"{where} input")
+            stream = inp.get("stream", DEFAULT_STREAM) if isinstance(inp, Mapping) else DEFAULT_STREAM
+            try:
+                grouping = grouping_from_dict(need(inp, "grouping", dict, f"{where} input {source!r}"))
+            except (KeyError, TypeError) as e:
+                _fail(f"{where}: input {source!r} has a malformed grouping: {e}")
+            if grouping.type not in GROUPING_TYPES:
+                _fail(f"{where}: input {source!r} has an unknown grouping {grouping.type!r}")
+            inputs[StreamRef(source, stream)] = grouping
+        specs[cname] = ComponentSpec(
+            need(item, "class", str, where), kind, name=cname,
+            inputs=inputs or None, par=item.get("par", 1), tasks=item.get("tasks"),
+            config=item.get("config") or {}, outputs=item.get("streams") or [],
+            options=item.get("options") or {},
+        )
+    return build_definition(name, specs, conf)
