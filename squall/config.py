@@ -38,6 +38,14 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "worker.shutdown.timeout.secs": (5.0, (int, float), 0),
     # The garbage collector's gen-0 threshold while workers run (see squall.worker.gc).
     "worker.gc.gen0.threshold": (50_000, (int,), 0),
+    # Worker processes (squall.worker.main): heartbeat.json is rewritten this often,
+    "worker.heartbeat.frequency.secs": (1.0, (int, float), 0.01),
+    # assignment.json is checked for changes this often,
+    "worker.assignment.poll.secs": (0.5, (int, float), 0.01),
+    # a congested worker repeats it to its peers this often (they forget it after 3 periods).
+    "worker.backpressure.resend.secs": (1.0, (int, float), 0.01),
+    # Frames a ZeroMQ push socket queues for one peer before dropping new ones.
+    "zmq.hwm": (1000, (int,), 1),
 }
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}

@@ -6,11 +6,25 @@ receive thread unpacks frames arriving at this worker's address and puts
 each message into the target executor's queue.  A frame that cannot be
 packed is fatal for the worker (Storm kills a worker on a serialization
 error); a peer that is gone only loses tuples, which time out and replay.
+
+Each thread owns its sockets: the send thread opens and closes the senders,
+the receive thread closes the receiver (bound earlier, before any worker of
+the topology sends), because ZeroMQ sockets must not be shared by threads.
+
+Worker-level messages travel to task :data:`WORKER_TASK` and are handled
+here, never by an executor.  The one kind so far is ``"bp"``: when this
+worker's backpressure turns on or off, every peer worker is told
+(``[address, congested]``), and told again every ``bp_resend`` seconds while
+it lasts, so that a restarted peer learns it.  A worker that hears a peer is
+congested sets ``backpressure.remote`` and its spouts pause; a congestion
+not refreshed within three resend periods is forgotten, so a peer that died
+congested cannot pause the topology for ever.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -18,28 +32,48 @@ from typing import Any
 import structlog
 
 from squall.worker import serialization
+from squall.worker.queues import Backpressure
 from squall.worker.transport import Receiver, Sender, Transport
 
 log = structlog.get_logger("squall.worker.transfer")
+
+WORKER_TASK = -1  # the target of worker-level messages
+BP_EXPIRY_PERIODS = 3
+IDLE_WAIT_SECS = 0.1
 
 
 class Transfer:
     def __init__(self, transport: Transport, address: str, task_address: dict[int, str],
                  deliver: Callable[[str, int, Any], None], component_of: Callable[[int], str],
-                 record_of: Callable[[str, str], type], die: Callable[[BaseException], None]) -> None:
+                 record_of: Callable[[str, str], type], die: Callable[[BaseException], None],
+                 *, backpressure: Backpressure | None = None, bp_resend: float = 1.0,
+                 now: Callable[[], float] = time.monotonic) -> None:
         self.address = address
         self._transport = transport
-        self._task_address = task_address
+        self._task_address = dict(task_address)
+        self._routes_changed = False
         self._deliver = deliver
         self._component_of = component_of
         self._record_of = record_of
         self._die = die
+        self._now = now
         self._outbox: deque[tuple[str, int, Any]] = deque()
         self._wakeup = threading.Event()
         self._running = False
-        self._senders: dict[str, Sender] = {}
+        self._senders: dict[str, Sender] = {}  # send thread only
         self._receiver: Receiver | None = None
         self._threads: list[threading.Thread] = []
+        self.frames_sent = 0
+        self.frames_received = 0
+        self.unroutable = 0
+        self.undecodable = 0
+        # Cross-worker backpressure.
+        self._backpressure = backpressure
+        self._bp_resend = bp_resend
+        self._congested = False  # ours, as Backpressure last reported it
+        self._bp_told = False  # what the peers were last told
+        self._bp_told_at = 0.0
+        self._peers_congested: dict[str, float] = {}  # receive thread only: peer -> forget at
 
     def bind(self) -> None:
         """Take this worker's address; idempotent.  Done before any worker of the
@@ -62,17 +96,47 @@ class Transfer:
     def empty(self) -> bool:
         return not self._outbox
 
+    def set_routes(self, task_address: dict[int, str]) -> None:
+        """Replace the remote task -> address table (a peer worker moved).
+        Senders to addresses no longer used are closed by the send thread."""
+        self._task_address = dict(task_address)
+        self._routes_changed = True
+        self._wakeup.set()
+
+    def local_congestion(self, congested: bool) -> None:
+        """Backpressure's transition callback (any thread): tell the peers."""
+        self._congested = congested
+        self._wakeup.set()
+
+    @property
+    def peers(self) -> set[str]:
+        return set(self._task_address.values())
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "frames_sent": self.frames_sent,
+            "frames_received": self.frames_received,
+            "frames_dropped": self._transport.dropped,
+            "unroutable": self.unroutable,
+            "undecodable": self.undecodable,
+            "queued": len(self._outbox),
+            "congested": self._congested,
+            "peers_congested": sorted(self._peers_congested),
+        }
+
     def stop(self) -> None:
         self._running = False
         self._wakeup.set()
 
     def join(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
         for thread in self._threads:
-            thread.join(timeout)
-        if self._receiver is not None:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        if not self._threads and self._receiver is not None:
+            # Bound but never started: nobody else will close it.
             self._receiver.close()
-        for sender in self._senders.values():
-            sender.close()
+
+    # -- the send thread -----------------------------------------------------
 
     def _sender(self, address: str) -> Sender:
         sender = self._senders.get(address)
@@ -81,31 +145,117 @@ class Transfer:
         return sender
 
     def _send_loop(self) -> None:
+        structlog.contextvars.bind_contextvars(worker=self.address)
         outbox = self._outbox
         try:
             while self._running or outbox:
                 self._wakeup.clear()
+                if self._routes_changed:
+                    self._close_unused_senders()
+                self._tell_backpressure()
                 if not outbox:
-                    self._wakeup.wait(0.1)
+                    self._wakeup.wait(IDLE_WAIT_SECS)
                     continue
                 by_peer: dict[str, list[tuple[str, int, Any]]] = {}
+                routes = self._task_address
                 while outbox:
                     kind, task, payload = outbox.popleft()
-                    by_peer.setdefault(self._task_address[task], []).append((kind, task, payload))
+                    address = routes.get(task)
+                    if address is None:
+                        self.unroutable += 1
+                        continue
+                    by_peer.setdefault(address, []).append((kind, task, payload))
                 for address, messages in by_peer.items():
                     self._sender(address).send(serialization.encode(messages))
+                    self.frames_sent += 1
+            if self._bp_told:
+                self._congested = False  # going away: do not leave the peers paused
+                self._tell_backpressure()
         except BaseException as e:  # noqa: BLE001 - fatal for the worker
             self._die(e)
+        finally:
+            for sender in self._senders.values():
+                sender.close()
+            self._senders.clear()
+
+    def _close_unused_senders(self) -> None:
+        self._routes_changed = False
+        used = self.peers
+        for address in [a for a in self._senders if a not in used]:
+            self._senders.pop(address).close()
+        self._bp_told_at = float("-inf")  # a new peer must learn a congestion going on now
+
+    def _tell_backpressure(self) -> None:
+        congested = self._congested
+        now = self._now()
+        if congested:
+            if self._bp_told and now - self._bp_told_at < self._bp_resend:
+                return
+        elif not self._bp_told:
+            return  # peers assume no congestion until told otherwise
+        frame = serialization.encode([("bp", WORKER_TASK, [self.address, congested])])
+        for address in self.peers:
+            self._sender(address).send(frame)
+        if congested != self._bp_told:
+            log.debug("backpressure told to peers", congested=congested)
+        self._bp_told = congested
+        self._bp_told_at = now
+
+    # -- the receive thread --------------------------------------------------
 
     def _recv_loop(self) -> None:
+        structlog.contextvars.bind_contextvars(worker=self.address)
         receiver = self._receiver
         assert receiver is not None
+        deliver = self._deliver
         try:
             while self._running:
-                frame = receiver.recv(0.1)
+                frame = receiver.recv(IDLE_WAIT_SECS)
+                if self._peers_congested:
+                    self._forget_stale_congestion()
                 if frame is None:
                     continue
-                for kind, task, payload in serialization.decode(frame, self._component_of, self._record_of):
-                    self._deliver(kind, task, payload)
+                self.frames_received += 1
+                try:
+                    messages = serialization.decode(frame, self._component_of, self._record_of)
+                except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us
+                    self.undecodable += 1
+                    if self.undecodable == 1 or self.undecodable % 1000 == 0:
+                        log.warning("dropping frames that do not decode", error=repr(e),
+                                    undecodable=self.undecodable)
+                    continue
+                for kind, task, payload in messages:
+                    if task == WORKER_TASK:
+                        self._on_worker_message(kind, payload)
+                    else:
+                        deliver(kind, task, payload)
         except BaseException as e:  # noqa: BLE001
             self._die(e)
+        finally:
+            receiver.close()
+
+    def _on_worker_message(self, kind: str, payload: Any) -> None:
+        if kind != "bp":
+            log.warning("unknown worker message", kind=kind)
+            return
+        peer, congested = payload
+        if congested:
+            if peer not in self._peers_congested:
+                log.debug("peer congested, pausing spouts", peer=peer)
+            self._peers_congested[peer] = self._now() + BP_EXPIRY_PERIODS * self._bp_resend
+        elif self._peers_congested.pop(peer, None) is not None:
+            log.debug("peer no longer congested", peer=peer)
+        self._update_remote()
+
+    def _forget_stale_congestion(self) -> None:
+        now = self._now()
+        stale = [peer for peer, until in self._peers_congested.items() if until <= now]
+        for peer in stale:
+            del self._peers_congested[peer]
+            log.info("peer congestion not refreshed, forgetting it", peer=peer)
+        if stale:
+            self._update_remote()
+
+    def _update_remote(self) -> None:
+        if self._backpressure is not None:
+            self._backpressure.remote = bool(self._peers_congested)

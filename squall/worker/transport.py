@@ -5,12 +5,20 @@ A worker binds one :class:`Receiver` at its address and opens a
 peer that is not there is not an error: like ZeroMQ, the transport does not
 block the sender; the tuples are lost, time out at the acker and replay.
 
-Backends register by URL scheme (``inproc://`` here; ``zmq+tcp://`` joins
-with the cluster).
+Backends register by URL scheme: ``inproc://`` here, ``zmq+tcp://`` in
+:mod:`squall.worker.zmq_transport` (imported on first use, so local mode
+never loads ZeroMQ).  Every backend passes the contract suite in
+tests/worker/test_transport_contract.py.
+
+Threading: a receiver or sender is used by one thread at a time (ZeroMQ
+sockets are not thread-safe); it may be handed to another thread before
+use, as the worker does when it binds in the main thread and receives in its
+receive thread.
 """
 
 from __future__ import annotations
 
+import importlib
 import queue
 import threading
 from abc import ABC, abstractmethod
@@ -20,6 +28,9 @@ from squall.errors import TransportError
 
 
 class Receiver(ABC):
+    #: The address actually bound (a port 0 in the request becomes the real port).
+    address: str
+
     @abstractmethod
     def recv(self, timeout: float) -> bytes | None:
         """The next frame, or None after ``timeout`` seconds."""
@@ -30,18 +41,26 @@ class Receiver(ABC):
 
 class Sender(ABC):
     @abstractmethod
-    def send(self, frame: bytes) -> None: ...
+    def send(self, frame: bytes) -> None:
+        """Hand ``frame`` over without blocking; if the peer cannot take it
+        (gone, unreachable, full), drop it and count it in ``dropped``."""
 
     @abstractmethod
     def close(self) -> None: ...
 
 
 class Transport(ABC):
+    #: Frames senders of this transport dropped (peer gone or full).
+    dropped: int = 0
+
     @abstractmethod
     def bind(self, address: str) -> Receiver: ...
 
     @abstractmethod
     def connect(self, address: str) -> Sender: ...
+
+    def close(self) -> None:
+        """Release what the transport holds once its receivers and senders are closed."""
 
 
 class _InprocReceiver(Receiver):
@@ -105,6 +124,8 @@ class InprocTransport(Transport):
 
 
 _BACKENDS: dict[str, Callable[[], Transport]] = {"inproc": InprocTransport}
+# Backends living in modules of their own: scheme -> "module:factory", imported on first use.
+_LAZY_BACKENDS: dict[str, str] = {"zmq+tcp": "squall.worker.zmq_transport:ZmqTransport"}
 
 
 def register_backend(scheme: str, factory: Callable[[], Transport]) -> None:
@@ -114,7 +135,11 @@ def register_backend(scheme: str, factory: Callable[[], Transport]) -> None:
 def transport_for(address: str) -> Transport:
     scheme = address.split("://", 1)[0]
     factory = _BACKENDS.get(scheme)
+    if factory is None and scheme in _LAZY_BACKENDS:
+        module, _, name = _LAZY_BACKENDS[scheme].partition(":")
+        factory = _BACKENDS[scheme] = getattr(importlib.import_module(module), name)
     if factory is None:
-        msg = f"no transport for address {address!r} (known schemes: {sorted(_BACKENDS)})"
+        known = sorted({*_BACKENDS, *_LAZY_BACKENDS})
+        msg = f"no transport for address {address!r} (known schemes: {known})"
         raise TransportError(msg)
     return factory()

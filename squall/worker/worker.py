@@ -93,7 +93,10 @@ class Worker:
                 msg = f"worker {address} has remote tasks but no transport"
                 raise ValueError(msg)
             self.transfer = Transfer(transport, address, remote, self.deliver, plan.task_component.__getitem__,
-                                     self._record_of, self._transfer_died)
+                                     self._record_of, self._transfer_died, backpressure=self.backpressure,
+                                     bp_resend=self.conf["worker.backpressure.resend.secs"])
+            self.backpressure.on_change = self.transfer.local_congestion
+        self.misrouted = 0
         self.timer = SystemTimer(clock, name=f"timer-{address}")
 
     # -- lifecycle -----------------------------------------------------------
@@ -186,6 +189,12 @@ class Worker:
 
     # -- control -------------------------------------------------------------
 
+    def update_task_address(self, task_address: dict[int, str]) -> None:
+        """Peer workers moved (a new assignment): route their tasks anew.
+        This worker's own tasks stay where they are; moving them means a new worker."""
+        if self.transfer is not None:
+            self.transfer.set_routes({t: a for t, a in task_address.items() if t not in self.local_tasks})
+
     def set_active(self, active: bool) -> None:
         self.active = active
         kind = "activate" if active else "deactivate"
@@ -210,11 +219,16 @@ class Worker:
             self.transfer.put(kind, task, payload)
 
     def deliver(self, kind: str, task: int, payload: Any) -> None:
-        """A message from another worker."""
-        if kind == "data":
-            self.send_data(task, payload)
+        """A message from another worker.  One for a task that is not ours (a
+        sender with an old assignment) is dropped, never forwarded: two
+        workers with stale tables could bounce it for ever."""
+        queue = self.queues.get(task)
+        if queue is None:
+            self.misrouted += 1
+        elif kind == "data":
+            queue.put_data(task, payload)
         else:
-            self.send_control(kind, task, payload)
+            queue.put_control(kind, task, payload)
 
     def _record_of(self, component: str, stream: str) -> type:
         return record_type(self.plan.components[component].streams[stream].fields)
