@@ -46,6 +46,30 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "worker.backpressure.resend.secs": (1.0, (int, float), 0.01),
     # Frames a ZeroMQ push socket queues for one peer before dropping new ones.
     "zmq.hwm": (1000, (int,), 1),
+    # -- cluster daemons (squall.yaml) --------------------------------------
+    "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),
+    "storm.zookeeper.port": (2181, (int,), 1),
+    "storm.zookeeper.root": ("/squall", (str,), None),
+    "storm.zookeeper.session.timeout": (20000, (int,), 1),  # ms
+    "storm.zookeeper.connection.timeout": (15000, (int,), 1),  # ms
+    "storm.local.dir": ("squall-local", (str,), None),
+    "storm.local.hostname": ("127.0.0.1", (str,), None),
+    # Where clients find nimbus: "host:port" of every nimbus (any one answers).
+    "nimbus.seeds": (["127.0.0.1:6627"], (list,), None),
+    "nimbus.host": ("127.0.0.1", (str,), None),
+    "nimbus.http.port": (6627, (int,), 0),
+    "nimbus.monitor.freq.secs": (10, (int, float), 0.01),
+    "nimbus.supervisor.timeout.secs": (60, (int, float), 0.01),
+    "nimbus.task.timeout.secs": (30, (int, float), 0.01),
+    "nimbus.task.launch.secs": (120, (int, float), 0.01),
+    "nimbus.code.max.bytes": (16 * 1024 * 1024, (int,), 1),
+    "supervisor.slots.ports": ([6700, 6701, 6702, 6703], (list,), None),
+    "supervisor.heartbeat.frequency.secs": (5, (int, float), 0.01),
+    "supervisor.monitor.frequency.secs": (3, (int, float), 0.01),
+    "supervisor.assignments.sync.secs": (10, (int, float), 0.01),
+    "supervisor.worker.timeout.secs": (30, (int, float), 0.01),
+    "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
+    "supervisor.worker.shutdown.sleep.secs": (3, (int, float), 0),
 }
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}

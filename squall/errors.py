@@ -32,6 +32,10 @@ class WorkerDied(SquallError):
     """A worker stopped because one of its threads raised an unhandled error."""
 
 
+class CoordinationError(SquallError):
+    """ZooKeeper could not be reached or holds something unexpected."""
+
+
 class TransportError(SquallError):
     """A transport endpoint could not be bound, connected or used."""
 

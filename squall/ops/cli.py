@@ -121,6 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="topology config override, e.g. topology.workers=2 (repeatable)")
     local.set_defaults(func=cmd_local)
+    from squall.ops.cluster_cli import add_commands
+
+    add_commands(sub)
     return parser
 
 

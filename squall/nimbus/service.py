@@ -1,0 +1,261 @@
+"""What nimbus does, apart from HTTP and threads: submit, kill, activate,
+deactivate, rebalance, and the reconciliation the monitor runs."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from squall import config as config_mod
+from squall.cluster.state import ClusterState
+from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.nimbus.scheduler import Slot, schedule
+from squall.ops.package import extract
+from squall.topology.topology import definition_from_dict
+from squall.worker.plan import plan_topology
+
+log = structlog.get_logger("squall.nimbus.service")
+
+NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
+VERIFY_TIMEOUT_SECS = 60
+
+
+class ApiError(SquallError):
+    """An API request that cannot be served; ``status`` is the HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)
+
+
+class NimbusService:
+    def __init__(self, state: ClusterState, conf: dict[str, Any], now: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.conf = conf
+        self.now = now
+
+    # -- lookups -------------------------------------------------------------
+
+    def _by_name(self, name: str) -> dict[str, Any]:
+        for record in self.state.topologies():
+            if record["name"] == name:
+                return record
+        raise ApiError(404, f"no topology named {name!r} is running")
+
+    def list(self) -> list[dict[str, Any]]:
+        out = []
+        for record in self.state.topologies():
+            assignment = self.state.assignment(record["id"]) or {}
+            workers = assignment.get("workers", [])
+            out.append({
+                "name": record["name"], "id": record["id"], "status": record["status"],
+                "workers": len(workers), "executors": sum(len(w["executors"]) for w in workers),
+                "uptime_secs": round(self.now() - record["submitted"], 1),
+            })
+        return out
+
+    def info(self, name: str) -> dict[str, Any]:
+        record = self._by_name(name)
+        assignment = self.state.assignment(record["id"]) or {}
+        beats = self.state.worker_beats()
+        stats: dict[str, dict[str, Any]] = {}
+        workers = []
+        for w in assignment.get("workers", []):
+            beat = beats.get(w["node"], {}).get(str(w["port"]))
+            alive = bool(beat and beat.get("topology_id") == record["id"])
+            workers.append({**w, "alive": alive, "beat_age_secs":
+                            round(self.now() - beat["time"], 1) if alive else None})
+            if alive:
+                for component, s in (beat.get("stats") or {}).items():
+                    total = stats.setdefault(component, {})
+                    for key, value in s.items():
+                        if isinstance(value, (int, float)):
+                            total[key] = total.get(key, 0) + value
+        return {"name": record["name"], "id": record["id"], "status": record["status"],
+                "conf": record["conf"], "definition": record["definition"], "workers": workers,
+                "stats": stats, "errors": self.state.errors(record["id"])}
+
+    # -- submit --------------------------------------------------------------
+
+    def submit(self, body: Any) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a JSON object")
+        name = body.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise bad_request(f"topology name {name!r} must be 1-100 letters, digits, '_' or '-'")
+        conf = body.get("conf") or {}
+        if not isinstance(conf, dict):
+            raise bad_request("'conf' must be a JSON object")
+        try:
+            defn = definition_from_dict(body.get("topology"))
+            config_mod.validate(conf)
+            plan = plan_topology(defn, overrides=conf)
+        except (TopologyValidationError, ConfigError) as e:
+            raise bad_request(str(e)) from e
+        if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
+            raise ApiError(409, f"a topology named {name!r} is already running")
+        blob = self._decode_code(body.get("code"))
+        self._verify(defn.to_dict(), blob)
+        topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
+        self.state.put_code(topology_id, blob)
+        topo_conf = {**defn.config, **conf}
+        self.state.put_topology({
+            "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
+            "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
+        })
+        log.info("topology submitted", topology=name, id=topology_id,
+                 executors=len(plan.executors), workers=plan.conf["topology.workers"])
+        self.reconcile(topology_id)
+        return {"name": name, "id": topology_id}
+
+    def _decode_code(self, code: Any) -> bytes:
+        if code is None:
+            return b""
+        if not isinstance(code, str):
+            raise bad_request("'code' must be a base64 string of a zip file")
+        try:
+            blob = base64.b64decode(code, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise bad_request(f"'code' is not valid base64: {e}") from e
+        if len(blob) > self.conf["nimbus.code.max.bytes"]:
+            raise bad_request(f"the code package is {len(blob)} bytes, over nimbus.code.max.bytes")
+        return blob
+
+    def _verify(self, definition: dict[str, Any], blob: bytes) -> None:
+        """Load every class in a throwaway process: a missing class is refused now."""
+        with tempfile.TemporaryDirectory(prefix="squall-verify-") as tmp:
+            if blob:
+                try:
+                    extract(blob, tmp)
+                except Exception as e:  # noqa: BLE001 - a corrupt zip is bad input
+                    raise bad_request(f"the code package is not a valid zip: {e}") from e
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "squall.nimbus.verify", tmp], input=json.dumps(definition),
+                    capture_output=True, text=True, timeout=VERIFY_TIMEOUT_SECS, check=False, cwd=tmp)
+            except subprocess.TimeoutExpired as e:
+                raise bad_request("importing the topology's code did not finish in time") from e
+            if proc.returncode != 0:
+                reason = proc.stdout.strip() or proc.stderr.strip()[-2000:]
+                raise bad_request(reason)
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def set_status(self, name: str, status: str) -> dict[str, Any]:
+        record = self._by_name(name)
+        if record["status"] == "killing":
+            raise ApiError(409, f"topology {name!r} is being killed")
+        record["status"] = status
+        self.state.put_topology(record)
+        self.reconcile(record["id"])
+        return {"name": name, "status": status}
+
+    def kill(self, name: str, wait: Any = None) -> dict[str, Any]:
+        record = self._by_name(name)
+        if wait is None:
+            wait = record["conf"].get("topology.message.timeout.secs",
+                                      config_mod.DEFAULTS["topology.message.timeout.secs"])
+        if not isinstance(wait, (int, float)) or isinstance(wait, bool) or wait < 0:
+            raise bad_request(f"'wait_secs' must be a number >= 0, got {wait!r}")
+        record["status"] = "killing"
+        record["kill_at"] = self.now() + wait
+        self.state.put_topology(record)
+        log.info("topology killed", topology=name, wait_secs=wait)
+        self.reconcile(record["id"])
+        return {"name": name, "status": "killing", "wait_secs": wait}
+
+    def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        record = self._by_name(name)
+        workers = body.get("workers")
+        executors = body.get("executors") or {}
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise bad_request(f"'workers' must be an integer >= 1, got {workers!r}")
+        if not isinstance(executors, dict):
+            raise bad_request("'executors' must map component names to executor counts")
+        definition = record["definition"]
+        by_name = {c["name"]: c for c in definition["components"]}
+        for component, count in executors.items():
+            if component not in by_name:
+                raise bad_request(f"topology {name!r} has no component {component!r}")
+            tasks = by_name[component]["tasks"]
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= tasks:
+                raise bad_request(f"component {component!r} can run 1..{tasks} executors "
+                                  f"(its task count), got {count!r}")
+            by_name[component]["par"] = count
+        if workers is not None:
+            record["conf"]["topology.workers"] = workers
+            record["num_workers"] = workers
+        self.state.put_topology(record)
+        self.reconcile(record["id"], reschedule=True)
+        return {"name": name, "workers": record["num_workers"], "executors": executors}
+
+    # -- reconciliation ------------------------------------------------------
+
+    def reconcile_all(self) -> None:
+        for topology_id in self.state.topology_ids():
+            try:
+                self.reconcile(topology_id)
+            except Exception:  # noqa: BLE001 - one bad topology must not stop the others
+                log.exception("reconciling a topology failed", id=topology_id)
+
+    def reconcile(self, topology_id: str, reschedule: bool = False) -> None:
+        record = self.state.topology(topology_id)
+        if record is None:
+            return
+        now = self.now()
+        if record["status"] == "killing" and now >= record.get("kill_at", 0):
+            self.state.remove_topology(topology_id)
+            log.info("topology removed", topology=record["name"], id=topology_id)
+            return
+        plan = plan_topology(definition_from_dict(record["definition"]), overrides=record["conf"])
+        executors = [e.id for e in plan.executors]
+        supervisors = self.state.supervisors()
+        beats = self.state.worker_beats()
+        current = self.state.assignment(topology_id)
+        used: set[Slot] = set()
+        for other_id, other in self.state.assignments().items():
+            if other_id != topology_id:
+                used.update((w["node"], w["port"]) for w in other["workers"])
+        alive: dict[Slot, list[tuple[int, int]]] = {}
+        since: dict[Slot, float] = {}
+        if current and not reschedule:
+            for w in current["workers"]:
+                slot = (w["node"], w["port"])
+                since[slot] = w["since"]
+                if w["node"] not in supervisors:
+                    continue
+                beat = beats.get(w["node"], {}).get(str(w["port"]))
+                fresh = bool(beat and beat.get("topology_id") == topology_id
+                             and now - beat["time"] < self.conf["nimbus.task.timeout.secs"])
+                if fresh or now - w["since"] < self.conf["nimbus.task.launch.secs"]:
+                    alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
+        free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
+                for node, info in supervisors.items()}
+        placement = schedule(executors, record["num_workers"], free, alive)
+        workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],
+                    "since": since.get((node, port), now) if (node, port) in alive else now}
+                   for (node, port), execs in sorted(placement.items())]
+        active = record["status"] == "active"
+        hosts = {w["node"]: supervisors[w["node"]]["host"] for w in workers}
+        if current and current["workers"] == workers and current["active"] == active:
+            return
+        version = (current or {}).get("version", 0) + 1
+        self.state.put_assignment(topology_id, {"version": version, "time": now, "workers": workers,
+                                                "hosts": hosts, "active": active})
+        log.info("assignment written", topology=record["name"], version=version,
+                 slots=[f"{w['node']}:{w['port']}" for w in workers], active=active)

@@ -1,0 +1,162 @@
+"""``squall`` subcommands for the cluster: daemons, submission and control."""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from squall.ops.client import NimbusClient
+from squall.ops.package import package_dir
+from squall.ops.settings import load_conf
+
+
+def _conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    return load_conf(args.config, overrides)
+
+
+def _client(conf: dict[str, Any]) -> NimbusClient:
+    return NimbusClient(conf["nimbus.seeds"])
+
+
+def _print(obj: Any) -> None:
+    print(json.dumps(obj, indent=2, sort_keys=True))
+
+
+def cmd_nimbus(args: argparse.Namespace) -> int:
+    from squall.nimbus.daemon import Nimbus
+    from squall.ops.daemons import run_foreground
+
+    return run_foreground(Nimbus(_conf(args)), "nimbus")
+
+
+def cmd_supervisor(args: argparse.Namespace) -> int:
+    from squall.ops.daemons import run_foreground
+    from squall.supervisor.daemon import Supervisor
+
+    return run_foreground(Supervisor(_conf(args)), "supervisor")
+
+
+def cmd_dev_zookeeper(args: argparse.Namespace) -> int:
+    from squall.cluster.zookeeper import DevZookeeper
+
+    conf = _conf(args)
+    port = args.port or conf["storm.zookeeper.port"]
+    zk = DevZookeeper(port, args.dir)
+    zk.start()
+    print(f"zookeeper serving on 127.0.0.1:{port}, data in {args.dir}; ^C to stop", flush=True)
+    try:
+        while zk.process is not None and zk.process.poll() is None:
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        zk.stop()
+    return 0
+
+
+def cmd_dev_cluster(args: argparse.Namespace) -> int:
+    from squall.ops.devcluster import DevCluster
+
+    cluster = DevCluster(Path(args.dir), supervisors=args.supervisors, slots=args.slots)
+    cluster.start()
+    print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n"
+          f"use it with:  squall --config {cluster.config_file} submit examples/wordcount.py\n"
+          "^C to stop everything", flush=True)
+    try:
+        while cluster.alive():
+            time.sleep(0.5)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        cluster.stop()
+    return 0
+
+
+def cmd_submit(args: argparse.Namespace) -> int:
+    from squall.ops.cli import load_topology, parse_conf
+
+    conf = _conf(args)
+    topology = load_topology(args.file, args.topology)
+    code = package_dir(Path(args.file).resolve().parent, conf["nimbus.code.max.bytes"])
+    name = args.name or topology.__name__
+    result = _client(conf).submit(name, topology.definition().to_dict(), parse_conf(args.conf),
+                                  base64.b64encode(code).decode())
+    print(f"submitted topology {result['name']} (id {result['id']})")
+    return 0
+
+
+def cmd_kill(args: argparse.Namespace) -> int:
+    result = _client(_conf(args)).kill(args.name, args.wait)
+    print(f"killing topology {result['name']}: removed after {result['wait_secs']}s")
+    return 0
+
+
+def cmd_action(args: argparse.Namespace) -> int:
+    result = _client(_conf(args)).action(args.name, args.command)
+    print(f"topology {result['name']}: {result['status']}")
+    return 0
+
+
+def cmd_rebalance(args: argparse.Namespace) -> int:
+    from squall.ops.cli import parse_conf
+
+    executors = {k: int(v) for k, v in parse_conf(args.executors).items()}
+    result = _client(_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
+                                                                   "executors": executors})
+    print(f"rebalanced topology {result['name']}: {result['workers']} workers")
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    rows = _client(_conf(args)).list()
+    if not rows:
+        print("no topologies running")
+        return 0
+    print(f"{'name':<24}{'status':<10}{'workers':>8}{'executors':>10}{'uptime s':>10}  id")
+    for r in rows:
+        print(f"{r['name']:<24}{r['status']:<10}{r['workers']:>8}{r['executors']:>10}"
+              f"{r['uptime_secs']:>10}  {r['id']}")
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    _print(_client(_conf(args)).info(args.name))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
+        p = sub.add_parser(name, help=help_text)
+        p.add_argument("--config", help="squall.yaml to read (default: $SQUALL_CONF or ./squall.yaml)")
+        p.set_defaults(func=func)
+        return p
+
+    command("nimbus", cmd_nimbus, "run a nimbus daemon in the foreground")
+    command("supervisor", cmd_supervisor, "run a supervisor daemon in the foreground")
+    p = command("dev-zookeeper", cmd_dev_zookeeper, "run the embedded single ZooKeeper server (Java 17)")
+    p.add_argument("--port", type=int, default=None, help="default: storm.zookeeper.port")
+    p.add_argument("--dir", default="squall-dev/zookeeper", help="data directory")
+    p = command("dev-cluster", cmd_dev_cluster, "ZooKeeper, nimbus and supervisors on this machine")
+    p.add_argument("--dir", default="squall-dev", help="where configs, logs and state go")
+    p.add_argument("--supervisors", type=int, default=2)
+    p.add_argument("--slots", type=int, default=2, help="worker slots per supervisor")
+    p = command("submit", cmd_submit, "submit a topology file to the cluster")
+    p.add_argument("file")
+    p.add_argument("--name")
+    p.add_argument("--topology", help="which Topology subclass, if the file has several")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    p = command("kill", cmd_kill, "kill a topology (deactivate, wait, remove)")
+    p.add_argument("name")
+    p.add_argument("--wait", type=float, default=None, help="seconds to drain (default: message timeout)")
+    for action in ("activate", "deactivate"):
+        command(action, cmd_action, f"{action} a topology's spouts").add_argument("name")
+    p = command("rebalance", cmd_rebalance, "change a topology's worker count or parallelism")
+    p.add_argument("name")
+    p.add_argument("--workers", type=int, default=None)
+    p.add_argument("--executors", action="append", default=[], metavar="COMPONENT=N")
+    command("list", cmd_list, "list running topologies")
+    command("info", cmd_info, "show a topology's status, workers, stats and errors").add_argument("name")

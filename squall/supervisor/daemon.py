@@ -1,0 +1,268 @@
+"""The supervisor daemon: one per node, running the workers nimbus assigns to it.
+
+Storm's three timers:
+
+* heartbeat (``supervisor.heartbeat.frequency.secs``): refresh this node's
+  ephemeral registration, and publish its workers' heartbeats and stats in
+  one ZooKeeper write (so ZooKeeper load grows with nodes, not executors),
+  and forward component errors;
+* sync assignments (``supervisor.assignments.sync.secs``, and at once when
+  the set of topologies changes): read what nimbus assigned to this node,
+  download and unpack the code of new topologies;
+* sync processes (``supervisor.monitor.frequency.secs``): classify every
+  slot's worker as valid, timed out, not started or disallowed, and kill or
+  (re)launch accordingly.
+
+The supervisor keeps no state but its local directory: stopping it leaves
+workers running, and a restarted supervisor adopts them.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import structlog
+from kazoo.protocol.states import KazooState
+
+from squall.cluster.state import ClusterState
+from squall.cluster.zookeeper import make_client
+from squall.errors import CoordinationError
+from squall.ops.package import extract
+from squall.supervisor.workers import Slot, read_json, write_json
+
+log = structlog.get_logger("squall.supervisor.Supervisor")
+
+
+class Status(enum.Enum):
+    INIT = "init"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+def node_id(local_dir: Path) -> str:
+    """Stable across restarts: kept in the local directory."""
+    path = local_dir / "node-id"
+    try:
+        return path.read_text().strip()
+    except OSError:
+        node = f"{socket.gethostname()}-{os.urandom(4).hex()}"
+        local_dir.mkdir(parents=True, exist_ok=True)
+        path.write_text(node)
+        return node
+
+
+class Supervisor:
+    def __init__(self, conf: dict[str, Any], now: Callable[[], float] = time.time) -> None:
+        self.conf = conf
+        self.now = now
+        self.status = Status.INIT
+        self.local_dir = Path(conf["storm.local.dir"]).resolve()
+        self.node = node_id(self.local_dir)
+        self.host = conf["storm.local.hostname"]
+        self.ports = [int(p) for p in conf["supervisor.slots.ports"]]
+        self.slots = {port: Slot(port, self.local_dir / "workers" / str(port)) for port in self.ports}
+        self.zk = make_client(conf)
+        self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
+        self._desired: dict[int, dict[str, Any]] = {}
+        self._lock = threading.Lock()
+        self._children: dict[int, subprocess.Popen[bytes]] = {}
+        self._error_offsets: dict[int, int] = {}
+        self._stop = threading.Event()
+        self._sync_now = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.launches = 0
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        if self.status is not Status.INIT:
+            return
+        self.zk.add_listener(self._on_zk_state)
+        try:
+            self.zk.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000.0)
+        except Exception as e:
+            msg = f"supervisor cannot reach ZooKeeper: {e}"
+            raise CoordinationError(msg) from e
+        self.state.setup()
+        self._register()
+        self.zk.ChildrenWatch(self.state.path("assignments"), self._on_assignments_changed)
+        for target, name in ((self._heartbeat_loop, "heartbeat"), (self._assignments_loop, "sync-assignments"),
+                             (self._processes_loop, "sync-processes")):
+            thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        self.status = Status.RUNNING
+        log.info("supervisor started", node=self.node, host=self.host, ports=self.ports,
+                 local_dir=str(self.local_dir))
+
+    def stop(self, reason: str = "stop", kill_workers: bool = False) -> None:
+        """Stop the daemon; its workers keep running unless ``kill_workers``."""
+        if self.status is not Status.RUNNING:
+            return
+        log.info("supervisor stopping", reason=reason, kill_workers=kill_workers)
+        self._stop.set()
+        self._sync_now.set()
+        for thread in self._threads:
+            thread.join(10)
+        if kill_workers:
+            for slot in self.slots.values():
+                slot.kill(reason, self.conf["supervisor.worker.shutdown.sleep.secs"])
+        self.zk.stop()
+        self.zk.close()
+        self.status = Status.STOPPED
+
+    def wait(self) -> None:
+        self._stop.wait()
+
+    # -- ZooKeeper -----------------------------------------------------------
+
+    def _register(self) -> None:
+        self.state.register_supervisor(self.node, {"node": self.node, "host": self.host, "ports": self.ports,
+                                                   "time": self.now()})
+
+    def _on_zk_state(self, state: str) -> None:
+        # Ephemeral nodes are re-created by the next heartbeat; nothing blocks here.
+        if state == KazooState.LOST:
+            log.warning("zookeeper session lost; workers keep running")
+        elif state == KazooState.CONNECTED:
+            self._sync_now.set()
+
+    def _on_assignments_changed(self, children: list[str]) -> bool:
+        self._sync_now.set()
+        return not self._stop.is_set()
+
+    # -- timers --------------------------------------------------------------
+
+    def _every(self, period: float, action: Callable[[], None], wake: threading.Event | None = None) -> None:
+        while not self._stop.is_set():
+            try:
+                action()
+            except Exception:  # noqa: BLE001 - ZooKeeper or disk trouble: next round
+                log.exception("supervisor timer failed", action=action.__name__)
+            if wake is not None:
+                wake.wait(period)
+                wake.clear()
+            else:
+                self._stop.wait(period)
+
+    def _heartbeat_loop(self) -> None:
+        self._every(self.conf["supervisor.heartbeat.frequency.secs"], self.heartbeat)
+
+    def _assignments_loop(self) -> None:
+        self._every(self.conf["supervisor.assignments.sync.secs"], self.sync_assignments, self._sync_now)
+
+    def _processes_loop(self) -> None:
+        self._every(self.conf["supervisor.monitor.frequency.secs"], self.sync_processes)
+
+    def heartbeat(self) -> None:
+        self._register()
+        beats = {}
+        for port, slot in self.slots.items():
+            beat = slot.heartbeat()
+            if beat and slot.process() is not None:
+                beats[str(port)] = {k: beat.get(k) for k in ("topology_id", "time", "executors", "stats", "pid")}
+            errors, offset = slot.new_errors(self._error_offsets.get(port, 0))
+            self._error_offsets[port] = offset
+            for error in errors:
+                topology_id = error.get("topology_id") or (self._desired.get(port) or {}).get("topology_id")
+                if topology_id:
+                    self.state.add_error(topology_id, {**error, "node": self.node, "port": port})
+        self.state.put_worker_beats(self.node, beats)
+
+    def sync_assignments(self) -> None:
+        desired: dict[int, dict[str, Any]] = {}
+        records: dict[str, dict[str, Any]] = {}
+        for topology_id, assignment in self.state.assignments().items():
+            mine = [w for w in assignment["workers"] if w["node"] == self.node]
+            if not mine:
+                continue
+            record = records.get(topology_id) or self.state.topology(topology_id)
+            if record is None:
+                continue
+            records[topology_id] = record
+            code_dir = self._ensure_code(topology_id)
+            task_address = {}
+            for w in assignment["workers"]:
+                address = f"zmq+tcp://{assignment['hosts'][w['node']]}:{w['port']}"
+                for first, last in w["executors"]:
+                    for task in range(first, last + 1):
+                        task_address[str(task)] = address
+            for w in mine:
+                desired[w["port"]] = {
+                    "topology_id": topology_id, "topology": record["definition"], "conf": record["conf"],
+                    "code_dir": str(code_dir), "address": f"zmq+tcp://{self.host}:{w['port']}",
+                    "executors": w["executors"], "task_address": task_address,
+                    "active": assignment["active"], "version": assignment["version"],
+                }
+        with self._lock:
+            self._desired = desired
+        self._remove_stale_code({d["topology_id"] for d in desired.values()})
+
+    def _ensure_code(self, topology_id: str) -> Path:
+        code_dir = self.local_dir / "code" / topology_id
+        if (code_dir / ".complete").exists():
+            return code_dir
+        blob = self.state.code(topology_id) or b""
+        shutil.rmtree(code_dir, ignore_errors=True)
+        extract(blob, code_dir) if blob else code_dir.mkdir(parents=True, exist_ok=True)
+        (code_dir / ".complete").write_text("")
+        log.info("code downloaded", topology=topology_id, bytes=len(blob))
+        return code_dir
+
+    def _remove_stale_code(self, keep: set[str]) -> None:
+        base = self.local_dir / "code"
+        if not base.is_dir():
+            return
+        running = {(s.heartbeat() or {}).get("topology_id") for s in self.slots.values() if s.process()}
+        for path in base.iterdir():
+            if path.name not in keep and path.name not in running:
+                shutil.rmtree(path, ignore_errors=True)
+
+    def sync_processes(self) -> None:
+        with self._lock:
+            desired = dict(self._desired)
+        for port, slot in self.slots.items():
+            child = self._children.get(port)
+            if child is not None and child.poll() is not None:
+                del self._children[port]  # reaped: no zombie left behind
+            self._sync_slot(slot, desired.get(port))
+
+    def _sync_slot(self, slot: Slot, want: dict[str, Any] | None) -> None:
+        proc = slot.process()
+        grace = self.conf["supervisor.worker.shutdown.sleep.secs"]
+        if want is None:
+            if proc is not None:
+                slot.kill("disallowed", grace)
+            return
+        if proc is None:
+            log.info("worker not running: launching", port=slot.port, topology=want["topology_id"])
+            self._launch(slot, want)
+            return
+        current = read_json(slot.assignment_file)
+        if current != want:
+            write_json(slot.assignment_file, want)
+        beat = slot.heartbeat()
+        launched = (slot.pid_record() or {}).get("launched", 0)
+        mine = bool(beat and beat.get("topology_id") == want["topology_id"]
+                    and beat.get("executors") == want["executors"] and beat.get("time", 0) >= launched - 1)
+        age = self.now() - (beat["time"] if mine else launched)
+        if beat and not mine and beat.get("time", 0) >= launched - 1:
+            slot.kill("disallowed", grace)  # runs something else than assigned
+            self._launch(slot, want)
+        elif age > self.conf["supervisor.worker.timeout.secs" if mine else "supervisor.worker.start.timeout.secs"]:
+            slot.kill("timed-out", grace)
+            self._launch(slot, want)
+
+    def _launch(self, slot: Slot, want: dict[str, Any]) -> None:
+        slot.launch(self.node, want, self._children)
+        self.launches += 1
+
