@@ -74,10 +74,12 @@ def free_port() -> int:
 class DevZookeeper:
     """One standalone ZooKeeper server in a child JVM."""
 
-    def __init__(self, port: int, data_dir: str | os.PathLike[str], log_file: IO[Any] | None = None) -> None:
+    def __init__(self, port: int, data_dir: str | os.PathLike[str], log_path: str | os.PathLike[str] | None = None
+                 ) -> None:
         self.port = port
         self.data_dir = Path(data_dir)
-        self._log_file = log_file
+        self._log_path = log_path
+        self._log_file: IO[bytes] | None = None
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -95,7 +97,9 @@ class DevZookeeper:
 
     def start(self, timeout: float = 30.0) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        out = self._log_file if self._log_file is not None else subprocess.DEVNULL
+        out: Any = subprocess.DEVNULL
+        if self._log_path is not None:
+            self._log_file = out = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         self.wait_ready(timeout)
@@ -120,16 +124,22 @@ class DevZookeeper:
         raise CoordinationError(msg)
 
     def stop(self, timeout: float = 10.0) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        self.process.terminate()
-        try:
-            self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait(timeout)
+        if self.process is not None and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout)
+        self._close_log()
 
     def kill(self) -> None:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log_file is not None:
+            self._log_file.close()
+            self._log_file = None

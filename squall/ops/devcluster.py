@@ -77,8 +77,8 @@ class DevCluster:
     # -- daemons -------------------------------------------------------------
 
     def start_zookeeper(self) -> None:
-        log = open(self.root / "logs" / "zookeeper.log", "ab")  # noqa: SIM115 - lives with the process
-        self.zk = DevZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper", log)
+        self.zk = DevZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper",
+                               self.root / "logs" / "zookeeper.log")
         self.zk.start()
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:

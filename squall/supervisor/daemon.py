@@ -78,6 +78,9 @@ class Supervisor:
         self._error_offsets: dict[int, int] = {}
         self._stop = threading.Event()
         self._sync_now = threading.Event()
+        # Until the first assignment sync, we do not know what should run: a
+        # freshly restarted supervisor must not take its workers for strays.
+        self._synced = threading.Event()
         self._threads: list[threading.Thread] = []
         self.launches = 0
 
@@ -205,6 +208,7 @@ class Supervisor:
                 }
         with self._lock:
             self._desired = desired
+        self._synced.set()
         self._remove_stale_code({d["topology_id"] for d in desired.values()})
 
     def _ensure_code(self, topology_id: str) -> Path:
@@ -228,6 +232,8 @@ class Supervisor:
                 shutil.rmtree(path, ignore_errors=True)
 
     def sync_processes(self) -> None:
+        if not self._synced.is_set():
+            return
         with self._lock:
             desired = dict(self._desired)
         for port, slot in self.slots.items():

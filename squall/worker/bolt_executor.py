@@ -80,6 +80,8 @@ class BoltExecutor(ComponentExecutor):
             acks = self.acks
             errors = 0
             for tup in tuples:
+                if not self.running:
+                    break  # stopping: the rest times out and replays
                 state.current = tup
                 try:
                     process(tup)
@@ -96,6 +98,8 @@ class BoltExecutor(ComponentExecutor):
         elif self.tracking:
             # Acked by hand; auto-anchoring still needs the current tuple.
             for tup in tuples:
+                if not self.running:
+                    break  # stopping: the rest times out and replays
                 state.current = tup
                 try:
                     process(tup)
@@ -105,6 +109,8 @@ class BoltExecutor(ComponentExecutor):
             # Untracked: there is nothing to anchor to, so no current tuple either.
             errors = 0
             for tup in tuples:
+                if not self.running:
+                    break  # stopping: the rest times out and replays
                 try:
                     process(tup)
                 except Exception as e:  # noqa: BLE001

@@ -109,7 +109,7 @@ class Executor:
                 on_control(kind, task, payload)
                 busy = True
             done = 0
-            while done < MAX_TURN_TUPLES and not control:
+            while done < MAX_TURN_TUPLES and not control and self.running:
                 item = pop_data()
                 if item is None:
                     break

@@ -1,0 +1,106 @@
+"""The cluster end to end: CLI -> nimbus -> ZooKeeper -> supervisors ->
+worker processes -> ZeroMQ, with exact results."""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall.ops.devcluster import DevCluster
+from squall.testing import poll_for
+from tests.cluster.conftest import TOPOLOGIES, WordCountRun, squall_cli
+from tests.helpers import stay
+
+
+def http(cluster: DevCluster, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
+    request = urllib.request.Request(f"{cluster.nimbus_url}/api/v1/{path}", data=raw, method=method)
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def test_word_count_on_two_supervisors_and_four_workers_is_exact(make_cluster: Any, tmp_path: Path) -> None:
+    # Given a dev cluster of 2 supervisors with 2 slots each
+    cluster = make_cluster(supervisors=2, slots=2)
+    run = WordCountRun(tmp_path / "wc", sentences=1000)
+    # When the word count is submitted through the CLI with 4 workers
+    run.submit(cluster, "wc", "topology.workers=4")
+    # Then every sentence is acked and the counts are exact
+    poll_for(run.done, timeout=60, message="all sentences acked")
+    assert run.counts() == run.expected
+    info = cluster.api("GET", "topologies/wc")
+    assert len(info["workers"]) == 4
+    assert len({w["node"] for w in info["workers"]}) == 2  # spread over both nodes
+    listing = squall_cli(cluster, "list").stdout
+    assert "wc" in listing and "active" in listing
+
+
+def test_bad_submissions_get_clear_errors_and_change_nothing(make_cluster: Any, tmp_path: Path) -> None:
+    cluster = make_cluster(supervisors=1, slots=2)
+    run = WordCountRun(tmp_path / "wc", sentences=10)
+    # A topology referencing a class that is not in its code package
+    broken = squall_cli(cluster, "submit", str(TOPOLOGIES / "broken.py"), check=False)
+    assert broken.returncode == 1
+    assert "durable_wordcount:NoSuchBolt" in broken.stderr
+    assert cluster.api("GET", "topologies") == []
+    # A duplicate name
+    run.submit(cluster, "dup")
+    again = squall_cli(cluster, "submit", str(TOPOLOGIES / "durable_wordcount.py"), "--name", "dup",
+                       "--conf", f"squall.test.dir={run.dir}", check=False)
+    assert again.returncode == 1 and "already running" in again.stderr
+    assert [t["name"] for t in cluster.api("GET", "topologies")] == ["dup"]
+    # Malformed requests to the API
+    for raw, fragment in ((b"{not json", "not valid JSON"), (b"[1, 2]", "JSON object"),
+                          (b'{"name": "x"}', "topology"),
+                          (b'{"name": "bad/name", "topology": {}}', "name"),
+                          (b'{"name": "x", "topology": {"name": "x", "components": [{"name": "s", "kind": '
+                           b'"spout", "class": "m:C", "par": 0}]}}', "par must be")):
+        status, body = http(cluster, "POST", "topologies", raw)
+        assert status == 400, (raw, body)
+        assert fragment in body["error"], (raw, body)
+    status, body = http(cluster, "POST", "topologies/nope/kill", b"{}")
+    assert status == 404 and "nope" in body["error"]
+    status, body = http(cluster, "POST", "topologies/dup/rebalance", b'{"workers": 0}')
+    assert status == 400 and "workers" in body["error"]
+    assert [t["name"] for t in cluster.api("GET", "topologies")] == ["dup"]
+
+
+def test_kill_deactivate_activate_through_the_cli(make_cluster: Any, tmp_path: Path) -> None:
+    cluster = make_cluster(supervisors=1, slots=2)
+    run = WordCountRun(tmp_path / "wc", sentences=100_000)
+    run.submit(cluster, "ctl", "squall.test.rate=200")
+    poll_for(lambda: len(run.acked()) > 50, timeout=30, message="processing started")
+    squall_cli(cluster, "deactivate", "ctl")
+    poll_for(lambda: cluster.api("GET", "topologies/ctl")["status"] == "inactive", message="inactive")
+    # once pending tuples drained, nothing more is acked
+    poll_for(lambda: _quiet(run), timeout=20, message="acks stop while inactive")
+    squall_cli(cluster, "activate", "ctl")
+    before = len(run.acked())
+    poll_for(lambda: len(run.acked()) > before + 20, timeout=30, message="processing resumed")
+    squall_cli(cluster, "kill", "ctl", "--wait", "0")
+    poll_for(lambda: cluster.api("GET", "topologies") == [], timeout=30, message="topology removed")
+    poll_for(lambda: not cluster.worker_pids(), timeout=30, message="workers stopped")
+
+
+def _quiet(run: WordCountRun) -> bool:
+    first = len(run.acked())
+    return stay(lambda: len(run.acked()) == first, 1.0)
+
+
+@pytest.mark.parametrize("workers", [2])
+def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_path: Path, workers: int) -> None:
+    cluster = make_cluster(supervisors=2, slots=2)
+    run = WordCountRun(tmp_path / "wc", sentences=3000)
+    run.submit(cluster, "rb", "topology.workers=1", "squall.test.rate=500")
+    poll_for(lambda: len(run.acked()) > 100, timeout=30, message="processing started")
+    squall_cli(cluster, "rebalance", "rb", "--workers", str(workers), "--executors", "split=1")
+    poll_for(lambda: len(cluster.api("GET", "topologies/rb")["workers"]) == workers, message="rebalanced")
+    poll_for(run.done, timeout=60, message="all sentences acked")
+    assert run.counts() == run.expected
