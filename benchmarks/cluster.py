@@ -1,0 +1,149 @@
+"""Cluster-mode word count next to local mode, and recovery after SIGKILL.
+
+    python benchmarks/cluster.py [--duration 8]
+
+Starts a real dev cluster (ZooKeeper JVM, nimbus, 2 supervisors) on this
+machine.  Throughput is the spout's acked sentences per second, read from
+nimbus's stats between two points ``--duration`` seconds apart.  Recovery
+is measured on a durable word count fed at a steady rate: from SIGKILL of a
+worker to (a) the supervisor's replacement process running and (b) acks
+flowing again at half the rate they had before the kill.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from squall.ops.devcluster import DevCluster  # noqa: E402
+
+BENCH = REPO / "benchmarks" / "topologies" / "bench_wordcount.py"
+
+
+def submit(cluster: DevCluster, file: Path, name: str, *conf: str) -> None:
+    args = [sys.executable, "-m", "squall.ops.cli", "submit", "--config", str(cluster.config_file), str(file),
+            "--name", name]
+    for kv in conf:
+        args += ["--conf", kv]
+    subprocess.run(args, check=True, capture_output=True, cwd=REPO)
+
+
+def acked(cluster: DevCluster, name: str) -> tuple[float, int]:
+    stats = cluster.api("GET", f"topologies/{name}")["stats"]
+    return time.monotonic(), int(stats.get("sentences", {}).get("acked", 0))
+
+
+def cluster_throughput(cluster: DevCluster, workers: int, duration: float) -> float:
+    name = f"bench{workers}"
+    submit(cluster, BENCH, name, f"topology.workers={workers}")
+    deadline = time.monotonic() + 60
+    while acked(cluster, name)[1] == 0 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    time.sleep(2)  # warm up
+    t0, a0 = acked(cluster, name)
+    time.sleep(duration)
+    t1, a1 = acked(cluster, name)
+    cluster.api("POST", f"topologies/{name}/kill", {"wait_secs": 0})
+    while cluster.worker_pids():
+        time.sleep(0.2)
+    return (a1 - a0) / (t1 - t0)
+
+
+def local_throughput(duration: float) -> float:
+    sys.path.insert(0, str(BENCH.parent))
+    from bench_wordcount import BenchWordCount
+
+    from squall import LocalCluster
+    from squall.ops.logging import configure_logging
+
+    configure_logging("error")
+    with LocalCluster() as local:
+        runner = local.submit("bench", BenchWordCount)
+        time.sleep(2)
+        a0, t0 = runner.stats()["sentences"]["acked"], time.monotonic()
+        time.sleep(duration)
+        a1, t1 = runner.stats()["sentences"]["acked"], time.monotonic()
+    return (a1 - a0) / (t1 - t0)
+
+
+def recovery(cluster: DevCluster, workdir: Path, rate: int) -> dict[str, Any]:
+    import json
+    import random
+
+    data = workdir / "recovery"
+    data.mkdir()
+    rng = random.Random(1)
+    vocab = [f"w{i}" for i in range(200)]
+    (data / "sentences.json").write_text(json.dumps([[str(i), " ".join(rng.choices(vocab, k=8))]
+                                                     for i in range(rate * 60)]))
+    topo = REPO / "tests" / "cluster" / "topologies" / "durable_wordcount.py"
+    submit(cluster, topo, "recovery", "topology.workers=2", f"squall.test.rate={rate}",
+           f"squall.test.dir={data}")
+
+    def count() -> int:
+        path = data / "acked.log"
+        return path.read_text().count("\n") if path.exists() else 0
+
+    while len(cluster.worker_pids()) < 2 or count() < rate * 2:
+        time.sleep(0.05)
+    t0, c0 = time.monotonic(), count()
+    time.sleep(2)
+    before_rate = (count() - c0) / (time.monotonic() - t0)
+    slot, pid = sorted(cluster.worker_pids().items())[-1]
+    killed_at = time.monotonic()
+    os.kill(pid, signal.SIGKILL)
+    relaunched = resumed = None
+    window: list[tuple[float, int]] = []
+    while time.monotonic() - killed_at < 60 and resumed is None:
+        now = time.monotonic()
+        if relaunched is None and cluster.worker_pids().get(slot) not in (None, pid):
+            relaunched = now - killed_at
+        window.append((now, count()))
+        window = [(t, c) for t, c in window if now - t <= 0.5]
+        if relaunched is not None and len(window) > 1:
+            rate_now = (window[-1][1] - window[0][1]) / (window[-1][0] - window[0][0] or 1)
+            if rate_now >= before_rate / 2:
+                resumed = now - killed_at
+        time.sleep(0.02)
+    return {"rate_before": before_rate, "relaunched_s": relaunched, "resumed_s": resumed}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--duration", type=float, default=8.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
+        cluster = DevCluster(Path(tmp) / "cluster", supervisors=2, slots=2)
+        cluster.start()
+        try:
+            rows = [("local mode, 1 worker (in-process)", local_throughput(args.duration))]
+            for workers in (2, 4):
+                rows.append((f"cluster, {workers} workers on 2 nodes", cluster_throughput(cluster, workers,
+                                                                                         args.duration)))
+            rec = recovery(cluster, Path(tmp), rate=500)
+        finally:
+            cluster.stop()
+    print("word count (split x2, count x2, acking on, max pending 2000), sentences acked per second\n")
+    print(f"{'configuration':<40}{'sentences/s':>12}")
+    print("-" * 52)
+    for label, value in rows:
+        print(f"{label:<40}{value:>12,.0f}")
+    print(f"\nrecovery after SIGKILL of a worker (durable word count at {rec['rate_before']:.0f} sentences/s):")
+    print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")
+    resumed = f"{rec['resumed_s']:.2f} s" if rec["resumed_s"] is not None else "not within 60 s"
+    print(f"  acks back to half the earlier rate after {resumed}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,49 @@
+"""The benchmark word count, as a topology file the cluster can run:
+pre-generated 8-word sentences, reliable spout, split and count."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+from squall import Bolt, Grouping, Spout, Topology
+
+VOCAB = [f"word{i}" for i in range(1000)]
+
+
+class Sentences(Spout):
+    outputs = ["sentence"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        rng = random.Random(context.task_id)
+        self.pool = [" ".join(rng.choices(VOCAB, k=8)) for _ in range(20_000)]
+        self.i = 0
+
+    def next_tuple(self) -> None:
+        i = self.i
+        self.i = i + 1
+        self.emit([self.pool[i % 20_000]], tup_id=i)
+
+
+class Split(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        for word in tup.values[0].split():
+            self.emit([word])
+
+
+class Count(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.counts: Counter[str] = Counter()
+
+    def process(self, tup: Any) -> None:
+        self.counts[tup.values[0]] += 1
+
+
+class BenchWordCount(Topology):
+    config = {"topology.max.spout.pending": 2000}
+    sentences = Sentences.spec()
+    split = Split.spec(inputs=[sentences], par=2)
+    count = Count.spec(inputs={split: Grouping.fields("word")}, par=2)
