@@ -1,0 +1,64 @@
+"""A lost ZooKeeper session is survived: daemons reconnect and re-register
+(kazoo's harness trick: closing a second client on the same session id
+expires the daemon's session)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kazoo.client import KazooClient
+
+from squall import config as config_mod
+from squall.cluster.state import ClusterState
+from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
+from squall.nimbus.daemon import Nimbus
+from squall.supervisor.daemon import Supervisor
+from squall.testing import poll_for
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
+    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
+    zk.start()
+    yield zk
+    zk.stop()
+
+
+def expire(client: KazooClient, hosts: str) -> None:
+    session_id, password = client.client_id
+    twin = KazooClient(hosts=hosts, client_id=(session_id, password))
+    twin.start(timeout=10)
+    twin.stop()
+    twin.close()
+
+
+def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZookeeper, tmp_path: Path) -> None:
+    conf: dict[str, Any] = config_mod.merge({
+        "storm.zookeeper.port": zookeeper.port, "storm.zookeeper.session.timeout": 4000,
+        "nimbus.http.port": 0, "nimbus.monitor.freq.secs": 0.5, "storm.local.dir": str(tmp_path / "sup"),
+        "supervisor.slots.ports": [free_port()], "supervisor.heartbeat.frequency.secs": 0.3,
+        "supervisor.assignments.sync.secs": 0.5, "supervisor.monitor.frequency.secs": 0.5,
+    })
+    nimbus, supervisor = Nimbus(conf), Supervisor(conf)
+    observer = start_client(conf)
+    state = ClusterState(observer, conf["storm.zookeeper.root"])
+    try:
+        nimbus.start()
+        supervisor.start()
+        poll_for(lambda: nimbus.is_leader and supervisor.node in state.supervisors(), message="registered")
+        # When both daemons' sessions expire
+        expire(nimbus.zk, zookeeper.address)
+        expire(supervisor.zk, zookeeper.address)
+        poll_for(lambda: not nimbus.is_leader, message="nimbus steps down on the lost session")
+        # Then they come back on new sessions: ephemeral nodes re-created, leadership regained
+        poll_for(lambda: supervisor.node in state.supervisors(), timeout=20, message="supervisor re-registered")
+        poll_for(lambda: nimbus.is_leader, timeout=20, message="nimbus leads again")
+        poll_for(lambda: len(state.nimbuses()) == 1, timeout=20, message="nimbus re-registered")
+    finally:
+        supervisor.stop()
+        nimbus.stop()
+        observer.stop()
+        observer.close()
