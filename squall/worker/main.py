@@ -1,0 +1,488 @@
+"""One worker process: ``python -m squall.worker --dir WORKER_DIR``.
+
+The supervisor and its worker talk through files in WORKER_DIR only; the
+worker never talks to ZooKeeper.  Every JSON file is written whole to a
+temporary file in the same directory and moved into place with
+``os.replace``, so a reader never sees half of one.
+
+``assignment.json`` (supervisor -> worker; written before the launch, may be
+rewritten while the worker runs)::
+
+    {"topology_id": "wordcount-3-1718000000",
+     "topology": {...},            # TopologyDef.to_dict()
+     "conf": {...},                # topology conf overrides, merged by nimbus
+     "code_dir": "/path" | null,   # extracted topology code, put first on sys.path
+     "address": "zmq+tcp://host:6700",          # this worker's slot
+     "executors": [[1, 1], [4, 5]],             # this worker's [first task, last task]
+     "task_address": {"1": "zmq+tcp://host:6700", ...},   # every task of the topology
+     "active": true,
+     "version": 7}
+
+The worker re-reads it when it changes (checked every
+``worker.assignment.poll.secs``, 0.5 s): a new ``active`` activates or
+deactivates the spouts; new addresses of other workers' tasks re-route the
+tuples sent to them; any other change (topology_id, topology, conf, code_dir,
+address, or this worker's executors) makes the worker exit with
+:data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
+unreadable rewrite is ignored until the next one.
+
+``heartbeat.json`` (worker -> supervisor; every
+``worker.heartbeat.frequency.secs``, 1 s, from the moment the worker is
+started)::
+
+    {"time": 1718000000.12,        # wall-clock time.time() of this beat
+     "pid": 4242, "topology_id": ..., "address": ...,
+     "executors": [[1, 1], [4, 5]],  # as in the assignment applied
+     "version": 7,                 # the assignment version applied
+     "status": "running",          # starting | running | stopping
+     "ready": true,                # every executor has initialized its components
+     "stats": {component: {"emitted", "executed", "acked", "failed", "pending",
+                           "complete_latency_ms": {"count", "mean", "p50", "p99", "max"}}},
+     "transfer": {"frames_sent", "frames_received", "frames_dropped", ...}}
+
+``errors.jsonl`` (worker -> supervisor; appended): one JSON object per
+component error, :meth:`ErrorRecord.to_dict` plus ``topology_id``.  The
+error that kills the worker is written (``"fatal": true``) before it exits.
+
+``worker.log``: the supervisor points stdout and stderr there; the worker
+logs JSON lines to stderr.
+
+Exit codes: :data:`EXIT_OK` after SIGTERM or SIGINT (an orderly stop within
+``worker.shutdown.timeout.secs``); :data:`EXIT_WORKER_DIED` when a component
+or worker thread raised an unhandled error (Storm's behaviour: the
+supervisor restarts the worker); :data:`EXIT_REASSIGNED` when the assignment
+changed beyond what a running worker can apply; :data:`EXIT_BAD_ASSIGNMENT`
+when assignment.json is missing or invalid or its topology does not load;
+:data:`EXIT_BIND_FAILED` when the slot's port could not be taken.
+SIGKILL just kills it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import enum
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import structlog
+
+from squall.clock import Clock
+from squall.errors import SquallError, TransportError
+from squall.ops.logging import configure_logging
+from squall.topology.topology import definition_from_dict
+from squall.worker.plan import TopologyPlan, plan_topology
+from squall.worker.reporting import ErrorRecord, describe
+from squall.worker.transport import Transport, transport_for
+from squall.worker.worker import Worker
+from squall.worker.zmq_transport import ZmqTransport
+
+log = structlog.get_logger("squall.worker.WorkerProcess")
+
+EXIT_OK = 0
+EXIT_WORKER_DIED = 20
+EXIT_REASSIGNED = 21
+EXIT_BAD_ASSIGNMENT = 22
+EXIT_BIND_FAILED = 23
+
+EXIT_MEANINGS = {
+    EXIT_OK: "stopped on request",
+    EXIT_WORKER_DIED: "a component or worker thread raised an unhandled error",
+    EXIT_REASSIGNED: "its executors or topology were reassigned: launch it afresh",
+    EXIT_BAD_ASSIGNMENT: "assignment.json is missing or invalid, or its topology does not load",
+    EXIT_BIND_FAILED: "its slot's port could not be bound",
+}
+
+ASSIGNMENT = "assignment.json"
+HEARTBEAT = "heartbeat.json"
+ERRORS = "errors.jsonl"
+
+
+class AssignmentError(SquallError):
+    """assignment.json is missing, malformed, or names executors the topology lacks."""
+
+
+class StartupError(SquallError):
+    """The worker could not start; ``exit_code`` says why."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write ``obj`` as JSON to ``path`` so that no reader sees a partial file."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(obj, separators=(",", ":")))
+    os.replace(tmp, path)
+
+
+@dataclass(frozen=True)
+class Assignment:
+    topology_id: str
+    topology: dict[str, Any]
+    conf: dict[str, Any]
+    code_dir: str | None
+    address: str
+    executors: list[list[int]]
+    task_address: dict[int, str]
+    active: bool
+    version: int
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Assignment:
+        def need(key: str, kind: type | tuple[type, ...]) -> Any:
+            if not isinstance(data, dict) or key not in data:
+                msg = f"{ASSIGNMENT}: missing {key!r}"
+                raise AssignmentError(msg)
+            value = data[key]
+            if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
+                msg = f"{ASSIGNMENT}: {key!r} has the wrong type ({type(value).__name__})"
+                raise AssignmentError(msg)
+            return value
+
+        executors = need("executors", list)
+        if not all(isinstance(e, list) and len(e) == 2 and all(type(t) is int for t in e) for e in executors):
+            msg = f"{ASSIGNMENT}: 'executors' must be a list of [first_task, last_task], got {executors!r}"
+            raise AssignmentError(msg)
+        try:
+            task_address = {int(t): str(a) for t, a in need("task_address", dict).items()}
+        except ValueError as e:
+            msg = f"{ASSIGNMENT}: 'task_address' keys must be task ids: {e}"
+            raise AssignmentError(msg) from e
+        return cls(
+            topology_id=need("topology_id", str),
+            topology=need("topology", dict),
+            conf=dict(data.get("conf") or {}),
+            code_dir=data.get("code_dir"),
+            address=need("address", str),
+            executors=executors,
+            task_address=task_address,
+            active=need("active", bool),
+            version=need("version", int),
+        )
+
+    def identity(self) -> tuple[Any, ...]:
+        """What a running worker cannot change: a new identity means a new worker."""
+        return (self.topology_id, self.topology, self.conf, self.code_dir, self.address,
+                sorted(map(tuple, self.executors)))
+
+
+def read_assignment(path: Path) -> Assignment:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        msg = f"cannot read {path}: {e}"
+        raise AssignmentError(msg) from e
+    return Assignment.from_dict(data)
+
+
+def summarise_stats(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Worker.stats() with each component's latency samples reduced to a summary."""
+    out = {}
+    for component, s in stats.items():
+        s = dict(s)
+        samples = sorted(s.pop("latencies", ()))
+        if samples:
+            n = len(samples)
+            s["complete_latency_ms"] = {
+                "count": n,
+                "mean": sum(samples) / n * 1000,
+                "p50": samples[n // 2] * 1000,
+                "p99": samples[min(n - 1, int(n * 0.99))] * 1000,
+                "max": samples[-1] * 1000,
+            }
+        out[component] = s
+    return out
+
+
+class Status(enum.Enum):
+    INIT = "init"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+class WorkerProcess:
+    """The shell around a :class:`Worker`: files in, files out, signals, exit codes.
+
+    ``start()`` builds and starts the worker; ``run()`` blocks in the loop
+    that writes heartbeats, follows assignment.json and handles signals and
+    the worker's death, and returns the exit code.  Signal handlers and the
+    death callback only enqueue an event; the loop acts on it.
+    """
+
+    def __init__(self, directory: Path, *, node: str, clock: Clock | None = None) -> None:
+        self.dir = directory
+        self.node = node
+        self.clock = clock or Clock()
+        self.status = Status.INIT
+        self.assignment: Assignment | None = None
+        self.plan: TopologyPlan | None = None
+        self.worker: Worker | None = None
+        self.transport: Transport | None = None
+        self._assignment_sig: tuple[int, int, int] | None = None
+        self._events: deque[tuple[str, Any]] = deque()  # appended by signal handlers and threads
+        self._wake = threading.Event()
+        self._errors_lock = threading.Lock()
+        self._lock = threading.Lock()
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self) -> None:
+        """Read the assignment, build the worker, bind its port, start it.
+
+        Raises :class:`StartupError` with the exit code to use; whatever was
+        started is stopped first and the cause is in errors.jsonl.
+        """
+        with self._lock:
+            if self.status is not Status.INIT:
+                return
+            self.status = Status.STARTING
+        try:
+            self._start()
+        except StartupError as e:
+            self.status = Status.FAILED
+            self._record_startup_error(e)
+            self._release()
+            raise
+        self.status = Status.RUNNING
+
+    def _start(self) -> None:
+        path = self.dir / ASSIGNMENT
+        self._assignment_sig = _signature(path)
+        try:
+            assignment = read_assignment(path)
+        except AssignmentError as e:
+            raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
+        self.assignment = assignment
+        structlog.contextvars.bind_contextvars(node=self.node, topology=assignment.topology_id,
+                                               worker=assignment.address, pid=os.getpid())
+        if assignment.code_dir and assignment.code_dir not in sys.path:
+            sys.path.insert(0, assignment.code_dir)
+        try:
+            plan = plan_topology(definition_from_dict(assignment.topology), overrides=assignment.conf)
+            by_id = {e.id: e for e in plan.executors}
+            executors = [by_id[(first, last)] for first, last in assignment.executors]
+        except KeyError as e:
+            msg = f"{ASSIGNMENT}: executor {list(e.args[0])} is not one of {assignment.topology_id}'s"
+            raise StartupError(msg, EXIT_BAD_ASSIGNMENT) from e
+        except SquallError as e:
+            raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
+        self.plan = plan
+        try:
+            self.transport = transport_for(assignment.address)
+            if isinstance(self.transport, ZmqTransport):
+                self.transport.send_hwm = plan.conf["zmq.hwm"]
+            self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
+                                 self.clock, node=self.node, active=assignment.active,
+                                 error_sink=self._append_error, on_death=self._on_death)
+            self.worker.bind()
+        except TransportError as e:
+            raise StartupError(str(e), EXIT_BIND_FAILED) from e
+        except Exception as e:  # whatever stops the worker from being built
+            msg = f"cannot build the worker: {e}"
+            raise StartupError(msg, EXIT_BAD_ASSIGNMENT) from e
+        self.worker.start()
+        log.info("worker process started", version=assignment.version, executors=assignment.executors,
+                 active=assignment.active)
+        self._write_heartbeat()
+
+    def run(self) -> int:
+        """Until asked to stop or the worker dies; returns the exit code."""
+        assert self.plan is not None
+        conf = self.plan.conf
+        beat_every = conf["worker.heartbeat.frequency.secs"]
+        poll_every = conf["worker.assignment.poll.secs"]
+        now = time.monotonic()
+        next_beat, next_poll = now + beat_every, now + poll_every
+        while True:
+            while self._events:
+                kind, arg = self._events.popleft()
+                code = self._handle(kind, arg)
+                if code is not None:
+                    return code
+            now = time.monotonic()
+            if now >= next_poll:
+                next_poll = now + poll_every
+                code = self._follow_assignment()
+                if code is not None:
+                    self.stop("reassigned", orderly=True)
+                    return code
+            if now >= next_beat:
+                next_beat = now + beat_every
+                self._write_heartbeat()
+            # Short waits: a signal handler only appends, it cannot wake us.
+            self._wake.wait(min(0.1, max(0.0, min(next_beat, next_poll) - time.monotonic())))
+            self._wake.clear()
+
+    def stop(self, reason: str, orderly: bool = True, timeout: float | None = None) -> None:
+        with self._lock:
+            if self.status in (Status.STOPPING, Status.STOPPED):
+                return
+            self.status = Status.STOPPING
+        log.info("worker process stopping", reason=reason)
+        if self.worker is not None:
+            self.worker.stop(reason, timeout=timeout, orderly=orderly)
+        self._release()
+        self.status = Status.STOPPED
+
+    def _release(self) -> None:
+        if self.transport is not None:
+            self.transport.close()
+
+    # -- events (signals, death) ---------------------------------------------
+
+    def post(self, kind: str, arg: Any = None) -> None:
+        """Thread- and signal-safe: the loop handles it."""
+        self._events.append((kind, arg))
+        if kind != "signal":  # never take a lock in a signal handler
+            self._wake.set()
+
+    def _on_death(self, worker: Worker) -> None:
+        self.post("death", worker.failure)
+
+    def _handle(self, kind: str, arg: Any) -> int | None:
+        if kind == "signal":
+            name = signal.Signals(arg).name.lower()
+            log.info("signal received, stopping", signal=name)
+            self.stop(name, orderly=True)
+            return EXIT_OK
+        if kind == "death":
+            # The fatal error is in errors.jsonl already (Worker.die reports first).
+            log.error("worker died, exiting for the supervisor to restart it", error=repr(arg))
+            self.stop("worker-died", orderly=False, timeout=1.0)
+            return EXIT_WORKER_DIED
+        msg = f"unknown worker process event {kind!r}"
+        raise ValueError(msg)
+
+    # -- assignment ----------------------------------------------------------
+
+    def _follow_assignment(self) -> int | None:
+        path = self.dir / ASSIGNMENT
+        sig = _signature(path)
+        if sig == self._assignment_sig:
+            return None
+        self._assignment_sig = sig
+        try:
+            new = read_assignment(path)
+        except AssignmentError as e:
+            log.warning("ignoring an unreadable assignment until it is rewritten", error=str(e))
+            return None
+        return self.apply(new)
+
+    def apply(self, new: Assignment) -> int | None:
+        """Apply what a running worker can; an exit code when it cannot."""
+        old, worker = self.assignment, self.worker
+        assert old is not None and worker is not None
+        if new.identity() != old.identity():
+            changed = [name for name, a, b in zip(
+                ("topology_id", "topology", "conf", "code_dir", "address", "executors"),
+                old.identity(), new.identity()) if a != b]
+            log.info("assignment changed beyond this worker, exiting to be relaunched", changed=changed,
+                     version=new.version)
+            return EXIT_REASSIGNED
+        if new.active != old.active:
+            log.info("activating" if new.active else "deactivating", version=new.version)
+            worker.set_active(new.active)
+        if _remote(new, worker) != _remote(old, worker):
+            log.info("peer workers moved, re-routing", version=new.version)
+            worker.update_task_address(new.task_address)
+        self.assignment = new
+        return None
+
+    # -- files out -----------------------------------------------------------
+
+    def heartbeat(self) -> dict[str, Any]:
+        assert self.assignment is not None and self.worker is not None
+        worker = self.worker
+        return {
+            "time": time.time(),
+            "pid": os.getpid(),
+            "topology_id": self.assignment.topology_id,
+            "address": self.assignment.address,
+            "executors": self.assignment.executors,
+            "version": self.assignment.version,
+            "status": self.status.value,
+            "ready": worker.ready.is_set(),
+            "stats": summarise_stats(worker.stats()),
+            "transfer": {**(worker.transfer.stats() if worker.transfer else {}), "misrouted": worker.misrouted},
+        }
+
+    def _write_heartbeat(self) -> None:
+        try:
+            write_json_atomic(self.dir / HEARTBEAT, self.heartbeat())
+        except OSError as e:
+            log.warning("cannot write the heartbeat", error=str(e))
+
+    def _append_error(self, record: ErrorRecord) -> None:
+        item = record.to_dict()
+        item["topology_id"] = self.assignment.topology_id if self.assignment else None
+        line = json.dumps(item, default=repr) + "\n"
+        with self._errors_lock:
+            try:
+                with open(self.dir / ERRORS, "a", encoding="utf-8") as f:
+                    f.write(line)
+            except OSError as e:
+                log.warning("cannot record a component error", error=str(e), lost=item["error"])
+
+    def _record_startup_error(self, e: StartupError) -> None:
+        cause = e.__cause__ or e
+        text, trace = describe(cause)
+        a = self.assignment
+        self._append_error(ErrorRecord(a.topology.get("name", a.topology_id) if a else "", "__worker", None,
+                                       text, trace, True, a.address if a else ""))
+        log.error("worker could not start", error=text, exit_code=e.exit_code,
+                  meaning=EXIT_MEANINGS[e.exit_code])
+
+
+def _signature(path: Path) -> tuple[int, int, int] | None:
+    """Changes whenever the file is replaced or rewritten."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_mtime_ns, st.st_size)
+
+
+def _remote(a: Assignment, worker: Worker) -> dict[int, str]:
+    return {t: addr for t, addr in a.task_address.items() if t not in worker.local_tasks}
+
+
+def main(argv: list[str] | None = None) -> int:
+    env = os.environ
+    parser = argparse.ArgumentParser(prog="python -m squall.worker",
+                                     description="Run one Squall worker (launched by the supervisor).")
+    parser.add_argument("--dir", default=env.get("SQUALL_WORKER_DIR"), type=Path,
+                        help="the worker directory holding assignment.json [env: SQUALL_WORKER_DIR]")
+    parser.add_argument("--node", default=env.get("SQUALL_NODE") or socket.gethostname(),
+                        help="this node's name, for logs [env: SQUALL_NODE; default: the hostname]")
+    parser.add_argument("--log-level", default=env.get("SQUALL_LOG_LEVEL", "info"),
+                        help="debug, info, warning or error [env: SQUALL_LOG_LEVEL; default: info]")
+    args = parser.parse_args(argv)
+    if args.dir is None:
+        parser.error("--dir is required")
+    configure_logging(args.log_level, json=True)
+    process = WorkerProcess(args.dir, node=args.node)
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        process.post("signal", signum)
+
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, on_signal)
+    try:
+        process.start()
+    except StartupError as e:
+        return e.exit_code
+    return process.run()
