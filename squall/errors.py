@@ -24,8 +24,12 @@ class SerializationError(SquallError):
     """A component emitted a value that cannot cross the wire.
 
     Fatal for the worker, as in Storm: it is raised outside the user's tuple
-    handling path and the worker is restarted.
+    handling path and the worker is restarted.  ``component`` and ``task``
+    name the emitter when it is known.
     """
+
+    component: str | None = None
+    task: int | None = None
 
 
 class WorkerDied(SquallError):

@@ -83,8 +83,26 @@ def encode(messages: list[tuple[str, int, Any]]) -> bytes:
     try:
         return msgpack.packb(out, use_bin_type=True)
     except Exception as e:
-        msg = f"cannot serialize a batch for the wire: {e}"
-        raise SerializationError(msg) from e
+        raise _culprit(messages, e) from e
+
+
+def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> SerializationError:
+    """Name the emitter of what could not be packed (the cheap emit-time check
+    lets through a few values msgpack refuses, such as lone surrogates)."""
+    for kind, _task, payload in messages:
+        if kind != "data":
+            continue
+        for t in payload:
+            try:
+                msgpack.packb(list(t.values), use_bin_type=True)
+            except Exception as e:  # noqa: BLE001 - this is the one
+                err = SerializationError(
+                    f"component {t.component!r} emitted values on stream {t.stream!r} that msgpack "
+                    f"cannot pack: {e}")
+                err.component = t.component
+                err.task = t.task
+                return err
+    return SerializationError(f"cannot serialize a batch for the wire: {error}")
 
 
 def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, int, Any]]:

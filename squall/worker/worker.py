@@ -174,7 +174,7 @@ class Worker:
             self._on_death(self)
 
     def _transfer_died(self, exc: BaseException) -> None:
-        self.die(exc, None, None)
+        self.die(exc, getattr(exc, "component", None), getattr(exc, "task", None))
 
     def report_error(self, exc: BaseException, component: str, task: int | None, fatal: bool) -> None:
         text, trace = describe(exc)

@@ -1,0 +1,136 @@
+"""The ``squall`` command line, run for real in a subprocess."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+WORDCOUNT = "examples/wordcount.py"
+COMPONENTS = {"sentences", "split", "count"}
+
+
+def squall(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "squall.ops.cli", *args], cwd=REPO, capture_output=True,
+                          text=True, timeout=timeout, check=False)
+
+
+def last_stats(stdout: str) -> dict[str, list[str]]:
+    """The last stats table printed: component -> its columns."""
+    lines = stdout.splitlines()
+    headers = [i for i, line in enumerate(lines) if line.startswith("component")]
+    assert headers, f"no stats header in:\n{stdout}"
+    rows: dict[str, list[str]] = {}
+    for line in lines[headers[-1] + 1:]:
+        if not line.strip() or line.startswith("---"):
+            break
+        name, *columns = line.split()
+        rows[name] = columns
+    return rows
+
+
+def test_local_runs_the_word_count_and_prints_stats() -> None:
+    # When the word count example runs for 2 seconds
+    result = squall("local", WORDCOUNT, "--duration", "2")
+
+    # Then it exits cleanly, printing a stats table with a row per component
+    assert result.returncode == 0, result.stderr
+    header = next(line for line in result.stdout.splitlines() if line.startswith("component"))
+    assert header.split()[:5] == ["component", "emitted", "executed", "acked", "failed"]
+    assert "--- WordCount after" in result.stdout
+    rows = last_stats(result.stdout)
+    assert COMPONENTS <= set(rows)
+    emitted, _executed, acked, _failed = (int(v) for v in rows["sentences"][:4])
+    assert acked > 0 and emitted >= acked
+    assert int(rows["split"][1]) > 0  # split executed sentences
+    assert "component errors reported" not in result.stdout
+    assert "Traceback" not in result.stderr
+
+
+def test_local_with_a_missing_file_fails_clearly() -> None:
+    result = squall("local", "examples/no_such_topology.py", "--duration", "1")
+    assert result.returncode == 1
+    assert "no such topology file: examples/no_such_topology.py" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+TWO_TOPOLOGIES = textwrap.dedent("""
+    from squall import Spout, Topology
+
+    class Quiet(Spout):
+        outputs = ["x"]
+
+    class FirstTopology(Topology):
+        quiet = Quiet.spec()
+
+    class SecondTopology(Topology):
+        quiet = Quiet.spec()
+""")
+
+
+def test_a_file_with_two_topologies_needs_topology(tmp_path: Path) -> None:
+    # Given a file defining two topologies
+    path = tmp_path / "two_topologies.py"
+    path.write_text(TWO_TOPOLOGIES)
+
+    # When it is run without --topology, it is refused, naming both
+    result = squall("local", str(path), "--duration", "0.2")
+    assert result.returncode == 1
+    assert "FirstTopology" in result.stderr and "SecondTopology" in result.stderr
+    assert "--topology" in result.stderr
+    assert "Traceback" not in result.stderr
+
+    # When one is picked, that one runs
+    picked = squall("local", str(path), "--topology", "SecondTopology", "--duration", "0.3",
+                    "--interval", "0.1")
+    assert picked.returncode == 0, picked.stderr
+    assert "--- SecondTopology after" in picked.stdout
+    assert "quiet" in last_stats(picked.stdout)
+
+
+def test_conf_overrides_reach_the_topology() -> None:
+    # When the word count runs with two workers (logging at info to see them start)
+    result = squall("--log-level", "info", "local", WORDCOUNT, "--duration", "1.5",
+                    "--conf", "topology.workers=2")
+
+    # Then both workers start and tuples flow across them
+    assert result.returncode == 0, result.stderr
+    assert "inproc://WordCount/worker-0" in result.stderr
+    assert "inproc://WordCount/worker-1" in result.stderr
+    rows = last_stats(result.stdout)
+    assert COMPONENTS <= set(rows)
+    assert int(rows["sentences"][2]) > 0
+
+
+@pytest.mark.parametrize(("conf", "message"), [
+    ("topology.workers", "--conf expects key=value, got 'topology.workers'"),
+    ("=2", "--conf expects key=value, got '=2'"),
+    ("topology.workers=0", "'topology.workers' must be >= 1"),
+    ("topology.workers=two", "'topology.workers' must be int"),
+])
+def test_bad_conf_fails_clearly(conf: str, message: str) -> None:
+    result = squall("local", WORDCOUNT, "--duration", "1", "--conf", conf)
+    assert result.returncode == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.stdout == ""
+
+
+def test_version_from_the_console_script() -> None:
+    script = Path(sys.executable).parent / "squall"
+    if not script.exists():
+        script = Path(shutil.which("squall") or "")
+    if not script.is_file():
+        pytest.skip("the squall console script is not installed")
+    import squall as package
+
+    result = subprocess.run([str(script), "--version"], capture_output=True, text=True, timeout=30,
+                            check=False)
+    assert result.returncode == 0
+    assert result.stdout.strip() == f"squall {package.__version__}"
