@@ -75,7 +75,6 @@ class BoltExecutor(ComponentExecutor):
         bt = self.bolts[task]
         process = bt.process
         state = bt.state
-        self.executed += len(tuples)
         if bt.auto_ack and self.tracking:
             acks = self.acks
             errors = 0
@@ -119,6 +118,7 @@ class BoltExecutor(ComponentExecutor):
             if bt.auto_ack:
                 self.acked += len(tuples) - errors
         state.current = None
+        self.executed += len(tuples)
 
     def on_process_error(self, bt: BoltTask, tup: Tuple, exc: Exception) -> None:
         if isinstance(exc, SerializationError):
