@@ -1,0 +1,30 @@
+"""Multilang: spouts and bolts as child processes in any language, speaking
+Storm's multilang protocol (JSON, or pystorm's msgpack mode).
+
+    from squall.multilang import ShellBolt, ShellSpout
+
+    class WordCount(Topology):
+        sentences = ShellSpout.spec(command=sys.executable, script="sentences.py",
+                                    outputs=["sentence"])
+        split = ShellBolt.spec(command="node", script="splitsentence.js", outputs=["word"],
+                               inputs=[sentences])
+
+Storm's own adapters and pystorm (streamparse) run unchanged as children;
+:mod:`squall.multilang.child` is Squall's own Python adapter.
+"""
+
+from squall.multilang.bolt import ShellBolt
+from squall.multilang.codec import JSON_SERIALIZER, MSGPACK_SERIALIZER
+from squall.multilang.errors import ChildDied, MultilangError, ProtocolError, ShellProcessError
+from squall.multilang.spout import ShellSpout
+
+__all__ = [
+    "JSON_SERIALIZER",
+    "MSGPACK_SERIALIZER",
+    "ChildDied",
+    "MultilangError",
+    "ProtocolError",
+    "ShellBolt",
+    "ShellProcessError",
+    "ShellSpout",
+]

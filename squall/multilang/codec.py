@@ -1,0 +1,157 @@
+"""Framing of multilang messages: bytes in, messages out, and back (pure).
+
+Two serializers, chosen by ``topology.multilang.serializer``:
+
+* JSON, Storm's own: each message is one JSON value, then ``\\n``, then the
+  line ``end``.  Reading is by lines: a message may span several lines and
+  several reads, and only a line equal to ``end`` ends it.
+* msgpack, as pystorm's ``serializer="msgpack"`` mode and Yelp/pyleus's
+  ``MessagePackSerializer``: concatenated msgpack values, no delimiter.
+
+A codec encodes one message to bytes; its decoder is fed whatever a read
+returned and hands back the messages completed so far.  Neither does I/O,
+so both run unchanged over pipes, sockets or ``BytesIO``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Protocol
+
+import msgpack
+
+from squall.multilang.errors import ProtocolError
+
+JSON_SERIALIZER = "org.apache.storm.multilang.JsonSerializer"
+MSGPACK_SERIALIZER = "com.yelp.pyleus.serializer.MessagePackSerializer"
+
+_END = b"end"
+_END_CR = b"end\r"
+
+
+class Decoder(Protocol):
+    def feed(self, data: bytes) -> list[Any]: ...
+
+
+class Codec(Protocol):
+    name: str
+
+    def encode(self, message: Any) -> bytes: ...
+
+    def decoder(self) -> Decoder: ...
+
+
+# -- JSON --------------------------------------------------------------------
+
+_utf8_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
+_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), check_circular=False).encode
+
+
+class JsonCodec:
+    """Storm's ``JsonSerializer``: ``<json>\\nend\\n``, UTF-8, one line per message."""
+
+    name = "json"
+
+    def encode(self, message: Any) -> bytes:
+        text = _utf8_encoder(message)
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate cannot be raw UTF-8; JSON's \\u escape can carry it.
+            data = _ascii_encoder(message).encode("ascii")
+        return data + b"\nend\n"
+
+    def decoder(self) -> JsonDecoder:
+        return JsonDecoder()
+
+
+class JsonDecoder:
+    """Reassembles ``end``-terminated messages across reads and lines."""
+
+    __slots__ = ("_buf", "_lines")
+
+    def __init__(self) -> None:
+        self._buf = b""
+        self._lines: list[bytes] = []
+
+    def feed(self, data: bytes) -> list[Any]:
+        buf = self._buf + data if self._buf else data
+        out: list[Any] = []
+        lines = self._lines
+        find = buf.find
+        pos = 0
+        while True:
+            nl = find(b"\n", pos)
+            if nl < 0:
+                break
+            line = buf[pos:nl]
+            pos = nl + 1
+            if line == _END or line == _END_CR:
+                text = lines[0] if len(lines) == 1 else b"\n".join(lines)
+                lines.clear()
+                if not text.strip():
+                    self._buf = buf[pos:]
+                    raise ProtocolError("empty message before 'end'", out)
+                try:
+                    out.append(json.loads(text))
+                except (ValueError, UnicodeDecodeError) as e:
+                    self._buf = buf[pos:]
+                    shown = text[:200].decode("utf-8", "replace")
+                    msg = f"invalid JSON from the child ({e}): {shown!r}"
+                    raise ProtocolError(msg, out) from e
+            else:
+                lines.append(line)
+        self._buf = buf[pos:]
+        return out
+
+
+# -- msgpack -----------------------------------------------------------------
+
+class MsgpackCodec:
+    """pystorm's msgpack mode: raw concatenated msgpack, no ``end`` lines."""
+
+    name = "msgpack"
+
+    def encode(self, message: Any) -> bytes:
+        return msgpack.packb(message, use_bin_type=True)
+
+    def decoder(self) -> MsgpackDecoder:
+        return MsgpackDecoder()
+
+
+class MsgpackDecoder:
+    __slots__ = ("_unpacker",)
+
+    def __init__(self) -> None:
+        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
+
+    def feed(self, data: bytes) -> list[Any]:
+        unpacker = self._unpacker
+        unpacker.feed(data)
+        out: list[Any] = []
+        try:
+            out.extend(unpacker)
+        except Exception as e:
+            msg = f"invalid msgpack from the child ({type(e).__name__}: {e})"
+            raise ProtocolError(msg, out) from e
+        return out
+
+
+_CODECS: dict[str, type[JsonCodec | MsgpackCodec]] = {
+    "json": JsonCodec,
+    JSON_SERIALIZER: JsonCodec,
+    "msgpack": MsgpackCodec,
+    MSGPACK_SERIALIZER: MsgpackCodec,
+}
+
+
+def codec_for(serializer: str | None) -> JsonCodec | MsgpackCodec:
+    """The codec for a ``topology.multilang.serializer`` value (Storm's class names or short names)."""
+    if serializer is None:
+        return JsonCodec()
+    cls = _CODECS.get(serializer)
+    if cls is None:
+        known = ", ".join(sorted(_CODECS))
+        msg = f"unknown topology.multilang.serializer {serializer!r} (known: {known})"
+        raise ValueError(msg)
+    return cls()

@@ -1,0 +1,434 @@
+"""One child process: spawn, handshake, a reader and a writer thread, liveness.
+
+The **writer** thread owns the child's stdin.  It takes everything queued
+(urgent messages first: task-id replies, heartbeats, spout commands; then
+tuples) and writes it in one go, so a busy bolt costs one ``write`` per
+batch, not per tuple.  Tuples wait in a queue whose length the owner
+bounds (``topology.shellbolt.max.pending``); urgent messages are never
+held back by that bound.
+
+The **reader** thread owns stdout and stderr.  It hands decoded messages
+to the owner (``on_messages``), logs stderr lines and keeps their tail,
+sends bolt heartbeats every ``heartbeat_secs``, and declares the child
+dead when it has been silent past ``timeout`` (a bolt always; a spout only
+while a command awaits its ``sync``, as in Storm).  It is the only place
+that decides the child is gone: on end of file, a timeout, garbage, or an
+:meth:`abort` from the owner, it kills the child, drains stderr, reaps it
+and calls ``on_exit`` exactly once with a :class:`ChildDied` that carries
+the exit code and the stderr tail.
+
+If the owner's executor thread ends without closing us (a worker that
+died), the reader notices and kills the child: no orphans.
+"""
+
+from __future__ import annotations
+
+import select
+import signal
+import struct
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any, BinaryIO
+
+import structlog
+
+from squall.multilang import protocol
+from squall.multilang.codec import JsonCodec, MsgpackCodec
+from squall.multilang.errors import ChildDied, ChildWentAway, MultilangError, ProtocolError
+from squall.multilang.protocol import ShellConnection
+
+TICK_SECS = 0.1  # how often the reader looks at the clock when the child is quiet
+STDERR_TAIL_LINES = 40
+STDERR_DRAIN_SECS = 1.0  # after a death, how long to wait for the last stderr bytes
+CLOSE_GRACE_SECS = 0.5  # on close: stdin EOF, then SIGTERM, then SIGKILL, this long apart
+
+
+def _describe_exit(code: int | None) -> str:
+    if code is None:
+        return "still running"
+    if code < 0:
+        try:
+            return f"killed by signal {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+_RECORD = struct.Struct(">cdI")
+
+
+class Tap:
+    """Records every byte written to and read from a child, for debugging and tests.
+
+    Each record is a direction byte (``P`` parent to child, ``C`` child to
+    parent), the monotonic time as a big-endian double, a 4-byte length,
+    then the bytes, exactly as they crossed the pipe.
+    """
+
+    def __init__(self, path: str) -> None:
+        self._file: BinaryIO = open(path, "ab")  # noqa: SIM115 - closed by close()
+        self._lock = threading.Lock()
+
+    def record(self, direction: bytes, data: bytes) -> None:
+        with self._lock:
+            if not self._file.closed:
+                self._file.write(_RECORD.pack(direction, time.monotonic(), len(data)) + data)
+                self._file.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._file.close()
+
+
+def read_tap(path: str) -> list[tuple[str, float, bytes]]:
+    """The records of a tap file, in order: ``(direction, time, bytes)``, direction ``"P"`` or ``"C"``."""
+    out = []
+    with open(path, "rb") as f:
+        data = f.read()
+    pos = 0
+    size = _RECORD.size
+    while pos + size <= len(data):
+        direction, when, n = _RECORD.unpack_from(data, pos)
+        out.append((direction.decode(), when, data[pos + size:pos + size + n]))
+        pos += size + n
+    return out
+
+
+class ShellProcess:
+    def __init__(
+        self,
+        argv: list[str],
+        *,
+        codec: JsonCodec | MsgpackCodec,
+        cwd: str | None,
+        env: dict[str, str] | None,
+        timeout: float,
+        heartbeat_secs: float | None,
+        on_messages: Callable[[ShellProcess, list[Any]], None],
+        on_exit: Callable[[ShellProcess, ChildDied], None],
+        owner_alive: Callable[[], bool],
+        wake: threading.Event,
+        logger: Any = None,
+        now: Callable[[], float] = time.monotonic,
+        tap: Tap | None = None,
+    ) -> None:
+        self.argv = argv
+        self.codec = codec
+        self.cwd = cwd
+        self.env = env
+        self.timeout = timeout
+        self.heartbeat_secs = heartbeat_secs
+        self.on_messages = on_messages
+        self.on_exit = on_exit
+        self.owner_alive = owner_alive
+        self.wake = wake
+        self.log = logger or structlog.get_logger("squall.multilang.ShellProcess")
+        self.now = now
+        self.tap = tap
+        self.popen: subprocess.Popen[bytes] | None = None
+        self.conn: ShellConnection | None = None
+        self.pid: int | None = None
+        self.started_at = now()
+        self.last_heard = self.started_at
+        # Spouts: True while a command awaits its sync (the only time a spout can time out).
+        self.awaiting = False
+        self.closing = False
+        self.fatal: BaseException | None = None
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
+        self._stderr_partial = b""
+        self._urgent: deque[bytes] = deque()
+        self._tuples: deque[bytes] = deque()
+        self._cond = threading.Condition(threading.Lock())
+        self._writer: threading.Thread | None = None
+        self._reader: threading.Thread | None = None
+        self._dead = False  # the reader gave up on the child: the writer stops too
+
+    # -- start ---------------------------------------------------------------
+
+    def start(self, conf: dict[str, Any], context: dict[str, Any], pid_dir: str) -> list[Any]:
+        """Spawn, hand over conf/context/pidDir and wait for the pid (at most ``timeout``).
+
+        Returns the messages the child sent after its pid.  Raises
+        :class:`ChildDied` if the child dies, garbles or stays silent.
+        """
+        try:
+            self.popen = subprocess.Popen(
+                self.argv, cwd=self.cwd, env=self.env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE, bufsize=0,
+            )
+        except OSError as e:
+            msg = f"Error when launching multilang subprocess {self.argv!r} in {self.cwd!r}: {e}"
+            raise ChildDied(msg) from e
+        assert self.popen.stdin is not None and self.popen.stdout is not None
+        self.conn = ShellConnection(self.codec, self.popen.stdout, self.popen.stdin)
+        try:
+            self._write(self.conn.encode(protocol.handshake_message(conf, context, pid_dir)))
+            first: list[Any] = []
+            deadline = self.now() + self.timeout
+            while not first:
+                if self.now() > deadline:
+                    raise ChildWentAway(f"no pid from the child within {self.timeout}s")
+                first = self._read_once(min(TICK_SECS, max(0.0, deadline - self.now())))
+            self.pid = protocol.parse_pid(first[0])
+        except (MultilangError, OSError) as e:
+            self._kill()
+            died = self._death(e, "Error when launching multilang subprocess")
+            self._close_pipes()
+            raise died from e
+        self.last_heard = self.now()
+        return first[1:]
+
+    def run(self) -> None:
+        """Start the reader and writer threads (after :meth:`start`)."""
+        name = f"{self.argv[-1]}-{self.pid}"
+        self._writer = threading.Thread(target=self._write_loop, name=f"shell-writer-{name}", daemon=True)
+        self._reader = threading.Thread(target=self._read_loop, name=f"shell-reader-{name}", daemon=True)
+        self._writer.start()
+        self._reader.start()
+
+    # -- the owner's side ----------------------------------------------------
+
+    def put(self, data: bytes) -> None:
+        """Queue an encoded tuple (bounded by the owner through :attr:`queued`)."""
+        with self._cond:
+            self._tuples.append(data)
+            self._cond.notify()
+
+    def put_urgent(self, data: bytes) -> None:
+        """Queue ahead of every tuple: task-id replies, heartbeats, spout commands."""
+        with self._cond:
+            self._urgent.append(data)
+            self._cond.notify()
+
+    def put_command(self, data: bytes) -> None:
+        """A spout command: the child must ``sync`` within ``timeout`` from now."""
+        self.last_heard = self.now()
+        self.awaiting = True
+        self.put_urgent(data)
+
+    @property
+    def queued(self) -> int:
+        """Tuples not yet written."""
+        return len(self._tuples)
+
+    def abort(self, cause: BaseException) -> None:
+        """Kill the child for ``cause`` (a protocol fault); ``on_exit`` follows from the reader."""
+        if self.fatal is None:
+            self.fatal = cause
+        self._kill()
+
+    def close(self) -> None:
+        """Orderly stop: EOF on stdin, then SIGTERM, then SIGKILL; no ``on_exit``."""
+        self.closing = True
+        with self._cond:
+            self._cond.notify()
+        popen = self.popen
+        if popen is None:
+            return
+        if self._writer is None:
+            self._close_stdin()
+        for step in (None, popen.terminate, popen.kill):
+            if step is not None and popen.poll() is None:
+                step()
+            try:
+                popen.wait(CLOSE_GRACE_SECS)
+                break
+            except subprocess.TimeoutExpired:
+                continue
+        for thread in (self._writer, self._reader):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(STDERR_DRAIN_SECS + CLOSE_GRACE_SECS)
+        self._close_pipes()
+
+    # -- writer --------------------------------------------------------------
+
+    def _write(self, data: bytes) -> None:
+        assert self.conn is not None
+        if self.tap is not None:
+            self.tap.record(b"P", data)
+        self.conn.write(data)
+
+    def _write_loop(self) -> None:
+        cond = self._cond
+        urgent = self._urgent
+        tuples = self._tuples
+        wake = self.wake
+        try:
+            while True:
+                with cond:
+                    while not urgent and not tuples and not self.closing and not self._dead:
+                        cond.wait()
+                    if self.closing or self._dead:
+                        break
+                    batch = list(urgent)
+                    urgent.clear()
+                    batch.extend(tuples)
+                    tuples.clear()
+                wake.set()  # room in the queue: a blocked execute() may go on
+                self._write(batch[0] if len(batch) == 1 else b"".join(batch))
+        except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
+            if not self.closing and self.popen is not None and self.popen.poll() is None:
+                # Stdin closed while the child lives on: it cannot be fed any more.
+                self.abort(ChildWentAway(f"cannot write to the child: {e}"))
+        finally:
+            self._close_stdin()
+
+    def _close_stdin(self) -> None:
+        stdin = self.popen.stdin if self.popen is not None else None
+        if stdin is not None and not stdin.closed:
+            try:
+                stdin.close()
+            except OSError:
+                pass
+
+    # -- reader --------------------------------------------------------------
+
+    def _read_once(self, wait: float) -> list[Any]:
+        """Wait up to ``wait`` for output; return messages completed (stderr is logged)."""
+        assert self.popen is not None and self.conn is not None
+        out = self.popen.stdout
+        err = self.popen.stderr
+        fds = [out] if err is None or err.closed else [out, err]
+        ready, _, _ = select.select(fds, [], [], wait)
+        messages: list[Any] = []
+        if err in ready:
+            self._read_stderr()
+        if out in ready:
+            data = out.read(protocol.CHUNK)  # type: ignore[union-attr]
+            if not data:
+                raise ChildWentAway("Pipe to subprocess seems to be broken! No output read.")
+            if self.tap is not None:
+                self.tap.record(b"C", data)
+            messages = self.conn.decoder.feed(data)
+        return messages
+
+    def _read_stderr(self) -> bool:
+        err = self.popen.stderr if self.popen is not None else None
+        if err is None or err.closed:
+            return False
+        data = err.read(65536)
+        if not data:
+            err.close()
+            if self._stderr_partial:
+                self._stderr_line(self._stderr_partial)
+                self._stderr_partial = b""
+            return False
+        lines = (self._stderr_partial + data).split(b"\n")
+        self._stderr_partial = lines.pop()
+        for line in lines:
+            self._stderr_line(line)
+        return True
+
+    def _stderr_line(self, raw: bytes) -> None:
+        line = raw.decode("utf-8", "replace").rstrip("\r")
+        self.stderr_tail.append(line)
+        self.log.info("child stderr", line=line, pid=self.pid)
+
+    def _read_loop(self) -> None:
+        cause: BaseException | None = None
+        next_beat = self.now() + self.heartbeat_secs if self.heartbeat_secs else None
+        try:
+            while not self.closing:
+                messages = self._read_once(TICK_SECS)
+                now = self.now()
+                if messages:
+                    self.last_heard = now
+                    if self.awaiting:
+                        for m in messages:
+                            if type(m) is dict and m.get("command") == "sync":
+                                self.awaiting = False
+                    self.on_messages(self, messages)
+                if not self.owner_alive() and not self.closing:
+                    self.log.warning("shell component gone without closing its child: killing it",
+                                     pid=self.pid)
+                    self.close()
+                    return
+                if (self.heartbeat_secs is not None or self.awaiting) and now - self.last_heard > self.timeout:
+                    raise ChildWentAway(f"subprocess heartbeat timeout ({self.timeout}s without a "
+                                        f"message from the child)")
+                if next_beat is not None and now >= next_beat:
+                    next_beat = now + self.heartbeat_secs  # type: ignore[operator]
+                    self.put_urgent(self.conn.encode(protocol.heartbeat()))  # type: ignore[union-attr]
+        except ProtocolError as e:
+            if e.decoded:
+                self.on_messages(self, e.decoded)
+            cause = e
+        except (MultilangError, OSError, ValueError) as e:
+            cause = e
+        if self.closing:
+            return  # close() stops the child its own way
+        if self.fatal is not None:
+            cause = self.fatal
+        self._dead = True
+        with self._cond:
+            self._cond.notify()
+        self._kill()
+        died = self._death(cause or ChildWentAway("child gone"), "ShellProcess died")
+        self._close_pipes()
+        self.on_exit(self, died)
+
+    # -- death ---------------------------------------------------------------
+
+    def _kill(self) -> None:
+        popen = self.popen
+        if popen is not None and popen.poll() is None:
+            try:
+                popen.kill()
+            except OSError:
+                pass
+
+    def _reap(self) -> int | None:
+        popen = self.popen
+        if popen is None:
+            return None
+        deadline = time.monotonic() + STDERR_DRAIN_SECS
+        while self._read_stderr_until(deadline):
+            pass
+        try:
+            return popen.wait(max(0.0, deadline - time.monotonic()) + CLOSE_GRACE_SECS)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def _read_stderr_until(self, deadline: float) -> bool:
+        err = self.popen.stderr if self.popen is not None else None
+        if err is None or err.closed:
+            return False
+        wait = deadline - time.monotonic()
+        if wait <= 0:
+            return False
+        ready, _, _ = select.select([err], [], [], wait)
+        return bool(ready) and self._read_stderr()
+
+    def _death(self, cause: BaseException, what: str) -> ChildDied:
+        code = self._reap()
+        tail = "\n".join(self.stderr_tail)
+        msg = (f"{what}: {cause}\ncommand: {' '.join(self.argv)}, cwd: {self.cwd}, pid: {self.pid}, "
+               f"{_describe_exit(code)}\nstderr (last {len(self.stderr_tail)} lines):\n{tail}")
+        died = ChildDied(msg)
+        died.__cause__ = cause
+        died.exit_code = code  # type: ignore[attr-defined]
+        died.stderr = tail  # type: ignore[attr-defined]
+        return died
+
+    def _close_pipes(self) -> None:
+        if self.tap is not None:
+            self.tap.close()
+        popen = self.popen
+        if popen is None:
+            return
+        for stream in (popen.stdin, popen.stdout, popen.stderr):
+            if stream is not None and not stream.closed:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+
+    def join(self, timeout: float) -> None:
+        """Wait for both threads (after a death or close)."""
+        for thread in (self._writer, self._reader):
+            if thread is not None and thread is not threading.current_thread():
+                thread.join(timeout)
+        self._close_pipes()

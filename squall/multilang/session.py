@@ -1,0 +1,267 @@
+"""What a child's commands mean: the protocol state of one shell bolt or spout.
+
+The sessions are pure: no threads, pipes or clocks.  They turn the
+child's messages into calls on the component (emit, ack, fail, log,
+report) and tell the I/O side what to write, through callbacks.  Protocol
+faults Storm treats as fatal raise :class:`ProtocolError`; the owner then
+kills the child, fails what was in flight and starts a new one.
+
+Storm's rules, and where Squall differs on purpose:
+
+* bolt ``ack``/``fail`` of an id that is not in flight (never sent, or
+  already settled) is fatal in Storm.  Here it is reported and ignored:
+  nothing is in flight under that id, so nothing can be lost, and an input
+  is never acked twice.
+* an emit anchored to an id not in flight is fatal (as in Storm): the
+  tuple would escape its tree.
+* an emit Squall refuses (undeclared stream, wrong arity, a value the wire
+  cannot carry) is reported, and the inputs it was anchored to fail when
+  the child acks them, as when an in-process bolt raises; a spout emit
+  with a message id is failed back to the child.  The child still gets its
+  task ids (``[]``), so it does not hang waiting for them.
+* unknown bolt commands are ignored (Storm); for a spout they are fatal.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+from squall.errors import SerializationError
+from squall.multilang import protocol
+from squall.multilang.errors import ProtocolError, ShellProcessError
+from squall.topology.component import DEFAULT_STREAM
+
+# Errors an emit can raise for what the child sent (not for a Squall bug).
+EMIT_ERRORS = (ValueError, TypeError, SerializationError)
+
+
+class Common:
+    """log, error and metrics: the same for bolts and spouts."""
+
+    def __init__(self, *, log: Callable[[str, str], None], report: Callable[[BaseException], None],
+                 metrics: dict[str, Any], registered: frozenset[str] | None) -> None:
+        self._log = log
+        self._report = report
+        self.metrics = metrics
+        self.registered = registered
+
+    def on_log(self, message: dict[str, Any]) -> None:
+        self._log(protocol.log_level(message.get("level")), str(message.get("msg", "")))
+
+    def on_error(self, message: dict[str, Any]) -> None:
+        self._report(ShellProcessError(f"Shell Process Exception: {message.get('msg', '')}"))
+
+    def on_metrics(self, message: dict[str, Any]) -> None:
+        """CountShellMetric semantics for numbers (``null`` is +1); other values are kept as sent."""
+        name = message.get("name")
+        if type(name) is not str or not name:
+            self._report(ProtocolError(f"metrics command without a metric name: {message!r}"))
+            return
+        if self.registered is not None and name not in self.registered:
+            self._report(ProtocolError(f"Could not find metric by name[{name}] "
+                                       f"(registered: {sorted(self.registered)})"))
+            return
+        params = message.get("params")
+        if params is None:
+            params = 1
+        old = self.metrics.get(name, 0)
+        numeric = (int, float)
+        if type(params) in numeric and type(old) in numeric:
+            self.metrics[name] = old + params
+        else:
+            self.metrics[name] = params
+        self._log("debug", f"metric {name} = {self.metrics[name]!r}")
+
+
+class BoltSession(Common):
+    """One bolt child's tuples in flight (wire id -> Tuple) and its commands."""
+
+    def __init__(self, *, emit: Callable[..., Any], ack: Callable[[Any], None], fail: Callable[[Any], None],
+                 reply: Callable[[list[int]], None], **common: Any) -> None:
+        super().__init__(**common)
+        self._emit = emit
+        self._ack = ack
+        self._fail = fail
+        self._reply = reply
+        self.inputs: dict[str, Any] = {}
+        # Inputs an emit anchored to them was refused for: acking them fails them.
+        self.doomed: set[str] = set()
+
+    def tuple_message(self, tup: Any) -> dict[str, Any]:
+        """Register ``tup`` as in flight; the message that sends it to the child."""
+        tid = protocol.new_id()
+        while tid in self.inputs:
+            tid = protocol.new_id()
+        self.inputs[tid] = tup
+        return {"id": tid, "comp": tup.component, "stream": tup.stream, "task": tup.task, "tuple": tup.values}
+
+    def forget(self, tid: str) -> None:
+        self.inputs.pop(tid, None)
+
+    def lost(self) -> list[Any]:
+        """Every input still in flight (the child is gone); the session is emptied."""
+        out = list(self.inputs.values())
+        self.inputs.clear()
+        self.doomed.clear()
+        return out
+
+    def handle(self, message: Any) -> None:
+        if type(message) is not dict:
+            msg = f"expected an object from the child, got {message!r}"
+            raise ProtocolError(msg)
+        command = message.get("command")
+        if command == "emit":
+            self.on_emit(message)
+        elif command == "ack":
+            self.on_settle(message, True)
+        elif command == "fail":
+            self.on_settle(message, False)
+        elif command == "sync":
+            pass
+        elif command == "log":
+            self.on_log(message)
+        elif command == "error":
+            self.on_error(message)
+        elif command == "metrics":
+            self.on_metrics(message)
+        elif command is None:
+            msg = f"message without a 'command': {message!r}"
+            raise ProtocolError(msg)
+        # Anything else: ignored, as Storm's ShellBolt does.
+
+    def on_emit(self, message: dict[str, Any]) -> None:
+        values = protocol.emitted_values(message)
+        task = protocol.direct_task(message)
+        stream = message.get("stream") or DEFAULT_STREAM
+        ids = protocol.anchor_ids(message.get("anchors"))
+        inputs = self.inputs
+        anchors = []
+        for aid in ids:
+            tup = inputs.get(aid)
+            if tup is None:
+                msg = f"Anchored onto {aid} after ack/fail (or an id never sent)"
+                raise ProtocolError(msg)
+            anchors.append(tup)
+        try:
+            tasks = self._emit(values, anchors=anchors, stream=stream, direct_task=task)
+        except EMIT_ERRORS as e:
+            self._report(e)
+            self.doomed.update(ids)
+            tasks = ()
+        if protocol.wants_task_ids(message, task):
+            self._reply(list(tasks))
+
+    def on_settle(self, message: dict[str, Any], ok: bool) -> None:
+        tid = message.get("id")
+        if type(tid) is not str:
+            tid = str(tid)
+        tup = self.inputs.pop(tid, None)
+        if tup is None:
+            verb = "Acked" if ok else "Failed"
+            self._report(ProtocolError(f"{verb} a non-existent or already acked/failed id: {tid}"))
+            return
+        if tid in self.doomed:
+            self.doomed.discard(tid)
+            ok = False
+        if ok:
+            self._ack(tup)
+        else:
+            self._fail(tup)
+
+
+class SpoutSession(Common):
+    """A spout child's command queue: one command at a time, each ended by ``sync``.
+
+    The queue outlives a child: acks and fails that were waiting, or that
+    the child never answered, go to the next one, and a new child is
+    activated first if the topology is active.
+    """
+
+    def __init__(self, *, emit: Callable[..., Any], send: Callable[[dict[str, Any]], None],
+                 reply: Callable[[list[int]], None], **common: Any) -> None:
+        super().__init__(**common)
+        self._emit = emit
+        self._send = send
+        self._reply = reply
+        self.commands: deque[tuple[str, Any]] = deque()
+        self.awaiting: tuple[str, Any] | None = None
+        self.attached = False
+        self.active = False
+
+    def want(self, command: str, msg_id: Any = "") -> None:
+        if command in ("activate", "deactivate"):
+            self.active = command == "activate"
+        self.commands.append((command, msg_id))
+        self.pump()
+
+    def next(self) -> bool:
+        """Ask for tuples if the child is free; True if a ``next`` went out."""
+        if not self.attached or self.awaiting is not None:
+            return False
+        if self.commands:
+            self.pump()
+            return False
+        self._write(("next", ""))
+        return True
+
+    def pump(self) -> None:
+        if self.attached and self.awaiting is None and self.commands:
+            self._write(self.commands.popleft())
+
+    def _write(self, command: tuple[str, Any]) -> None:
+        self.awaiting = command
+        self._send(protocol.spout_command(*command))
+
+    def attach(self) -> None:
+        """A new child is ready: activate it if the topology is active, then resume the queue."""
+        kept = [c for c in self.commands if c[0] in ("ack", "fail")]
+        self.commands = deque(kept)
+        if self.active:
+            self.commands.appendleft(("activate", ""))
+        self.attached = True
+        self.pump()
+
+    def detach(self) -> None:
+        """The child is gone; an ack or fail it may not have seen goes to the next one."""
+        self.attached = False
+        if self.awaiting is not None and self.awaiting[0] in ("ack", "fail"):
+            self.commands.appendleft(self.awaiting)
+        self.awaiting = None
+
+    def handle(self, message: Any) -> None:
+        if type(message) is not dict:
+            msg = f"expected an object from the child, got {message!r}"
+            raise ProtocolError(msg)
+        command = message.get("command")
+        if command == "emit":
+            self.on_emit(message)
+        elif command == "sync":
+            self.awaiting = None
+            self.pump()
+        elif command == "log":
+            self.on_log(message)
+        elif command == "error":
+            self.on_error(message)
+        elif command == "metrics":
+            self.on_metrics(message)
+        else:
+            msg = f"Unknown command received: {command!r} (a spout child may send emit, sync, log, " \
+                  f"error and metrics)"
+            raise ProtocolError(msg)
+
+    def on_emit(self, message: dict[str, Any]) -> None:
+        values = protocol.emitted_values(message)
+        task = protocol.direct_task(message)
+        stream = message.get("stream") or DEFAULT_STREAM
+        msg_id = message.get("id")
+        try:
+            tasks = self._emit(values, tup_id=msg_id, stream=stream, direct_task=task)
+        except EMIT_ERRORS as e:
+            self._report(e)
+            tasks = ()
+            if msg_id is not None:
+                self.commands.append(("fail", msg_id))
+        if protocol.wants_task_ids(message, task):
+            self._reply(list(tasks))
