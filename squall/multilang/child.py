@@ -75,7 +75,7 @@ class Pipe:
         data = self.encode(message)
         self.out.append(data)
         self.out_bytes += len(data)
-        if self.out_bytes >= FLUSH_BYTES:
+        if self.out_bytes >= FLUSH_BYTES or time.monotonic() - self.flushed_at > FLUSH_SECS:
             self.flush()
 
     def flush(self) -> None:

@@ -189,6 +189,10 @@ class SpoutSession(Common):
         self.awaiting: tuple[str, Any] | None = None
         self.attached = False
         self.active = False
+        # The last next was answered with no emit: the owner waits a moment before the
+        # next one, as Storm's spout wait strategy does after an empty nextTuple.
+        self.idle = False
+        self._emits = 0
 
     def want(self, command: str, msg_id: Any = "") -> None:
         if command in ("activate", "deactivate"):
@@ -212,6 +216,9 @@ class SpoutSession(Common):
 
     def _write(self, command: tuple[str, Any]) -> None:
         self.awaiting = command
+        if command[0] == "next":
+            self._emits = 0
+            self.idle = False
         self._send(protocol.spout_command(*command))
 
     def attach(self) -> None:
@@ -238,6 +245,8 @@ class SpoutSession(Common):
         if command == "emit":
             self.on_emit(message)
         elif command == "sync":
+            if self.awaiting is not None and self.awaiting[0] == "next":
+                self.idle = self._emits == 0
             self.awaiting = None
             self.pump()
         elif command == "log":
@@ -252,6 +261,7 @@ class SpoutSession(Common):
             raise ProtocolError(msg)
 
     def on_emit(self, message: dict[str, Any]) -> None:
+        self._emits += 1
         values = protocol.emitted_values(message)
         task = protocol.direct_task(message)
         stream = message.get("stream") or DEFAULT_STREAM

@@ -20,6 +20,7 @@ and fails the old child never answered.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from squall.multilang.base import ShellComponent
@@ -42,6 +43,8 @@ class ShellSpout(ShellComponent, Spout):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.session: SpoutSession | None = None
+        self._idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms") or 1) / 1000.0
+        self._idle_until = 0.0
         self._shell_start()
 
     def close(self) -> None:
@@ -53,8 +56,18 @@ class ShellSpout(ShellComponent, Spout):
     # -- the spout executor's calls -------------------------------------------
 
     def next_tuple(self) -> None:
-        if self.proc is not None:
-            self.session.next()  # type: ignore[union-attr]
+        session = self.session
+        if self.proc is None or session is None:
+            return
+        if session.idle:
+            # The child had nothing last time: give it a moment (Storm's spout wait strategy).
+            now = time.monotonic()
+            if not self._idle_until:
+                self._idle_until = now + self._idle_secs
+            if now < self._idle_until:
+                return
+            self._idle_until = 0.0
+        session.next()
 
     def ack(self, tup_id: Any) -> None:
         self.session.want("ack", tup_id)  # type: ignore[union-attr]

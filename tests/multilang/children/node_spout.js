@@ -8,7 +8,8 @@ class Kitchen extends Spout {
     this.items = conf['test.spout.items'] || [];
     this.replay = conf['test.spout.replay'] || false;
     this.todo = this.items.slice();
-    done();
+    done();  // sends the pid: only then may the child say anything else
+    this.event(['started', process.pid]);
   }
   event(what) { this.emit([JSON.stringify(what)], {stream: 'events', needTaskIds: false}); }
   activate(done) { this.event(['activate']); done(); }

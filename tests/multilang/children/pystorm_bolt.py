@@ -59,6 +59,10 @@ class Kitchen(Bolt):
             sys.stderr.write(f"exiting with {arg}\n")
             sys.stderr.flush()
             os._exit(arg)
+        elif cmd == "trickle":
+            for i in range(arg[0]):
+                self.emit([i], stream="echo")
+                time.sleep(arg[1])
         elif cmd == "hang":
             time.sleep(3600)
         elif cmd == "wait-file":

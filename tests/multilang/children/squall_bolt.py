@@ -60,6 +60,10 @@ class Kitchen(Bolt):
             sys.stderr.flush()
             self.pipe.flush()
             os._exit(arg)
+        elif cmd == "trickle":
+            for i in range(arg[0]):
+                self.emit([i], stream="echo")
+                time.sleep(arg[1])
         elif cmd == "hang":
             self.pipe.flush()
             time.sleep(3600)
