@@ -281,13 +281,14 @@ class WorkerProcess:
             sys.path.insert(0, assignment.code_dir)
         try:
             plan = plan_topology(definition_from_dict(assignment.topology), overrides=assignment.conf)
-            by_id = {e.id: e for e in plan.executors}
-            executors = [by_id[(first, last)] for first, last in assignment.executors]
-        except KeyError as e:
-            msg = f"{ASSIGNMENT}: executor {list(e.args[0])} is not one of {assignment.topology_id}'s"
-            raise StartupError(msg, EXIT_BAD_ASSIGNMENT) from e
         except SquallError as e:
             raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
+        by_id = {e.id: e for e in plan.executors}
+        unknown = [e for e in assignment.executors if tuple(e) not in by_id]
+        if unknown:
+            msg = f"{ASSIGNMENT}: executors {unknown} are not executors of {assignment.topology_id}"
+            raise StartupError(msg, EXIT_BAD_ASSIGNMENT)
+        executors = [by_id[(first, last)] for first, last in assignment.executors]
         self.plan = plan
         try:
             self.transport = transport_for(assignment.address)

@@ -379,12 +379,17 @@ def test_a_change_of_its_own_executors_makes_the_worker_exit_to_be_relaunched(wo
     assert exit_code(proc, 5) == EXIT_REASSIGNED, log_of(d)
 
 
-@pytest.mark.parametrize("content", [None, "{not json", json.dumps({"topology_id": "x"})])
-def test_a_missing_or_invalid_assignment_exits_with_its_own_code(workers: Workers, content: str | None) -> None:
+def unknown_executor(workers: Workers) -> str:
+    return json.dumps(workers.assignment("x", "zmq+tcp://127.0.0.1:1", [[7, 9]], {}))
+
+
+@pytest.mark.parametrize("content", [None, lambda w: "{not json", lambda w: json.dumps({"topology_id": "x"}),
+                                     unknown_executor], ids=["missing", "not-json", "incomplete", "unknown-executor"])
+def test_a_missing_or_invalid_assignment_exits_with_its_own_code(workers: Workers, content: Any) -> None:
     d = workers.root / "bad"
     d.mkdir()
     if content is not None:
-        (d / "assignment.json").write_text(content)
+        (d / "assignment.json").write_text(content(workers))
     proc = workers.launch(d)
     assert exit_code(proc, 10) == EXIT_BAD_ASSIGNMENT, log_of(d)
     assert json.loads((d / "errors.jsonl").read_text().splitlines()[0])["component"] == "__worker"
