@@ -69,7 +69,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.assignments.sync.secs": (10, (int, float), 0.01),
     "supervisor.worker.timeout.secs": (30, (int, float), 0.01),
     "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
-    "supervisor.worker.shutdown.sleep.secs": (3, (int, float), 0),
+    # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
+    "supervisor.worker.shutdown.sleep.secs": (6, (int, float), 0),
 }
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}

@@ -34,6 +34,7 @@ import structlog
 from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
+from squall.config import DEFAULTS
 from squall.cluster.zookeeper import make_client
 from squall.errors import CoordinationError
 from squall.ops.package import extract
@@ -70,6 +71,9 @@ class Supervisor:
         self.host = conf["storm.local.hostname"]
         self.ports = [int(p) for p in conf["supervisor.slots.ports"]]
         self.slots = {port: Slot(port, self.local_dir / "workers" / str(port)) for port in self.ports}
+        # What squall.yaml says about workers and topologies reaches the workers.
+        self.worker_defaults = {k: v for k, v in conf.items()
+                                if k.startswith(("topology.", "worker.", "zmq.")) and v != DEFAULTS.get(k)}
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         self._desired: dict[int, dict[str, Any]] = {}
@@ -199,9 +203,11 @@ class Supervisor:
                 for first, last in w["executors"]:
                     for task in range(first, last + 1):
                         task_address[str(task)] = address
+            # Storm's worker conf: the cluster's settings, then the topology's own.
+            worker_conf = {**self.worker_defaults, **record["conf"]}
             for w in mine:
                 desired[w["port"]] = {
-                    "topology_id": topology_id, "topology": record["definition"], "conf": record["conf"],
+                    "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,
                     "code_dir": str(code_dir), "address": f"zmq+tcp://{self.host}:{w['port']}",
                     "executors": w["executors"], "task_address": task_address,
                     "active": assignment["active"], "version": assignment["version"],
