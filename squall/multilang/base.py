@@ -85,8 +85,8 @@ class ShellComponent:
         if self.settings.tap_dir:
             os.makedirs(self.settings.tap_dir, exist_ok=True)
         proc, initial = self._spawn()
-        self._attach(proc, initial)
         proc.run()
+        self._attach(proc, initial)
 
     def _shell_close(self) -> None:
         """Orderly stop (cleanup/close): the child gets EOF, then SIGTERM, then SIGKILL."""
@@ -117,7 +117,7 @@ class ShellComponent:
         proc = ShellProcess(
             s.argv, codec=s.codec, cwd=s.cwd, env=s.env, timeout=s.timeout,
             heartbeat_secs=self._heartbeat_secs(), on_messages=self._on_messages, on_exit=self._on_exit,
-            owner_alive=self._owner_alive, wake=self._wake, logger=self.logger, tap=tap,
+            owner_alive=self._owner_alive, wake=self._wake, threaded=self.threaded, logger=self.logger, tap=tap,
         )
         initial = proc.start(self._conf_msg, self._context_msg, self.pid_dir)
         self.logger.info("multilang child started", pid=proc.pid, command=" ".join(s.argv), cwd=s.cwd,
@@ -130,6 +130,7 @@ class ShellComponent:
         self._session_attached(proc)
         if initial:
             self._handle_batch(proc, initial)
+        self._resume()
 
     def _heartbeat_secs(self) -> float | None:
         return self.settings.heartbeat_secs
@@ -155,17 +156,22 @@ class ShellComponent:
     def _on_exit(self, proc: ShellProcess, died: ChildDied) -> None:
         self._post(functools.partial(self._child_died, proc, died))
 
-    def _handle_batch(self, proc: ShellProcess, messages: list[Any]) -> None:
+    def _handle_batch(self, proc: ShellProcess, messages: list[Any]) -> bool:
+        """Hand the child's messages to the session; False after a protocol fault (the child is killed)."""
         if proc is not self.proc:
-            return  # a child already replaced
+            return False  # a child already replaced
         handle = self.session.handle  # type: ignore[attr-defined]
         for message in messages:
             try:
                 handle(message)
             except ProtocolError as e:
                 self.logger.error("multilang protocol error: killing the child", pid=proc.pid, error=str(e))
-                proc.abort(e)
-                return
+                if self.threaded:
+                    proc.abort(e)
+                else:
+                    self._child_died(proc, proc.died(e))
+                return False
+        return True
 
     # -- death and restart ---------------------------------------------------
 
@@ -197,13 +203,17 @@ class ShellComponent:
         try:
             proc, initial = self._spawn()
         except ChildDied as e:
-            self._post(functools.partial(self._launch_failed, e))
+            if not self._closed.is_set():
+                self._post(functools.partial(self._launch_failed, e))
             return
-        if not self._owner_alive():
+        if self._closed.is_set() or not self._owner_alive():
             proc.close()
             return
+        if not self.threaded:
+            proc.run()
         self._post(functools.partial(self._adopt, proc, initial))
-        proc.run()  # after the post: its messages queue up behind the adoption
+        if self.threaded:
+            proc.run()  # after the post: its messages queue up behind the adoption
 
     def _launch_failed(self, error: ChildDied) -> None:
         self.logger.error("multilang child failed to start", error=str(error))
@@ -239,6 +249,13 @@ class ShellComponent:
                 "registered": self.settings.metrics}
 
     # -- hooks ---------------------------------------------------------------
+
+    # Threaded: the child's own reader and writer threads (bolts).  Unthreaded: the
+    # executor thread writes a command and reads until the answer (spouts, as Storm).
+    threaded = True
+
+    def _resume(self) -> None:
+        """After a child is attached (executor thread)."""
 
     def _session_attached(self, proc: ShellProcess) -> None:
         raise NotImplementedError

@@ -107,10 +107,11 @@ class ShellProcess:
         env: dict[str, str] | None,
         timeout: float,
         heartbeat_secs: float | None,
-        on_messages: Callable[[ShellProcess, list[Any]], None],
-        on_exit: Callable[[ShellProcess, ChildDied], None],
         owner_alive: Callable[[], bool],
-        wake: threading.Event,
+        on_messages: Callable[[ShellProcess, list[Any]], None] | None = None,
+        on_exit: Callable[[ShellProcess, ChildDied], None] | None = None,
+        wake: threading.Event | None = None,
+        threaded: bool = True,
         logger: Any = None,
         now: Callable[[], float] = time.monotonic,
         tap: Tap | None = None,
@@ -124,7 +125,8 @@ class ShellProcess:
         self.on_messages = on_messages
         self.on_exit = on_exit
         self.owner_alive = owner_alive
-        self.wake = wake
+        self.wake = wake or threading.Event()
+        self.threaded = threaded
         self.log = logger or structlog.get_logger("squall.multilang.ShellProcess")
         self.now = now
         self.tap = tap
@@ -133,8 +135,6 @@ class ShellProcess:
         self.pid: int | None = None
         self.started_at = now()
         self.last_heard = self.started_at
-        # Spouts: True while a command awaits its sync (the only time a spout can time out).
-        self.awaiting = False
         self.closing = False
         self.fatal: BaseException | None = None
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL_LINES)
@@ -144,7 +144,10 @@ class ShellProcess:
         self._cond = threading.Condition(threading.Lock())
         self._writer: threading.Thread | None = None
         self._reader: threading.Thread | None = None
-        self._dead = False  # the reader gave up on the child: the writer stops too
+        self._watcher: threading.Thread | None = None
+        self._stop = threading.Event()
+        self._stderr_done = threading.Event()
+        self._dead = False  # the child is given up: threads stop
 
     # -- start ---------------------------------------------------------------
 
@@ -182,12 +185,17 @@ class ShellProcess:
         return first[1:]
 
     def run(self) -> None:
-        """Start the reader and writer threads (after :meth:`start`)."""
+        """Start the threads (after :meth:`start`): a reader and a writer, or
+        (``threaded=False``: the owner reads and writes itself) a stderr watcher."""
         name = f"{self.argv[-1]}-{self.pid}"
-        self._writer = threading.Thread(target=self._write_loop, name=f"shell-writer-{name}", daemon=True)
-        self._reader = threading.Thread(target=self._read_loop, name=f"shell-reader-{name}", daemon=True)
-        self._writer.start()
-        self._reader.start()
+        if self.threaded:
+            self._writer = threading.Thread(target=self._write_loop, name=f"shell-writer-{name}", daemon=True)
+            self._reader = threading.Thread(target=self._read_loop, name=f"shell-reader-{name}", daemon=True)
+            self._writer.start()
+            self._reader.start()
+        else:
+            self._watcher = threading.Thread(target=self._watch_loop, name=f"shell-stderr-{name}", daemon=True)
+            self._watcher.start()
 
     # -- the owner's side ----------------------------------------------------
 
@@ -203,11 +211,31 @@ class ShellProcess:
             self._urgent.append(data)
             self._cond.notify()
 
-    def put_command(self, data: bytes) -> None:
-        """A spout command: the child must ``sync`` within ``timeout`` from now."""
+    # -- the owner's side, unthreaded (spouts: strict request/response) ---------
+
+    def send_now(self, data: bytes) -> None:
+        """Write in the caller's thread; the child's answer is due within ``timeout``."""
         self.last_heard = self.now()
-        self.awaiting = True
-        self.put_urgent(data)
+        self._write(data)
+
+    def receive(self, wait: float) -> list[Any]:
+        """Messages the child wrote within ``wait`` (maybe none); raises as the reader would."""
+        messages = self._read_once(wait)
+        if messages:
+            self.last_heard = self.now()
+        return messages
+
+    def silent_too_long(self) -> bool:
+        return self.now() - self.last_heard > self.timeout
+
+    def died(self, cause: BaseException) -> ChildDied:
+        """Unthreaded mode: give the child up for ``cause``; the report, stderr included."""
+        self._dead = True
+        self._kill()
+        died = self._death(cause, "ShellProcess died")
+        self._stop.set()
+        self._close_pipes()
+        return died
 
     @property
     def queued(self) -> int:
@@ -223,6 +251,7 @@ class ShellProcess:
     def close(self) -> None:
         """Orderly stop: EOF on stdin, then SIGTERM, then SIGKILL; no ``on_exit``."""
         self.closing = True
+        self._stop.set()
         with self._cond:
             self._cond.notify()
         popen = self.popen
@@ -238,7 +267,7 @@ class ShellProcess:
                 break
             except subprocess.TimeoutExpired:
                 continue
-        for thread in (self._writer, self._reader):
+        for thread in (self._writer, self._reader, self._watcher):
             if thread is not None and thread is not threading.current_thread():
                 thread.join(STDERR_DRAIN_SECS + CLOSE_GRACE_SECS)
         self._close_pipes()
@@ -291,7 +320,8 @@ class ShellProcess:
         assert self.popen is not None and self.conn is not None
         out = self.popen.stdout
         err = self.popen.stderr
-        fds = [out] if err is None or err.closed else [out, err]
+        # Unthreaded, the watcher thread owns stderr once it runs.
+        fds = [out] if err is None or err.closed or self._watcher is not None else [out, err]
         ready, _, _ = select.select(fds, [], [], wait)
         messages: list[Any] = []
         if err in ready:
@@ -311,6 +341,7 @@ class ShellProcess:
             return False
         data = err.read(65536)
         if not data:
+            self._stderr_done.set()
             err.close()
             if self._stderr_partial:
                 self._stderr_line(self._stderr_partial)
@@ -336,17 +367,13 @@ class ShellProcess:
                 now = self.now()
                 if messages:
                     self.last_heard = now
-                    if self.awaiting:
-                        for m in messages:
-                            if type(m) is dict and m.get("command") == "sync":
-                                self.awaiting = False
-                    self.on_messages(self, messages)
+                    self.on_messages(self, messages)  # type: ignore[misc]
                 if not self.owner_alive() and not self.closing:
                     self.log.warning("shell component gone without closing its child: killing it",
                                      pid=self.pid)
                     self.close()
                     return
-                if (self.heartbeat_secs is not None or self.awaiting) and now - self.last_heard > self.timeout:
+                if now - self.last_heard > self.timeout:
                     raise ChildWentAway(f"subprocess heartbeat timeout ({self.timeout}s without a "
                                         f"message from the child)")
                 if next_beat is not None and now >= next_beat:
@@ -354,7 +381,7 @@ class ShellProcess:
                     self.put_urgent(self.conn.encode(protocol.heartbeat()))  # type: ignore[union-attr]
         except ProtocolError as e:
             if e.decoded:
-                self.on_messages(self, e.decoded)
+                self.on_messages(self, e.decoded)  # type: ignore[misc]
             cause = e
         except (MultilangError, OSError, ValueError) as e:
             cause = e
@@ -368,7 +395,25 @@ class ShellProcess:
         self._kill()
         died = self._death(cause or ChildWentAway("child gone"), "ShellProcess died")
         self._close_pipes()
-        self.on_exit(self, died)
+        self.on_exit(self, died)  # type: ignore[misc]
+
+    def _watch_loop(self) -> None:
+        """Unthreaded mode: log stderr, and kill the child if its owner is gone."""
+        while not self._stop.is_set():
+            if not self.owner_alive() and not self.closing:
+                self.log.warning("shell component gone without closing its child: killing it", pid=self.pid)
+                self.close()
+                return
+            err = self.popen.stderr if self.popen is not None else None
+            if err is None or err.closed:
+                self._stop.wait(TICK_SECS)
+                continue
+            try:
+                ready, _, _ = select.select([err], [], [], TICK_SECS)
+                if ready:
+                    self._read_stderr()
+            except (OSError, ValueError):
+                return
 
     # -- death ---------------------------------------------------------------
 
@@ -385,8 +430,13 @@ class ShellProcess:
         if popen is None:
             return None
         deadline = time.monotonic() + STDERR_DRAIN_SECS
-        while self._read_stderr_until(deadline):
-            pass
+        watcher = self._watcher
+        if watcher is not None and watcher.is_alive() and watcher is not threading.current_thread():
+            # The watcher owns stderr: let it read to the end.
+            self._stderr_done.wait(STDERR_DRAIN_SECS)
+        else:
+            while self._read_stderr_until(deadline):
+                pass
         try:
             return popen.wait(max(0.0, deadline - time.monotonic()) + CLOSE_GRACE_SECS)
         except subprocess.TimeoutExpired:

@@ -6,13 +6,16 @@
 
 Storm's protocol is one command at a time: ``activate``/``next``/``ack``/
 ``fail``/``deactivate``, each answered by ``sync``, with emits, logs and
-errors in between.  Storm blocks the spout executor until the ``sync``;
-here ``next_tuple`` only sends the command and returns, the child's emits
-arrive through the event queue, and the next command goes out when the
-``sync`` does.  Acks and fails wait in order for their turn.  Message ids
-keep their JSON type both ways.
+errors in between.  As in Storm, the executor thread writes the command
+and reads the child's answer itself, up to the ``sync`` (a spout child has
+nothing to say between commands): no thread hand-offs, so a round trip
+costs two pipe writes.  Task-id replies go back at once.  A ``next``
+answered with no emit is followed by a pause of
+``topology.sleep.spout.wait.strategy.time.ms`` (Storm's wait strategy), so
+an idle child is not asked in a busy loop.
 
-A child that dies or hangs during a command is restarted.  Tuples it
+A child that dies, garbles, or takes longer than
+``topology.subprocess.timeout.secs`` to ``sync`` is restarted.  Tuples it
 emitted stay in their trees; their acks and fails go to the new child
 (whose source should know them, as a durable queue does), and so do acks
 and fails the old child never answered.
@@ -24,16 +27,20 @@ import time
 from typing import Any
 
 from squall.multilang.base import ShellComponent
-from squall.multilang.errors import ChildDied
+from squall.multilang.errors import ChildDied, ChildWentAway, MultilangError, ProtocolError
 from squall.multilang.process import ShellProcess
 from squall.multilang.session import SpoutSession
 from squall.multilang.settings import caller_dir
 from squall.topology.component import ComponentSpec, Spout
 
+POLL_SECS = 0.1  # how often a wait for the child looks at the clock and the executor
+
 
 class ShellSpout(ShellComponent, Spout):
     """Options as :class:`~squall.multilang.ShellBolt` (no heartbeats: a spout is
     only timed while a command awaits its ``sync``, as in Storm)."""
+
+    threaded = False
 
     @classmethod
     def spec(cls, name: str | None = None, par: int = 1, tasks: int | None = None, config: Any = None,
@@ -67,37 +74,71 @@ class ShellSpout(ShellComponent, Spout):
             if now < self._idle_until:
                 return
             self._idle_until = 0.0
-        session.next()
+        if session.next():
+            self._drive()
 
     def ack(self, tup_id: Any) -> None:
-        self.session.want("ack", tup_id)  # type: ignore[union-attr]
+        self._want("ack", tup_id)
 
     def fail(self, tup_id: Any) -> None:
-        self.session.want("fail", tup_id)  # type: ignore[union-attr]
+        self._want("fail", tup_id)
 
     def activate(self) -> None:
-        self.session.want("activate")  # type: ignore[union-attr]
+        self._want("activate")
 
     def deactivate(self) -> None:
-        self.session.want("deactivate")  # type: ignore[union-attr]
+        self._want("deactivate")
+
+    def _want(self, command: str, msg_id: Any = "") -> None:
+        self.session.want(command, msg_id)  # type: ignore[union-attr]
+        self._drive()
+
+    # -- talking to the child ------------------------------------------------
+
+    def _drive(self) -> None:
+        """Serve the child until no command awaits its sync (Storm's querySubprocess)."""
+        session = self.session
+        while session is not None and session.awaiting is not None:
+            proc = self.proc
+            if proc is None:
+                return
+            try:
+                messages = proc.receive(POLL_SECS)
+            except ProtocolError as e:
+                if e.decoded and not self._handle_batch(proc, e.decoded):
+                    return
+                self._child_died(proc, proc.died(e))
+                return
+            except (MultilangError, OSError, ValueError) as e:
+                self._child_died(proc, proc.died(e))
+                return
+            if messages:
+                self._handle_batch(proc, messages)
+            elif proc.silent_too_long():
+                cause = ChildWentAway(f"subprocess heartbeat timeout ({proc.timeout}s without a sync for "
+                                      f"{session.awaiting[0]!r})")
+                self._child_died(proc, proc.died(cause))
+            elif not self._executor_running():
+                return  # stopping: leave the command; close() ends the child
+
+    def _send(self, message: Any) -> None:
+        proc = self.proc
+        if proc is None:
+            return
+        try:
+            proc.send_now(self.codec.encode(message))
+        except OSError:
+            pass  # the child is gone: the read that follows finds out and reports it
 
     # -- sessions ------------------------------------------------------------
 
     def _session_attached(self, proc: ShellProcess) -> None:
         if self.session is None:
-            self.session = SpoutSession(emit=self.emit, send=self._send_command,
-                                        reply=self._reply, **self._common())
+            self.session = SpoutSession(emit=self.emit, send=self._send, reply=self._send, **self._common())
         self.session.attach()
 
-    def _send_command(self, message: dict[str, Any]) -> None:
-        proc = self.proc
-        if proc is not None:
-            proc.put_command(self.codec.encode(message))
-
-    def _reply(self, task_ids: list[int]) -> None:
-        proc = self.proc
-        if proc is not None:
-            proc.put_urgent(self.codec.encode(task_ids))
+    def _resume(self) -> None:
+        self._drive()  # the activate (and any acks) the attach queued
 
     def _session_lost(self, proc: ShellProcess, died: ChildDied | None) -> int:
         if self.session is not None:
