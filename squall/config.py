@@ -71,6 +71,34 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
     # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
     "supervisor.worker.shutdown.sleep.secs": (6, (int, float), 0),
+    # -- Spark bolt (squall.spark) -------------------------------------------
+    # A batch goes to Spark when it holds this many tuples,
+    "spark.bolt.batch.size": (1000, (int,), 1),
+    # when its oldest tuple is this old (ms), or on a tick tuple.
+    "spark.bolt.batch.ms": (500, (int, float), 1),
+    # While a job runs, the next batch keeps filling up to this many tuples
+    # (None: 4 x batch.size); then the bolt waits for the job (backpressure).
+    "spark.bolt.batch.max.size": (None, (int, type(None)), 1),
+    # What one batch is expected to cost in Spark (ms): the submit-time check
+    # warns when batch.ms + 2 x this comes near topology.message.timeout.secs.
+    "spark.bolt.expected.job.ms": (300, (int, float), 0),
+    # A Spark Connect server of the user's ("sc://host:port/;token=..."); wins
+    # over the node's server.
+    "spark.remote": (None, (str, type(None)), None),
+    # The node's server: set by the supervisor in each worker's conf.
+    "spark.node.remote": (None, (str, type(None)), None),
+    # Connect client retries before a call fails: a dead server fails the
+    # batch in seconds instead of stalling the bolt for pyspark's 10 minutes.
+    "spark.client.max.retries": (5, (int,), 0),
+    # Servers Squall starts (supervisor, local mode): their master, extra
+    # --conf settings, and how long they may take to answer a first query.
+    "spark.master": ("local[*]", (str,), None),
+    "spark.connect.server.conf": ({}, (dict,), None),
+    "spark.connect.server.start.timeout.secs": (180, (int, float), 1),
+    # The supervisor runs the node's Spark Connect server (a JVM) only if asked;
+    # port 0 picks a free port once and keeps it in storm.local.dir.
+    "supervisor.spark.connect.enabled": (False, (bool,), None),
+    "supervisor.spark.connect.port": (15002, (int,), 0),
 }
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}

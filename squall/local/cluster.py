@@ -11,13 +11,18 @@ import re
 import threading
 from typing import Any
 
+import structlog
+
 from squall.clock import Clock
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
+from squall.spark.batching import warn_on_submit
 from squall.topology.loading import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
 from squall.worker.plan import plan_topology
 from squall.worker.reporting import ErrorRecord
+
+log = structlog.get_logger("squall.local.LocalCluster")
 
 _NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
 
@@ -57,6 +62,7 @@ class LocalCluster:
         verify_loadable(defn)
         plan = plan_topology(defn, self.conf, conf)
         plan.name = name
+        warn_on_submit(plan, log)  # Spark bolts whose batches come near the message timeout
         with self._lock:
             if name in self._topologies:
                 msg = f"a topology named {name!r} is already running"

@@ -22,6 +22,7 @@ from squall.cluster.state import ClusterState
 from squall.errors import ConfigError, SquallError, TopologyValidationError
 from squall.nimbus.scheduler import Slot, schedule
 from squall.ops.package import extract
+from squall.spark.batching import warn_on_submit
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
 
@@ -111,6 +112,7 @@ class NimbusService:
             raise ApiError(409, f"a topology named {name!r} is already running")
         blob = self._decode_code(body.get("code"))
         self._verify(defn.to_dict(), blob)
+        warnings = warn_on_submit(plan, log)  # Spark bolts whose batches come near the message timeout
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
         self.state.put_code(topology_id, blob)
         topo_conf = {**defn.config, **conf}
@@ -121,7 +123,7 @@ class NimbusService:
         log.info("topology submitted", topology=name, id=topology_id,
                  executors=len(plan.executors), workers=plan.conf["topology.workers"])
         self.reconcile(topology_id)
-        return {"name": name, "id": topology_id}
+        return {"name": name, "id": topology_id, **({"warnings": warnings} if warnings else {})}
 
     def _decode_code(self, code: Any) -> bytes:
         if code is None:

@@ -73,7 +73,7 @@ class Supervisor:
         self.slots = {port: Slot(port, self.local_dir / "workers" / str(port)) for port in self.ports}
         # What squall.yaml says about workers and topologies reaches the workers.
         self.worker_defaults = {k: v for k, v in conf.items()
-                                if k.startswith(("topology.", "worker.", "zmq.")) and v != DEFAULTS.get(k)}
+                                if k.startswith(("topology.", "worker.", "zmq.", "spark.")) and v != DEFAULTS.get(k)}
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         self._desired: dict[int, dict[str, Any]] = {}
@@ -86,6 +86,12 @@ class Supervisor:
         # freshly restarted supervisor must not take its workers for strays.
         self._synced = threading.Event()
         self._threads: list[threading.Thread] = []
+        # The node's Spark Connect server (squall.spark.node), only if asked for: a JVM.
+        self.spark: Any = None
+        if conf.get("supervisor.spark.connect.enabled"):
+            from squall.spark.node import NodeServer
+
+            self.spark = NodeServer(conf, self.local_dir)
         self.launches = 0
 
     # -- lifecycle -----------------------------------------------------------
@@ -107,6 +113,8 @@ class Supervisor:
             thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
             self._threads.append(thread)
             thread.start()
+        if self.spark is not None:
+            self.spark.start()  # in the background: workers do not wait for the JVM
         self.status = Status.RUNNING
         log.info("supervisor started", node=self.node, host=self.host, ports=self.ports,
                  local_dir=str(self.local_dir))
@@ -123,6 +131,10 @@ class Supervisor:
         if kill_workers:
             for slot in self.slots.values():
                 slot.kill(reason, self.conf["supervisor.worker.shutdown.sleep.secs"])
+        if self.spark is not None:
+            # After the workers: their bolts must not see the server die first.
+            # Without them it keeps running for the workers; the next supervisor adopts it.
+            self.spark.stop(kill=kill_workers, reason=reason)
         self.zk.stop()
         self.zk.close()
         self.status = Status.STOPPED
@@ -205,6 +217,8 @@ class Supervisor:
                         task_address[str(task)] = address
             # Storm's worker conf: the cluster's settings, then the topology's own.
             worker_conf = {**self.worker_defaults, **record["conf"]}
+            if self.spark is not None:
+                worker_conf.update(self.spark.worker_conf())
             for w in mine:
                 desired[w["port"]] = {
                     "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,

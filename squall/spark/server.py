@@ -1,0 +1,450 @@
+"""A Spark Connect server run from the pip package, watched and restarted.
+
+One server per node is what spark.md recommends: the supervisor owns it
+(``supervisor.spark.connect.enabled``), local mode starts one lazily per
+process (:mod:`squall.spark.local`), and every Spark bolt holds a Connect
+session to it, so workers never run a JVM.
+
+The server is ``bin/spark-submit --class ...SparkConnectServer`` from the
+pyspark package (``SPARK_HOME`` is the package directory), in the
+foreground, in a process group of its own:
+
+* bound to loopback: ``spark.connect.grpc.binding.address=127.0.0.1`` and
+  ``SPARK_LOCAL_IP=127.0.0.1`` (driver and block manager too);
+* token-protected: pyspark 4.x servers read ``SPARK_CONNECT_AUTHENTICATE_TOKEN``
+  from their environment (the same as ``spark.connect.authenticate.token``,
+  kept off the command line so ``ps`` does not show it).  Clients must say
+  ``sc://localhost:PORT/;token=...``: with a token the client insists on TLS
+  for any host but the literal ``localhost``;
+* ready when its port accepts connections *and* a warm-up query ran (a
+  fresh server takes 5-10 s over its first query; better here than in the
+  first batch).  The warm-up runs in a child Python, so a supervisor never
+  loads the Spark client;
+* restarted when it dies, with exponential backoff, on the same port and
+  token, so the address workers hold stays valid.
+
+With a ``directory`` of its own (the supervisor's), the port, token and
+process are recorded there, so that a restarted supervisor adopts the
+server it left running instead of starting a second JVM.
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib.util
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import psutil
+import structlog
+
+from squall.errors import SquallError
+
+log = structlog.get_logger("squall.spark.ConnectServer")
+
+SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+
+# Settings every server gets (the user's spark.connect.server.conf wins).
+BASE_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": str(max(2, 2 * (os.cpu_count() or 1))),
+}
+
+# The warm-up query: a round trip plus a tiny shuffle, so the first real
+# batch does not pay for class loading and code generation.
+WARM_UP = """
+import sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.remote(sys.argv[1]).create()
+spark.range(1).collect()
+spark.range(100).selectExpr("id % 3 AS k").groupBy("k").count().collect()
+spark.stop()
+"""
+
+
+class ServerError(SquallError):
+    """The Spark Connect server could not be started or did not become ready."""
+
+
+class Status(enum.Enum):
+    INIT = "init"
+    STARTING = "starting"
+    RUNNING = "running"
+    STOPPING = "stopping"
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+def spark_home() -> Path:
+    """The pyspark package directory, which is a valid SPARK_HOME."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        msg = "pyspark is not installed: pip install 'squall[spark]'"
+        raise ServerError(msg)
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def remote_url(port: int, token: str | None) -> str:
+    """What clients pass to ``SparkSession.builder.remote``."""
+    if token:
+        return f"sc://localhost:{port}/;token={token}"
+    return f"sc://localhost:{port}"
+
+
+class ConnectServer:
+    """One Spark Connect server process, kept alive until :meth:`stop`.
+
+    ``start()`` is idempotent; with ``wait=True`` it returns once the server
+    answered its warm-up query (or raises :class:`ServerError`), with
+    ``wait=False`` at once, the watcher thread launching it.  ``url`` is
+    known before the server is up: port and token never change.
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        port: int = 0,
+        master: str = "local[*]",
+        conf: Mapping[str, Any] | None = None,
+        token: str | None = None,
+        python: str = sys.executable,
+        start_timeout: float = 180.0,
+        name: str = "squall-spark-connect",
+        backoff: tuple[float, float] = (1.0, 30.0),
+        now: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.dir = Path(directory)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.master = master
+        self.conf = {**BASE_CONF, **{k: str(v) for k, v in (conf or {}).items()}}
+        self.python = python
+        self.start_timeout = start_timeout
+        self.name = name
+        self.backoff = backoff
+        self.now = now
+        self.status = Status.INIT
+        self.port = self._port(port)
+        self.token = token if token is not None else self._token()
+        self.restarts = 0
+        self.failure: BaseException | None = None
+        self._proc: subprocess.Popen[bytes] | psutil.Process | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._ready = threading.Event()
+        self._watcher: threading.Thread | None = None
+
+    # -- identity ------------------------------------------------------------
+
+    @property
+    def url(self) -> str:
+        return remote_url(self.port, self.token)
+
+    @property
+    def pid(self) -> int | None:
+        proc = self._proc
+        return proc.pid if proc is not None else None
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / "server.log"
+
+    def _port(self, port: int) -> int:
+        """A fixed port, or a free one picked once and remembered in the directory."""
+        if port:
+            return port
+        path = self.dir / "port"
+        try:
+            remembered = int(path.read_text())
+        except (OSError, ValueError):
+            remembered = 0
+        if remembered and (port_open(remembered) or _bindable(remembered)):
+            return remembered
+        chosen = free_port()
+        path.write_text(str(chosen))
+        return chosen
+
+    def _token(self) -> str:
+        """A secret kept in the directory (0600): the same across restarts."""
+        path = self.dir / "token"
+        try:
+            token = path.read_text().strip()
+            if token:
+                return token
+        except OSError:
+            pass
+        token = secrets.token_urlsafe(24)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(token)
+        return token
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def start(self, wait: bool = True) -> None:
+        with self._lock:
+            if self.status is Status.INIT:
+                self.status = Status.STARTING
+                self._stop.clear()
+                self._watcher = threading.Thread(target=self._watch, name=f"{self.name}-watcher", daemon=True)
+                self._watcher.start()
+        if wait:
+            self.wait_ready(self.start_timeout)
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the server answered its warm-up query; :class:`ServerError` otherwise."""
+        if self._ready.wait(timeout):
+            return
+        if self.failure is not None:
+            msg = f"the Spark Connect server on port {self.port} failed to start: {self.failure}"
+            raise ServerError(msg) from self.failure
+        msg = f"the Spark Connect server on port {self.port} was not ready within {timeout}s; see {self.log_file}"
+        raise ServerError(msg)
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def alive(self) -> bool:
+        proc = self._proc
+        if proc is None:
+            return False
+        if isinstance(proc, subprocess.Popen):
+            return proc.poll() is None
+        try:
+            return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+        except psutil.Error:
+            return False
+
+    def stop(self, reason: str = "stop", grace: float = 10.0) -> None:
+        """Stop watching and stop the server (its whole process group)."""
+        with self._lock:
+            if self.status in (Status.STOPPING, Status.STOPPED, Status.INIT):
+                self.status = Status.STOPPED
+                return
+            self.status = Status.STOPPING
+        log.info("stopping the Spark Connect server", reason=reason, port=self.port, pid=self.pid)
+        self._stop.set()
+        self._ready.clear()
+        self._terminate(grace)
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join(grace + 5)
+        (self.dir / "server.json").unlink(missing_ok=True)
+        self.status = Status.STOPPED
+
+    def detach(self, reason: str = "detach") -> None:
+        """Stop watching but leave the server running (a supervisor stopping
+        without its workers: the next one adopts it)."""
+        with self._lock:
+            if self.status not in (Status.STARTING, Status.RUNNING):
+                return
+            self.status = Status.STOPPING
+        log.info("leaving the Spark Connect server running", reason=reason, port=self.port, pid=self.pid)
+        self._stop.set()
+        if self._watcher is not None and self._watcher is not threading.current_thread():
+            self._watcher.join(5)
+        self.status = Status.STOPPED
+
+    def kill(self) -> None:
+        """SIGKILL the server's JVM (chaos and tests); the watcher restarts it."""
+        proc = self._proc
+        if proc is not None:
+            try:
+                os.kill(proc.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+    # -- the watcher ---------------------------------------------------------
+
+    def _watch(self) -> None:
+        structlog.contextvars.bind_contextvars(spark_connect_port=self.port)
+        failures = 0
+        first = True
+        while not self._stop.is_set():
+            started = self.now()
+            try:
+                if not (first and self._adopt()):
+                    self._launch()
+                self._wait_up()
+                if self._stop.is_set():
+                    return
+            except Exception as e:  # noqa: BLE001 - logged; the next round retries
+                self.failure = e
+                log.error("the Spark Connect server did not start", error=str(e), log=str(self.log_file))
+                self._terminate(2.0)
+            else:
+                self.failure = None
+                self.status = Status.RUNNING
+                self._ready.set()
+                log.info("Spark Connect server ready", port=self.port, pid=self.pid,
+                         secs=round(self.now() - started, 1), restarts=self.restarts)
+                self._wait_exit()
+                self._ready.clear()
+                if self._stop.is_set():
+                    return
+                log.warning("the Spark Connect server died; restarting it", pid=self.pid,
+                            exit=self._exit_code(), restarts=self.restarts + 1)
+                if self.now() - started > self.backoff[1]:
+                    failures = 0  # it had been healthy: restart at once
+            first = False
+            delay = min(self.backoff[0] * 2 ** failures, self.backoff[1]) if failures else 0.0
+            failures += 1
+            if delay and self._stop.wait(delay):
+                return
+            if not self._stop.is_set():
+                self.restarts += 1
+
+    def _launch(self) -> None:
+        if port_open(self.port):
+            msg = f"port {self.port} is taken by another process"
+            raise ServerError(msg)
+        home = spark_home()
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "PYSPARK_GATEWAY_PORT")}
+        env.update({
+            "SPARK_HOME": str(home),
+            "PYSPARK_PYTHON": self.python,
+            "PYSPARK_DRIVER_PYTHON": self.python,
+            "SPARK_LOCAL_IP": "127.0.0.1",
+            "SPARK_CONNECT_AUTHENTICATE_TOKEN": self.token,
+        })
+        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", f"{self.name} {self.dir}",
+               "--master", self.master,
+               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+               "--conf", f"spark.connect.grpc.binding.port={self.port}"]
+        for key, value in self.conf.items():
+            cmd += ["--conf", f"{key}={value}"]
+        with open(self.log_file, "ab") as out:
+            # A process group of its own: stop() takes the JVM's Python workers too.
+            proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    env=env, cwd=self.dir, start_new_session=True)
+        self._proc = proc
+        record = {"pid": proc.pid, "port": self.port, "create_time": psutil.Process(proc.pid).create_time()}
+        (self.dir / "server.json").write_text(json.dumps(record))
+        log.info("Spark Connect server launched", pid=proc.pid, port=self.port, master=self.master)
+
+    def _adopt(self) -> bool:
+        """A server we left running (a previous supervisor of this directory)?"""
+        try:
+            record = json.loads((self.dir / "server.json").read_text())
+            proc = psutil.Process(record["pid"])
+            same = abs(proc.create_time() - record["create_time"]) < 1.0 and record["port"] == self.port
+        except (OSError, ValueError, KeyError, TypeError, psutil.Error):
+            return False
+        if not same or not any(SERVER_CLASS in part for part in proc.cmdline()):
+            return False
+        self._proc = proc
+        log.info("adopting the running Spark Connect server", pid=proc.pid, port=self.port)
+        return True
+
+    def _wait_up(self) -> None:
+        deadline = self.now() + self.start_timeout
+        while not port_open(self.port):
+            if not self.alive():
+                msg = f"the server exited with {self._exit_code()} while starting; see {self.log_file}"
+                raise ServerError(msg)
+            if self.now() > deadline:
+                msg = f"port {self.port} did not open within {self.start_timeout}s; see {self.log_file}"
+                raise ServerError(msg)
+            if self._stop.wait(0.2):
+                return
+        remaining = max(1.0, deadline - self.now())
+        try:
+            subprocess.run([self.python, "-c", WARM_UP, self.url], check=True, timeout=remaining,
+                           capture_output=True, stdin=subprocess.DEVNULL,
+                           env={**os.environ, "SPARK_HOME": str(spark_home())})
+        except subprocess.CalledProcessError as e:
+            tail = e.stderr.decode(errors="replace")[-2000:]
+            msg = f"the warm-up query failed: {tail}"
+            raise ServerError(msg) from e
+        except subprocess.TimeoutExpired as e:
+            msg = f"the warm-up query did not finish within {remaining:.0f}s"
+            raise ServerError(msg) from e
+
+    def _wait_exit(self) -> None:
+        proc = self._proc
+        while not self._stop.is_set():
+            if isinstance(proc, subprocess.Popen):
+                try:
+                    proc.wait(0.5)
+                    return
+                except subprocess.TimeoutExpired:
+                    continue
+            if not self.alive():
+                return
+            self._stop.wait(0.5)
+
+    def _exit_code(self) -> Any:
+        proc = self._proc
+        if isinstance(proc, subprocess.Popen):
+            code = proc.poll()
+            if code is not None and code < 0:
+                return f"killed by {signal.Signals(-code).name}"
+            return code
+        return None
+
+    def _terminate(self, grace: float) -> None:
+        proc = self._proc
+        if proc is None:
+            return
+        try:
+            group = os.getpgid(proc.pid)
+        except ProcessLookupError:
+            group = None
+        try:
+            members = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
+        except psutil.Error:
+            members = []
+        for p in members:
+            try:
+                p.terminate()
+            except psutil.Error:
+                pass
+        _gone, alive = psutil.wait_procs(members, timeout=grace)
+        for p in alive:
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        psutil.wait_procs(alive, timeout=5)
+        if group is not None and group != os.getpgid(0):
+            try:
+                os.killpg(group, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        if isinstance(proc, subprocess.Popen):
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                pass
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
