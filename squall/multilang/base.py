@@ -29,7 +29,7 @@ from typing import Any
 from squall.multilang import settings as settings_mod
 from squall.multilang.context import storm_context, wire_conf
 from squall.multilang.errors import ChildDied, ProtocolError
-from squall.multilang.process import ShellProcess, Tap
+from squall.multilang.process import ShellProcess, Tap, Wakeup
 
 SHELL_OPTIONS = ("command", "script", "args", "cwd", "env")
 
@@ -63,7 +63,7 @@ class ShellComponent:
         self._owner_thread = threading.current_thread()
         self._events: deque[Callable[[], None]] = deque()
         self._scheduled = False
-        self._wake = threading.Event()
+        self._wake = Wakeup()
         self._closed = threading.Event()
         options = {k: getattr(self, k) for k in SHELL_OPTIONS if getattr(self, k) is not None}
         options.update(self.options)
@@ -160,17 +160,16 @@ class ShellComponent:
         """Hand the child's messages to the session; False after a protocol fault (the child is killed)."""
         if proc is not self.proc:
             return False  # a child already replaced
-        handle = self.session.handle  # type: ignore[attr-defined]
-        for message in messages:
-            try:
-                handle(message)
-            except ProtocolError as e:
-                self.logger.error("multilang protocol error: killing the child", pid=proc.pid, error=str(e))
-                if self.threaded:
-                    proc.abort(e)
-                else:
-                    self._child_died(proc, proc.died(e))
-                return False
+        try:
+            self.session.handle_many(messages)  # type: ignore[attr-defined]
+        except ProtocolError as e:
+            # Storm kills the worker here; the messages before the fault were handled.
+            self.logger.error("multilang protocol error: killing the child", pid=proc.pid, error=str(e))
+            if self.threaded:
+                proc.abort(e)
+            else:
+                self._child_died(proc, proc.died(e))
+            return False
         return True
 
     # -- death and restart ---------------------------------------------------

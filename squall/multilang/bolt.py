@@ -49,6 +49,7 @@ class ShellBolt(ShellComponent, Bolt):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.session: BoltSession | None = None
         self._waiting: deque[Any] = deque()
+        self._encode: Any = None  # the codec's encoder for this (executor) thread only
         self._shell_start()
         self._max_pending = self.settings.max_pending
 
@@ -83,24 +84,29 @@ class ShellBolt(ShellComponent, Bolt):
         restart is under way) and room to hold the tuple, or None when the
         executor is stopping.
         """
-        while True:
-            self._wake.clear()
-            self._run_events()
-            proc = self.proc
-            if proc is not None and proc.queued < self._max_pending:
-                return proc
-            if not self._executor_running():
-                return None
-            if proc is None and len(self._waiting) < self._max_pending:
-                return _PARK
-            self._wake.wait(WAIT_SLICE_SECS)
+        wake = self._wake
+        wake.waiting = True
+        try:
+            while True:
+                wake.event.clear()
+                self._run_events()
+                proc = self.proc
+                if proc is not None and proc.queued < self._max_pending:
+                    return proc
+                if not self._executor_running():
+                    return None
+                if proc is None and len(self._waiting) < self._max_pending:
+                    return _PARK
+                wake.event.wait(WAIT_SLICE_SECS)
+        finally:
+            wake.waiting = False
 
     def _send(self, proc: ShellProcess, tup: Any) -> None:
         session = self.session
         assert session is not None
         message = session.tuple_message(tup)
         try:
-            data = self.codec.encode(message)
+            data = self._encode(message)
         except (TypeError, ValueError, OverflowError) as e:
             session.forget(message["id"])
             self.fail(tup)
@@ -113,7 +119,9 @@ class ShellBolt(ShellComponent, Bolt):
     # -- sessions ------------------------------------------------------------
 
     def _session_attached(self, proc: ShellProcess) -> None:
-        encode = self.codec.encode
+        if self._encode is None:
+            self._encode = self.codec.encoder()
+        encode = self._encode
         self.session = BoltSession(emit=self.emit, ack=self.ack, fail=self.fail,
                                    reply=lambda ids: proc.put_urgent(encode(ids)), **self._common())
         waiting, self._waiting = self._waiting, deque()

@@ -97,6 +97,24 @@ def read_tap(path: str) -> list[tuple[str, float, bytes]]:
     return out
 
 
+class Wakeup:
+    """An event for one waiter; setting it costs nothing while nobody waits.
+
+    The waiter raises ``waiting`` *before* it looks at what it waits for, so
+    a setter that changed the state afterwards sees the flag and sets.
+    """
+
+    __slots__ = ("event", "waiting")
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.waiting = False
+
+    def set(self) -> None:
+        if self.waiting:
+            self.event.set()
+
+
 class ShellProcess:
     def __init__(
         self,
@@ -110,7 +128,7 @@ class ShellProcess:
         owner_alive: Callable[[], bool],
         on_messages: Callable[[ShellProcess, list[Any]], None] | None = None,
         on_exit: Callable[[ShellProcess, ChildDied], None] | None = None,
-        wake: threading.Event | None = None,
+        wake: Wakeup | None = None,
         threaded: bool = True,
         logger: Any = None,
         now: Callable[[], float] = time.monotonic,
@@ -125,7 +143,7 @@ class ShellProcess:
         self.on_messages = on_messages
         self.on_exit = on_exit
         self.owner_alive = owner_alive
-        self.wake = wake or threading.Event()
+        self.wake = wake or Wakeup()
         self.threaded = threaded
         self.log = logger or structlog.get_logger("squall.multilang.ShellProcess")
         self.now = now
@@ -142,6 +160,7 @@ class ShellProcess:
         self._urgent: deque[bytes] = deque()
         self._tuples: deque[bytes] = deque()
         self._cond = threading.Condition(threading.Lock())
+        self._writer_idle = False  # the writer waits on _cond: producers must notify
         self._writer: threading.Thread | None = None
         self._reader: threading.Thread | None = None
         self._watcher: threading.Thread | None = None
@@ -201,15 +220,17 @@ class ShellProcess:
 
     def put(self, data: bytes) -> None:
         """Queue an encoded tuple (bounded by the owner through :attr:`queued`)."""
-        with self._cond:
-            self._tuples.append(data)
-            self._cond.notify()
+        self._tuples.append(data)
+        if self._writer_idle:  # a busy writer finds it on its next look, no lock needed
+            with self._cond:
+                self._cond.notify()
 
     def put_urgent(self, data: bytes) -> None:
-        """Queue ahead of every tuple: task-id replies, heartbeats, spout commands."""
-        with self._cond:
-            self._urgent.append(data)
-            self._cond.notify()
+        """Queue ahead of every tuple: task-id replies, heartbeats."""
+        self._urgent.append(data)
+        if self._writer_idle:
+            with self._cond:
+                self._cond.notify()
 
     # -- the owner's side, unthreaded (spouts: strict request/response) ---------
 
@@ -287,15 +308,19 @@ class ShellProcess:
         wake = self.wake
         try:
             while True:
-                with cond:
-                    while not urgent and not tuples and not self.closing and not self._dead:
-                        cond.wait()
-                    if self.closing or self._dead:
-                        break
-                    batch = list(urgent)
-                    urgent.clear()
-                    batch.extend(tuples)
-                    tuples.clear()
+                if not urgent and not tuples:
+                    with cond:
+                        # Idle first, then look again: a producer that appended before seeing
+                        # the flag is found by the look, one that appended after notifies.
+                        self._writer_idle = True
+                        while not urgent and not tuples and not self.closing and not self._dead:
+                            cond.wait()
+                        self._writer_idle = False
+                if self.closing or self._dead:
+                    break
+                # Urgent messages first; deques are safe to pop while producers append.
+                batch = [urgent.popleft() for _ in range(len(urgent))]
+                batch += [tuples.popleft() for _ in range(len(tuples))]
                 wake.set()  # room in the queue: a blocked execute() may go on
                 self._write(batch[0] if len(batch) == 1 else b"".join(batch))
         except (BrokenPipeError, ConnectionResetError, ValueError, OSError) as e:
