@@ -81,12 +81,28 @@ def cmd_submit(args: argparse.Namespace) -> int:
 
     conf = _conf(args)
     topology = load_topology(args.file, args.topology)
-    code = package_dir(Path(args.file).resolve().parent, conf["nimbus.code.max.bytes"])
+    root = Path(args.file).resolve().parent
+    code = package_dir(root, conf["nimbus.code.max.bytes"])
     name = args.name or topology.__name__
-    result = _client(conf).submit(name, topology.definition().to_dict(), parse_conf(args.conf),
+    result = _client(conf).submit(name, portable(topology.definition().to_dict(), root), parse_conf(args.conf),
                                   base64.b64encode(code).decode())
     print(f"submitted topology {result['name']} (id {result['id']})")
     return 0
+
+
+def portable(definition: dict[str, Any], root: Path) -> dict[str, Any]:
+    """Paths of this machine in component options (where a shell component's
+    spec was written) made relative to the code package: on the cluster the
+    package is unpacked elsewhere, and workers run in its directory."""
+    for component in definition["components"]:
+        options = component.get("options") or {}
+        where = options.get("defined_in")
+        if isinstance(where, str) and Path(where).is_absolute():
+            try:
+                options["defined_in"] = Path(where).relative_to(root).as_posix() or "."
+            except ValueError:
+                pass  # outside the package: left as it is
+    return definition
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
