@@ -29,7 +29,8 @@ from typing import Any
 from squall.multilang import settings as settings_mod
 from squall.multilang.context import storm_context, wire_conf
 from squall.multilang.errors import ChildDied, ProtocolError
-from squall.multilang.process import ShellProcess, Tap, Wakeup
+from squall.multilang.process import ShellProcess, Wakeup
+from squall.multilang.tap import Tap
 
 SHELL_OPTIONS = ("command", "script", "args", "cwd", "env")
 

@@ -25,13 +25,12 @@ from __future__ import annotations
 
 import select
 import signal
-import struct
 import subprocess
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any, BinaryIO
+from typing import Any
 
 import structlog
 
@@ -39,6 +38,7 @@ from squall.multilang import protocol
 from squall.multilang.codec import JsonCodec, MsgpackCodec
 from squall.multilang.errors import ChildDied, ChildWentAway, MultilangError, ProtocolError
 from squall.multilang.protocol import ShellConnection
+from squall.multilang.tap import Tap
 
 TICK_SECS = 0.1  # how often the reader looks at the clock when the child is quiet
 STDERR_TAIL_LINES = 40
@@ -55,46 +55,6 @@ def _describe_exit(code: int | None) -> str:
         except ValueError:
             return f"killed by signal {-code}"
     return f"exit code {code}"
-
-
-_RECORD = struct.Struct(">cdI")
-
-
-class Tap:
-    """Records every byte written to and read from a child, for debugging and tests.
-
-    Each record is a direction byte (``P`` parent to child, ``C`` child to
-    parent), the monotonic time as a big-endian double, a 4-byte length,
-    then the bytes, exactly as they crossed the pipe.
-    """
-
-    def __init__(self, path: str) -> None:
-        self._file: BinaryIO = open(path, "ab")  # noqa: SIM115 - closed by close()
-        self._lock = threading.Lock()
-
-    def record(self, direction: bytes, data: bytes) -> None:
-        with self._lock:
-            if not self._file.closed:
-                self._file.write(_RECORD.pack(direction, time.monotonic(), len(data)) + data)
-                self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
-
-
-def read_tap(path: str) -> list[tuple[str, float, bytes]]:
-    """The records of a tap file, in order: ``(direction, time, bytes)``, direction ``"P"`` or ``"C"``."""
-    out = []
-    with open(path, "rb") as f:
-        data = f.read()
-    pos = 0
-    size = _RECORD.size
-    while pos + size <= len(data):
-        direction, when, n = _RECORD.unpack_from(data, pos)
-        out.append((direction.decode(), when, data[pos + size:pos + size + n]))
-        pos += size + n
-    return out
 
 
 class Wakeup:
@@ -403,7 +363,8 @@ class ShellProcess:
                                         f"message from the child)")
                 if next_beat is not None and now >= next_beat:
                     next_beat = now + self.heartbeat_secs  # type: ignore[operator]
-                    self.put_urgent(self.conn.encode(protocol.heartbeat()))  # type: ignore[union-attr]
+                    if not self._urgent:  # a child that is not reading needs no pile of them
+                        self.put_urgent(self.conn.encode(protocol.heartbeat()))  # type: ignore[union-attr]
         except ProtocolError as e:
             if e.decoded:
                 self.on_messages(self, e.decoded)  # type: ignore[misc]

@@ -24,7 +24,7 @@ import structlog
 from squall import Bolt, Grouping, LocalCluster, Spout, Stream, Topology
 from squall.multilang import MSGPACK_SERIALIZER, ShellBolt, ShellSpout
 from squall.multilang.codec import codec_for
-from squall.multilang.process import read_tap
+from squall.multilang.tap import transcript as read_transcript
 
 CHILDREN = os.path.join(os.path.dirname(os.path.abspath(__file__)), "children")
 NODE = shutil.which("node")
@@ -233,13 +233,7 @@ def transcript(tap_dir: str, codec: Any, name: str | None = None) -> list[tuple[
     """Every message of one child's tap (the first child of the only tapped component by default)."""
     files = sorted(f for f in os.listdir(tap_dir) if f.endswith(".tap") and (name is None or f.startswith(name)))
     assert files, f"no tap files in {tap_dir}"
-    path = os.path.join(tap_dir, files[0] if name is None else name)
-    decoders = {"P": codec.decoder(), "C": codec.decoder()}
-    out = []
-    for direction, when, data in read_tap(path):
-        for message in decoders[direction].feed(data):
-            out.append((direction, when, message))
-    return out
+    return read_transcript(os.path.join(tap_dir, files[0]), codec)
 
 
 def pid_alive(pid: int) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from squall.multilang.tap import read_tap
 from squall.testing import poll_for
 from tests.multilang.harness import (
     ADAPTERS,
@@ -91,8 +92,7 @@ def _scenario(adapter: Any, tmp: str) -> Run:
         run.restarts = bolt.restarts
     run.logs = list(logs)
     run.transcript = transcript(tmp, adapter.codec)
-    with open(os.path.join(tmp, min(os.listdir(tmp))), "rb") as f:
-        run.raw = f.read()
+    run.records = read_tap(os.path.join(tmp, min(os.listdir(tmp))))
     return run
 
 
@@ -131,17 +131,7 @@ def test_01_framing_every_parent_message_ends_with_newline_end(run: Run) -> None
 
 
 def _records(run: Run) -> list[tuple[str, float, bytes]]:
-    import struct
-
-    out = []
-    pos = 0
-    data = run.raw
-    rec = struct.Struct(">cdI")
-    while pos < len(data):
-        d, t, n = rec.unpack_from(data, pos)
-        out.append((d.decode(), t, data[pos + rec.size:pos + rec.size + n]))
-        pos += rec.size + n
-    return out
+    return run.records
 
 
 def test_02_handshake_first_message_and_pid(run: Run) -> None:
