@@ -1,11 +1,12 @@
 """Events enriched in Spark by a join with a static Parquet table, aggregated per window.
 
     squall local examples/spark/enrich.py --duration 60 --conf example.dir=/tmp/squall-spark
+    squall submit examples/spark/enrich.py --conf example.dir=/shared/dir --conf topology.workers=2
     python examples/spark/enrich.py [--events 20000] [--dir DIR]     # runs to completion, prints totals
 
 * ``events`` (spout): purchase events ``(event_id, user_id, amount_cents, ts)``,
   with message ids, replayed when they fail;
-* ``enrich`` (a :class:`~squall.spark.SparkBolt`): each micro-batch is joined
+* ``enrich`` (a :class:`~squall.spark.SparkBolt`, 2 tasks): each micro-batch is joined
   with ``users.parquet`` (``user_id -> region``, written here on first use and
   cached on the Spark server) and aggregated per one-minute window and
   region; each aggregate keeps the row indices it came from
@@ -25,6 +26,7 @@ import json
 import os
 import random
 import tempfile
+import uuid
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -57,7 +59,7 @@ def write_users(path: Path, n_users: int) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     table = pa.table({k: pa.array(v, pa.int64() if k == "user_id" else pa.string())
                       for k, v in users_table(n_users).items()})
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
 
@@ -140,22 +142,22 @@ class WriteResults(Bolt):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         out = example_dir(conf)
         out.mkdir(parents=True, exist_ok=True)
-        self.file = open(out / f"results-{context.task_id}.jsonl", "a", encoding="utf-8")  # noqa: SIM115
+        self.path = out / f"results-{context.task_id}.jsonl"
 
     def process(self, tup: Any) -> None:
         v = tup.values
-        self.file.write(json.dumps({"window": v.window, "region": v.region, "events": v.events,
-                                    "amount_cents": v.amount_cents, "event_ids": v.event_ids}) + "\n")
-        self.file.flush()
-
-    def cleanup(self) -> None:
-        self.file.close()
+        line = json.dumps({"window": v.window, "region": v.region, "events": v.events,
+                           "amount_cents": v.amount_cents, "event_ids": v.event_ids})
+        # Written before the ack (the auto-ack after process): a crash replays, never loses.
+        with open(self.path, "a", encoding="utf-8") as f:
+            f.write(line + "\n")
 
 
 class SparkEnrich(Topology):
     config = {"topology.max.spout.pending": 5000, "spark.bolt.batch.size": 2000, "spark.bolt.batch.ms": 500}
     events = Events.spec()
-    enrich = EnrichAndAggregate.spec(inputs=[events])
+    # Two tasks: with topology.workers=2 they run in two workers, sharing the node's server.
+    enrich = EnrichAndAggregate.spec(inputs=[events], par=2)
     write = WriteResults.spec(inputs={enrich: Grouping.fields("window")})
 
 

@@ -49,6 +49,7 @@ log = structlog.get_logger("squall.spark.SparkBolt")
 
 BATCH_STREAM = "__batch"
 WARN_EVERY_SECS = 30.0
+OWNER_CHECK_SECS = 1.0
 
 
 class Job:
@@ -76,6 +77,9 @@ class JobRunner:
 
     def __init__(self, bolt: SparkBolt, name: str) -> None:
         self.bolt = bolt
+        # The executor thread: when it is gone (the worker died, no cleanup
+        # call comes), this thread closes the session and ends too.
+        self.owner = threading.current_thread()
         self._cond = threading.Condition()
         self._job: Job | None = None
         self._deadline: float | None = None
@@ -113,15 +117,16 @@ class JobRunner:
                 fire = False
                 with self._cond:
                     while not self._stopping and self._job is None:
+                        if not self.owner.is_alive():
+                            return
+                        wait = OWNER_CHECK_SECS
                         if self._deadline is not None:
                             wait = self._deadline - now()
                             if wait <= 0:
                                 self._deadline = None
                                 fire = True
                                 break
-                            self._cond.wait(wait)
-                        else:
-                            self._cond.wait()
+                        self._cond.wait(min(wait, OWNER_CHECK_SECS))
                     if self._stopping:
                         return
                     job, self._job = self._job, None

@@ -304,6 +304,7 @@ class ConnectServer:
                 self._ready.clear()
                 if self._stop.is_set():
                     return
+                self._terminate(1.0)  # what is left of its process group (Python workers)
                 log.warning("the Spark Connect server died; restarting it", pid=self.pid,
                             exit=self._exit_code(), restarts=self.restarts + 1)
                 if self.now() - started > self.backoff[1]:

@@ -35,11 +35,15 @@ def _missing(reason: str) -> None:
 
 
 @pytest.fixture(scope="session")
-def spark_server() -> Iterator[Any]:
+def spark_available() -> None:
     if shutil.which("java") is None:
         _missing("Java 17 on PATH")
     if importlib.util.find_spec("pyspark") is None or importlib.util.find_spec("pyarrow") is None:
         _missing("pip install -e '.[test]' (pyspark[connect])")
+
+
+@pytest.fixture(scope="session")
+def spark_server(spark_available: None) -> Iterator[Any]:
     from squall.spark.local import ProcessServer
 
     server = ProcessServer.get(SERVER_CONF)

@@ -338,3 +338,68 @@ def _cmdline(proc: psutil.Process) -> list[str]:
         return proc.cmdline()
     except psutil.Error:
         return []
+
+
+# -- when batches go, when inputs are acked -----------------------------------
+
+class Sink(Bolt):
+    outputs: list[str] = []
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+@pytest.mark.parametrize("how", ["age", "tick"])
+def test_a_partial_batch_is_flushed_by_age_or_by_a_tick(probe: Any, how: str) -> None:
+    # Given 5 tuples and batches of 1,000: only the age limit or a tick can send them
+    name, p = probe
+    spark_config = {"topology.tick.tuple.freq.secs": 0.3} if how == "tick" else {}
+    topology = Topology.from_specs("Flush", {
+        "numbers": Numbers.spec(), "spark": Doubler.spec(inputs=["numbers"], config=spark_config),
+        "sink": Sink.spec(inputs=["spark"])})
+    with LocalCluster() as cluster:
+        runner = cluster.submit("flush", topology, {
+            "test.probe": name, "test.n": 5, "topology.message.timeout.secs": 120,
+            "spark.bolt.batch.size": 1000, "spark.bolt.batch.ms": 300 if how == "age" else 600_000})
+        # Then they go through Spark and are acked
+        wait_all_acked(p, 5, runner)
+        assert runner.stats()["sink"]["executed"] == 5
+
+
+class Gate:
+    """Holds every Spark job until the test opens it."""
+
+    opened = threading.Event()
+    entered = threading.Event()
+
+
+class GatedDoubler(Doubler):
+    def process_batch(self, df: Any) -> Any:
+        Gate.entered.set()
+        assert Gate.opened.wait(SLOW)
+        return super().process_batch(df)
+
+
+def test_inputs_are_acked_only_after_the_spark_job_succeeded(probe: Any) -> None:
+    # Given a Spark job held open
+    name, p = probe
+    Gate.opened.clear()
+    Gate.entered.clear()
+    topology = Topology.from_specs("Gated", {
+        "numbers": Numbers.spec(), "spark": GatedDoubler.spec(inputs=["numbers"]),
+        "sink": Sink.spec(inputs=["spark"])})
+    with LocalCluster() as cluster:
+        runner = cluster.submit("gated", topology, {
+            "test.probe": name, "test.n": 20, "topology.message.timeout.secs": 120,
+            "spark.bolt.batch.size": 20})
+        try:
+            assert Gate.entered.wait(SLOW)
+            # When the job is running, the executor keeps serving (its queue drains) but nothing is acked
+            poll_for(lambda: runner.idle(), SLOW, "the topology to go idle around the running job")
+            assert p.acked == set() and p.failed == []
+            assert runner.stats()["sink"]["executed"] == 0
+        finally:
+            Gate.opened.set()
+        # Then once the job succeeds, everything is emitted and acked
+        wait_all_acked(p, 20, runner)
+        assert p.failed == []
