@@ -85,7 +85,12 @@ class ShellComponent:
         self._spawned = 0
         if self.settings.tap_dir:
             os.makedirs(self.settings.tap_dir, exist_ok=True)
-        proc, initial = self._spawn()
+        try:
+            proc, initial = self._spawn()
+        except ChildDied:
+            if self._own_pid_dir:
+                shutil.rmtree(self.pid_dir, ignore_errors=True)
+            raise
         proc.run()
         self._attach(proc, initial)
 

@@ -1,24 +1,24 @@
-"""One child process: spawn, handshake, a reader and a writer thread, liveness.
+"""One child process: spawn, handshake, liveness, and the threads around its pipes.
 
-The **writer** thread owns the child's stdin.  It takes everything queued
-(urgent messages first: task-id replies, heartbeats, spout commands; then
+Threaded (bolts).  The **writer** thread owns the child's stdin: it takes
+everything queued (urgent messages first: task-id replies, heartbeats; then
 tuples) and writes it in one go, so a busy bolt costs one ``write`` per
-batch, not per tuple.  Tuples wait in a queue whose length the owner
-bounds (``topology.shellbolt.max.pending``); urgent messages are never
-held back by that bound.
+batch, not per tuple.  Tuples wait in a queue whose length the owner bounds
+(``topology.shellbolt.max.pending``); urgent messages are never held back by
+that bound.  The **reader** thread owns stdout and stderr: it hands decoded
+messages to the owner (``on_messages``), logs stderr lines and keeps their
+tail, sends heartbeats every ``heartbeat_secs`` and declares the child dead
+after ``timeout`` of silence.  It alone decides that the child is gone: on
+end of file, a timeout, garbage, or an :meth:`abort` from the owner, it kills
+the child, drains stderr, reaps it and calls ``on_exit`` once with a
+:class:`ChildDied` carrying the exit code and the stderr tail.
 
-The **reader** thread owns stdout and stderr.  It hands decoded messages
-to the owner (``on_messages``), logs stderr lines and keeps their tail,
-sends bolt heartbeats every ``heartbeat_secs``, and declares the child
-dead when it has been silent past ``timeout`` (a bolt always; a spout only
-while a command awaits its ``sync``, as in Storm).  It is the only place
-that decides the child is gone: on end of file, a timeout, garbage, or an
-:meth:`abort` from the owner, it kills the child, drains stderr, reaps it
-and calls ``on_exit`` exactly once with a :class:`ChildDied` that carries
-the exit code and the stderr tail.
+Unthreaded (spouts, strict request/response as in Storm).  The owner writes
+(:meth:`send_now`) and reads (:meth:`receive`) in its own thread and gives
+the child up itself (:meth:`died`); a **watcher** thread only logs stderr.
 
-If the owner's executor thread ends without closing us (a worker that
-died), the reader notices and kills the child: no orphans.
+Either way, if the owner's executor thread ends without closing the child
+(a worker that died), a thread of ours notices and kills it: no orphans.
 """
 
 from __future__ import annotations

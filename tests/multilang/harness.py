@@ -219,7 +219,9 @@ def shell(runner: Any, component: str = "shell", timeout: float = 10.0) -> Any:
     from squall.testing import poll_for
 
     def ready() -> Any:
-        found = [s for s in shells(runner, component) if getattr(s, "proc", None) is not None]
+        # Up, or already on a later child (one that dies at once is seldom seen up).
+        found = [s for s in shells(runner, component)
+                 if getattr(s, "proc", None) is not None or getattr(s, "restarts", 0) > 0]
         return found[0] if len(found) == 1 else None
 
     return poll_for(ready, timeout, f"{component} to start its child")
