@@ -43,8 +43,26 @@ class Codec(Protocol):
 
 # -- JSON --------------------------------------------------------------------
 
-_utf8_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
-_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), check_circular=False).encode
+def _not_json(value: Any) -> Any:
+    msg = f"Object of type {type(value).__name__} is not JSON serializable"
+    raise TypeError(msg)
+
+
+def _compact(ensure_ascii: bool) -> Any:
+    """A compact JSON encoder, built once: ``json.dumps`` builds its C encoder on every call."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    escape = json.encoder.encode_basestring_ascii if ensure_ascii else json.encoder.encode_basestring
+    if make is not None:
+        try:
+            iterencode = make(None, _not_json, escape, None, ":", ",", False, False, True)
+            return lambda value: "".join(iterencode(value, 0))
+        except TypeError:  # another signature: use the public API
+            pass
+    return json.JSONEncoder(ensure_ascii=ensure_ascii, separators=(",", ":"), check_circular=False).encode
+
+
+_utf8_encoder = _compact(ensure_ascii=False)
+_ascii_encoder = _compact(ensure_ascii=True)
 
 
 class JsonCodec:
@@ -77,10 +95,11 @@ class JsonDecoder:
     lines, CRLF, garbage) goes line by line, which also finds the fault.
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_scan")
 
     def __init__(self) -> None:
         self._buf = b""  # from the start of the first incomplete message
+        self._scan = json.JSONDecoder().scan_once  # the C scanner, without loads()' wrapping
 
     def feed(self, data: bytes) -> list[Any]:
         buf = self._buf + data if self._buf else data
@@ -100,10 +119,11 @@ class JsonDecoder:
                     break
             else:
                 try:
-                    out = json.loads(b"[" + b",".join(parts) + b"]")
-                except (ValueError, UnicodeDecodeError):
-                    out = None
-                if out is not None and len(out) == len(parts):
+                    text = (b"[" + b",".join(parts) + b"]").decode("utf-8")
+                    out, stop = self._scan(text, 0)
+                except (ValueError, UnicodeDecodeError, StopIteration):
+                    out = stop = None
+                if stop == len(text) and len(out) == len(parts):
                     self._buf = buf[end + 5:]
                     return out  # type: ignore[no-any-return]
         return self._by_lines(buf)

@@ -17,7 +17,7 @@ from squall.multilang.context import storm_context, wire_conf
 from squall.multilang.settings import child_env, pid_dir, resolve, working_dir
 from squall.testing import poll_for
 from squall.worker.plan import plan_topology
-from tests.multilang.harness import ADAPTERS, CHILDREN, Probe, bolt_topology, running, shell
+from tests.multilang.harness import ADAPTERS, CHILDREN, Probe, bolt_topology, running, shell, shells
 
 
 def test_argv_from_command_script_and_args() -> None:
@@ -136,3 +136,36 @@ def test_a_command_that_cannot_start_fails_the_worker_with_a_clear_error(tmp_pat
         error = next(e for e in runner.errors if e.fatal)
         assert "Error when launching multilang subprocess" in error.error
         assert "no_such_script.py" in error.error  # python's complaint, from the child's stderr
+
+
+def test_a_shellbolt_subclass_may_name_its_command_storm_style() -> None:
+    class Kitchen(ShellBolt):
+        command = sys.executable
+        script = "squall_bolt.py"
+
+    from squall import Spout
+
+    probe = Probe()
+
+    class Feed(Spout):
+        outputs = ("cmd", "arg")
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.sent = False
+
+        def next_tuple(self) -> None:
+            if not self.sent:
+                self.sent = True
+                self.emit(["split", "storm style"], tup_id=1)
+
+        def ack(self, tup_id: Any) -> None:
+            probe.settle(tup_id, True)
+
+    class T(Topology):
+        feed = Feed.spec()
+        kitchen = Kitchen.spec(cwd=CHILDREN, inputs=[feed], outputs=["word"], tasks=2)
+
+    with running(T) as runner:
+        poll_for(lambda: probe.acked == [1], 5, "the tuple through the subclass")
+        assert len(shells(runner, "kitchen")) == 2  # two tasks in one executor: a child each
+        assert len({s.proc.pid for s in shells(runner, "kitchen")}) == 2
