@@ -87,12 +87,13 @@ class Batcher:
 
 
 def budget_warnings(plan: Any) -> list[str]:
-    """Spark bolts whose batches come near the message timeout (submit-time check).
+    """Spark bolt settings that will misbehave (submit-time check).
 
     A tuple waits up to ``spark.bolt.batch.ms`` in its batch, then up to one
     running job, then its own job: ``batch.ms + 2 x spark.bolt.expected.job.ms``.
     Above half of ``topology.message.timeout.secs`` a slow batch or a server
-    restart turns into timeouts and replays, so say so before it runs.
+    restart turns into timeouts and replays, so say so before it runs.  And
+    a batch larger than the spouts may have pending never fills.
     """
     warnings = []
     for name, cdef in plan.components.items():
@@ -108,12 +109,19 @@ def budget_warnings(plan: Any) -> list[str]:
                 f"{budget_ms / timeout_ms:.0%} of topology.message.timeout.secs "
                 f"({conf['topology.message.timeout.secs']} s): batches will time out and replay; lower the "
                 f"batch age or raise the message timeout")
+        pending = conf["topology.max.spout.pending"]
+        spout_tasks = sum(c.tasks for c in plan.components.values() if c.kind == "spout")
+        if pending is not None and pending * spout_tasks < conf["spark.bolt.batch.size"]:
+            warnings.append(
+                f"Spark bolt {name!r}: spark.bolt.batch.size ({conf['spark.bolt.batch.size']}) is more than the "
+                f"spouts may have pending ({spout_tasks} x topology.max.spout.pending {pending}): batches will "
+                f"only ever be sent by age")
     return warnings
 
 
 def warn_on_submit(plan: Any, logger: Any) -> list[str]:
-    """Log :func:`budget_warnings` for a topology being submitted."""
+    """Log :func:`budget_warnings` for a topology being submitted; return them."""
     found = budget_warnings(plan)
     for text in found:
-        logger.warning("spark batches near the message timeout", topology=plan.name, detail=text)
+        logger.warning("spark bolt batching", topology=plan.name, detail=text)
     return found

@@ -38,7 +38,7 @@ from typing import Any
 
 import structlog
 
-from squall.errors import FailedException, TopologyValidationError
+from squall.errors import FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import DEFAULT_STREAM, Bolt, ComponentSpec
 from squall.topology.tuple import Tuple
 from squall.spark.batching import Action, Batcher
@@ -137,8 +137,17 @@ class JobRunner:
                     job.done_at = now()
                     job.finished.set()
                     self.bolt.call_soon(lambda job=job: self.bolt._complete(job))
+        except BaseException as e:
+            # A bug here, not in a job: without this thread the bolt is stuck,
+            # so take the worker down (in its executor thread) to be restarted.
+            log.exception("the Spark bolt's job thread died")
+            self.bolt.call_soon(lambda: _reraise(e))
         finally:
             self.bolt.sessions.close()
+
+
+def _reraise(e: BaseException) -> None:
+    raise e
 
 
 class SparkBolt(Bolt):
@@ -232,6 +241,10 @@ class SparkBolt(Bolt):
             return url
         from squall.spark.local import ProcessServer
 
+        if not str(self.context.worker).startswith("inproc://"):
+            log.warning("no spark.remote and no node server (supervisor.spark.connect.enabled): this worker "
+                        "process starts a Spark Connect server (a JVM) of its own",
+                        component=self.context.component_id)
         return ProcessServer.url(conf)
 
     # -- executor thread -----------------------------------------------------
@@ -285,7 +298,11 @@ class SparkBolt(Bolt):
         if job.error is None:
             try:
                 self._emit_outputs(job)
-            except Exception as e:  # noqa: BLE001 - e.g. an unserializable value: fail the batch
+            except SerializationError:
+                for tup in job.tuples:
+                    self.fail(tup)
+                raise  # fatal for the worker, as for any bolt
+            except Exception as e:  # noqa: BLE001 - e.g. a bad row index: fail the batch
                 job.error = e
         if job.error is None:
             for tup in job.tuples:

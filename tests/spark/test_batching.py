@@ -104,7 +104,7 @@ def test_local_cluster_submit_logs_the_budget_warning() -> None:
         # The check runs before anything starts; the bolt never connects.
         cluster.submit("budget", topology, {"topology.workers": 1, "spark.remote": "sc://localhost:1"})
         cluster.deactivate("budget")
-    assert [e for e in logs if e["event"] == "spark batches near the message timeout"]
+    assert [e for e in logs if e["event"] == "spark bolt batching"]
 
 
 def test_schemas_parse_without_spark() -> None:
@@ -135,3 +135,10 @@ def test_batches_become_arrow_column_by_column() -> None:
     table = schema.table([Values(1, "a", 2.5, "x"), Values(2, None, None, "y")])
     assert table.column_names == ["user", "amount", "n", ROW_COLUMN]
     assert table.to_pydict() == {"user": ["a", None], "amount": [2.5, None], "n": [1, 2], ROW_COLUMN: [0, 1]}
+
+
+def test_budget_warning_when_spouts_cannot_fill_a_batch() -> None:
+    plan = plan_topology(_spark_topology({"topology.max.spout.pending": 100,
+                                          "spark.bolt.batch.size": 1000}).definition())
+    found = budget_warnings(plan)
+    assert len(found) == 1 and "only ever be sent by age" in found[0]
