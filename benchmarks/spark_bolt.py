@@ -40,7 +40,8 @@ POOL = 50_000
 
 
 def load_example() -> Any:
-    spec = importlib.util.spec_from_file_location("squall_example_spark_enrich", REPO / "examples/spark/enrich.py")
+    path = REPO / "examples" / "spark" / "enrich.py"
+    spec = importlib.util.spec_from_file_location("squall_example_spark_enrich", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -106,8 +107,8 @@ def run_child(kind: str, size: int, duration: float, warmup: float, remote: str,
                     groups[(v.ts - v.ts % ex.WINDOW_SECS, self.region[v.user_id])].append(t)
                 for (window, region), members in groups.items():
                     ids = sorted(m.values.event_id for m in members)
-                    self.emit([window, region, len(members), sum(m.values.amount_cents for m in members), ids],
-                              anchors=members)
+                    cents = sum(m.values.amount_cents for m in members)
+                    self.emit([window, region, len(members), cents, ids], anchors=members)
                 for t in self.batch:
                     self.ack(t)
                 now = time.monotonic()
@@ -172,11 +173,13 @@ def tree_rss_mb(pid: int) -> tuple[float, float, int]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=10.0, help="seconds measured per row")
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--sizes", default="100,1000,10000")
-    parser.add_argument("--remote", default=None, help="use this Spark Connect server instead of starting one")
+    parser.add_argument("--remote", default=None,
+                        help="use this Spark Connect server instead of starting one")
     parser.add_argument("--master", default="local[2]", help="the started server's master")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -204,8 +207,8 @@ def main() -> int:
         remote = args.remote
     print(f"enrich (join 1,000-row Parquet table) + aggregate per (window, region), acking on, "
           f"{os.cpu_count()} cores, {args.duration:.0f} s per row\n")
-    header = (f"{'bolt':<14}{'batch':>7}{'mean':>7}{'batches':>9}{'tuples/s':>11}{'compute p50':>13}{'p99':>8}"
-              f"{'batch p50':>11}{'p99':>8}{'client RSS':>12}")
+    header = (f"{'bolt':<14}{'batch':>7}{'mean':>7}{'batches':>9}{'tuples/s':>11}"
+              f"{'compute p50':>13}{'p99':>8}{'batch p50':>11}{'p99':>8}{'client RSS':>12}")
     print(header)
     print(f"{'':<14}{'size':>7}{'size':>7}{'':>9}{'':>11}{'ms':>13}{'ms':>8}{'ms':>11}{'ms':>8}{'MiB':>12}")
     print("-" * len(header))
@@ -235,10 +238,12 @@ def main() -> int:
                   f"{r['compute_p50_ms']:>13.1f}{r['compute_p99_ms']:>8.1f}{r['batch_p50_ms']:>11.1f}"
                   f"{r['batch_p99_ms']:>8.1f}{r['peak_rss_mb']:>12.0f}"
                   + (f"   errors: {r['errors']}" if r["errors"] else ""))
-        print("* default spark.bolt.batch.max.size: while a job runs the next batch may grow to 4 x batch.size")
+        print("* default spark.bolt.batch.max.size: while a job runs the next batch may grow "
+              "to 4 x batch.size")
         if server is not None and server.pid is not None:
             jvm, workers, n = tree_rss_mb(server.pid)
-            print(f"\nSpark Connect server: JVM RSS {jvm:.0f} MiB, {n} Python worker processes {workers:.0f} MiB "
+            print(f"\nSpark Connect server: JVM RSS {jvm:.0f} MiB, "
+                  f"{n} Python worker processes {workers:.0f} MiB "
                   f"(after all rows; default 1 GiB heap)")
         spark_rss = [r["peak_rss_mb"] for k, _s, r in rows if k == "spark"]
         plain_rss = [r["peak_rss_mb"] for k, _s, r in rows if k == "plain"]

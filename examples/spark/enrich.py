@@ -70,7 +70,8 @@ def make_events(n: int, n_users: int, seed: int = 1) -> list[tuple[int, int, int
     return [(i, rng.randrange(n_users), rng.randrange(100, 100_000), T0 + i // 40) for i in range(n)]
 
 
-def reference_totals(events: list[tuple[int, int, int, int]], n_users: int) -> dict[tuple[int, str], list[int]]:
+def reference_totals(events: list[tuple[int, int, int, int]],
+                     n_users: int) -> dict[tuple[int, str], list[int]]:
     """The same enrichment and aggregation in plain Python: (window, region) -> [events, cents]."""
     region = users_table(n_users)["region"]
     totals: dict[tuple[int, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -88,8 +89,8 @@ class Events(Spout):
         n = conf.get("example.events", 20_000)
         every = len(context.this_component_tasks)
         mine = context.this_task_index
-        self.events = {e[0]: e for e in make_events(n, conf.get("example.users", 1000), conf.get("example.seed", 1))
-                       if e[0] % every == mine}
+        events = make_events(n, conf.get("example.users", 1000), conf.get("example.seed", 1))
+        self.events = {e[0]: e for e in events if e[0] % every == mine}
         self.todo = sorted(self.events, reverse=True)
         self.replay: list[int] = []
         self.acked = 0
@@ -208,7 +209,8 @@ def main() -> int:
     for (window, region), (events, cents) in sorted(totals.items())[:12]:
         print(f"{window} {region:<6} {events:>6} events {cents / 100:>14,.2f}")
     print(f"{len(totals)} (window, region) totals from {len(ids)} events in {time.monotonic() - start:.1f}s; "
-          f"{'exact' if totals == expected else 'DIFFERENT from'} the plain-Python reference; results in {directory}")
+          f"{'exact' if totals == expected else 'DIFFERENT from'} the plain-Python reference; "
+          f"results in {directory}")
     return 0 if totals == expected else 1
 
 

@@ -21,7 +21,7 @@ _EXPORTS = {
     "ROWS_COLUMN": "squall.spark.schema",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = ["ROWS_COLUMN", "ROW_COLUMN", "ConnectServer", "ProcessServer", "SparkBolt", "budget_warnings"]
 
 
 def __getattr__(name: str) -> Any:

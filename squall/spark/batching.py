@@ -31,8 +31,7 @@ class Action(enum.Enum):
 
 class Batcher:
     def __init__(self, size: int, max_age: float, max_size: int) -> None:
-        if max_size < size:
-            max_size = size
+        max_size = max(max_size, size)
         self.size = size
         self.max_age = max_age
         self.max_size = max_size
@@ -113,9 +112,9 @@ def budget_warnings(plan: Any) -> list[str]:
         spout_tasks = sum(c.tasks for c in plan.components.values() if c.kind == "spout")
         if pending is not None and pending * spout_tasks < conf["spark.bolt.batch.size"]:
             warnings.append(
-                f"Spark bolt {name!r}: spark.bolt.batch.size ({conf['spark.bolt.batch.size']}) is more than the "
-                f"spouts may have pending ({spout_tasks} x topology.max.spout.pending {pending}): batches will "
-                f"only ever be sent by age")
+                f"Spark bolt {name!r}: spark.bolt.batch.size ({conf['spark.bolt.batch.size']}) is more "
+                f"than the spouts may have pending ({spout_tasks} x topology.max.spout.pending "
+                f"{pending}): batches will only ever be sent by age")
     return warnings
 
 

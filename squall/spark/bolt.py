@@ -39,11 +39,11 @@ from typing import Any
 import structlog
 
 from squall.errors import FailedException, SerializationError, TopologyValidationError
-from squall.topology.component import DEFAULT_STREAM, Bolt, ComponentSpec
-from squall.topology.tuple import Tuple
 from squall.spark.batching import Action, Batcher
 from squall.spark.schema import ROW_COLUMN, ROWS_COLUMN, BatchSchema, schema_json, wire_columns
 from squall.spark.session import SessionHolder, SessionUnavailable
+from squall.topology.component import DEFAULT_STREAM, Bolt, ComponentSpec
+from squall.topology.tuple import Tuple
 
 log = structlog.get_logger("squall.spark.SparkBolt")
 
@@ -55,8 +55,17 @@ OWNER_CHECK_SECS = 1.0
 class Job:
     """One batch on its way through Spark."""
 
-    __slots__ = ("number", "tuples", "first_at", "sent_at", "done_at", "outputs", "error", "finished",
-                 "handled")
+    __slots__ = (
+        "done_at",
+        "error",
+        "finished",
+        "first_at",
+        "handled",
+        "number",
+        "outputs",
+        "sent_at",
+        "tuples",
+    )
 
     def __init__(self, number: int, tuples: list[Tuple], first_at: float, sent_at: float) -> None:
         self.number = number
@@ -141,7 +150,7 @@ class JobRunner:
             # A bug here, not in a job: without this thread the bolt is stuck,
             # so take the worker down (in its executor thread) to be restarted.
             log.exception("the Spark bolt's job thread died")
-            self.bolt.call_soon(lambda: _reraise(e))
+            self.bolt.call_soon(lambda err=e: _reraise(err))
         finally:
             self.bolt.sessions.close()
 
@@ -179,7 +188,8 @@ class SparkBolt(Bolt):
     ) -> ComponentSpec:
         schema = cls.schema if schema is None else schema
         if schema is None:
-            msg = f"Spark bolt {cls.__name__} needs an input schema: a 'schema' class attribute or spec(schema=...)"
+            msg = (f"Spark bolt {cls.__name__} needs an input schema: a 'schema' class attribute "
+                   f"or spec(schema=...)")
             raise TopologyValidationError(msg)
         # JSON, so that the schema travels with the topology to nimbus and the workers.
         options["schema"] = schema_json(schema)
@@ -333,7 +343,7 @@ class SparkBolt(Bolt):
                 for values in rows:
                     emit(list(values), anchors=batch_anchor, stream=stream)
             else:
-                for values, idx in zip(rows, anchors):
+                for values, idx in zip(rows, anchors, strict=True):
                     anchor = tuples[idx] if type(idx) is int else [tuples[i] for i in idx]
                     emit(list(values), anchors=anchor, stream=stream)
         if batch_anchor is not None and batch_anchor.anchors:
@@ -369,7 +379,8 @@ class SparkBolt(Bolt):
         age = self.now() - job.first_at
         if age > 0.5 * self.timeout and self.now() - self._last_warning > WARN_EVERY_SECS:
             self._last_warning = self.now()
-            log.warning("a Spark batch took more than half the message timeout: tuples may time out and replay",
+            log.warning("a Spark batch took more than half the message timeout: tuples may time out "
+                        "and replay",
                         component=self.context.component_id, batch_secs=round(age, 2),
                         spark_secs=round(job.done_at - job.sent_at, 2), timeout_secs=self.timeout,
                         tuples=len(job.tuples))
@@ -405,7 +416,7 @@ class SparkBolt(Bolt):
                 msg = f"the result for stream {stream!r} lacks the output fields {missing} (columns: {names})"
                 raise ValueError(msg)
             columns = wire_columns(table, fields)
-            rows = list(zip(*columns)) if fields else [()] * table.num_rows
+            rows = list(zip(*columns, strict=True)) if fields else [()] * table.num_rows
             anchors: list[Any] | None = None
             if ROW_COLUMN in names:
                 anchors = table.column(ROW_COLUMN).to_pylist()

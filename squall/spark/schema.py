@@ -74,9 +74,11 @@ class _Parser:
     def take(self, expected: str | None = None) -> str:
         token = self.peek()
         if token is None:
-            raise self.fail("unexpected end")
+            msg = "unexpected end"
+            raise self.fail(msg)
         if expected is not None and token.lower() != expected:
-            raise self.fail(f"expected {expected!r}, got {token!r}")
+            msg = f"expected {expected!r}, got {token!r}"
+            raise self.fail(msg)
         self.pos += 1
         return token
 
@@ -85,7 +87,8 @@ class _Parser:
         if token.startswith("`"):
             return token[1:-1]
         if not (token[0].isalpha() or token[0] == "_"):
-            raise self.fail(f"expected a field name, got {token!r}")
+            msg = f"expected a field name, got {token!r}"
+            raise self.fail(msg)
         return token
 
     def fields(self, end: str | None) -> list[dict[str, Any]]:
@@ -106,7 +109,8 @@ class _Parser:
                 continue
             if self.peek() == end:
                 return out
-            raise self.fail(f"unexpected {self.peek()!r}")
+            msg = f"unexpected {self.peek()!r}"
+            raise self.fail(msg)
 
     def dtype(self) -> Any:
         word = self.take().lower()
@@ -144,7 +148,8 @@ class _Parser:
             fields = self.fields(">")
             self.take(">")
             return {"type": "struct", "fields": fields}
-        raise self.fail(f"unknown type {word!r}")
+        msg = f"unknown type {word!r}"
+        raise self.fail(msg)
 
 
 def parse_ddl(ddl: str) -> dict[str, Any]:
@@ -205,7 +210,7 @@ class BatchSchema:
 
         n = len(values)
         arrays = []
-        for getter, field in zip(self.getters, self.arrow):
+        for getter, field in zip(self.getters, self.arrow, strict=False):  # the row column comes last
             column = [getter(v) for v in values]
             arrays.append(pa.array(column, type=field.type, size=n))
         arrays.append(pa.array(range(n), type=pa.int64()))
@@ -248,7 +253,8 @@ def _needs_check(t: Any) -> bool:
 
 def _check_nested(value: Any, name: str) -> None:
     if isinstance(value, (datetime.date, datetime.datetime, decimal.Decimal, datetime.time)):
-        msg = f"result column {name!r} holds {type(value).__name__} values inside a nested type; cast it in Spark"
+        msg = (f"result column {name!r} holds {type(value).__name__} values inside a nested type; "
+               f"cast it in Spark")
         raise TypeError(msg)
     if isinstance(value, (list, tuple)):
         for v in value:

@@ -53,6 +53,8 @@ from squall.errors import SquallError
 log = structlog.get_logger("squall.spark.ConnectServer")
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
+_CLIENT_ENV = ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "PYSPARK_GATEWAY_PORT",
+               "SPARK_CONNECT_AUTHENTICATE_TOKEN")
 
 # Settings every server gets (the user's spark.connect.server.conf wins).
 BASE_CONF: dict[str, str] = {
@@ -220,7 +222,8 @@ class ConnectServer:
         if self.failure is not None:
             msg = f"the Spark Connect server on port {self.port} failed to start: {self.failure}"
             raise ServerError(msg) from self.failure
-        msg = f"the Spark Connect server on port {self.port} was not ready within {timeout}s; see {self.log_file}"
+        msg = (f"the Spark Connect server on port {self.port} was not ready within {timeout}s; "
+               f"see {self.log_file}")
         raise ServerError(msg)
 
     @property
@@ -322,8 +325,8 @@ class ConnectServer:
             msg = f"port {self.port} is taken by another process"
             raise ServerError(msg)
         home = spark_home()
-        env = {k: v for k, v in os.environ.items()
-               if k not in ("SPARK_REMOTE", "SPARK_CONNECT_MODE_ENABLED", "SPARK_LOCAL_REMOTE", "PYSPARK_GATEWAY_PORT")}
+        # Not the client settings of the process starting it.
+        env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
         env.update({
             "SPARK_HOME": str(home),
             "PYSPARK_PYTHON": self.python,
@@ -331,7 +334,8 @@ class ConnectServer:
             "SPARK_LOCAL_IP": "127.0.0.1",
             "SPARK_CONNECT_AUTHENTICATE_TOKEN": self.token,
         })
-        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--name", f"{self.name} {self.dir}",
+        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+               "--name", f"{self.name} {self.dir}",
                "--master", self.master,
                "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
                "--conf", f"spark.connect.grpc.binding.port={self.port}"]

@@ -63,7 +63,7 @@ class SessionHolder:
         while True:
             try:
                 return self._open()
-            except Exception as e:  # noqa: BLE001 - server down or still starting: back off
+            except Exception as e:  # server down or still starting: back off
                 if self.now() + delay > deadline or self._stopping.is_set():
                     msg = f"cannot open a Spark Connect session: {_short(e)}"
                     raise SessionUnavailable(msg) from e
@@ -113,8 +113,8 @@ class SessionHolder:
         try:
             spark.release_session_on_close = False
             spark.stop()
-        except Exception:  # noqa: BLE001 - best effort
-            pass
+        except Exception as e:  # noqa: BLE001 - best effort: the session is being dropped anyway
+            log.debug("closing a dropped Spark session failed", error=_short(e))
 
     def close(self) -> None:
         """Release the session on the server (orderly shutdown)."""

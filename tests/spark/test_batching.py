@@ -108,7 +108,8 @@ def test_local_cluster_submit_logs_the_budget_warning() -> None:
 
 
 def test_schemas_parse_without_spark() -> None:
-    assert schema_json("a string, b BIGINT, c array<double>") == parse_ddl("a: string, b: long, c: array<double>")
+    assert schema_json("a string, b BIGINT, c array<double>") == parse_ddl(
+        "a: string, b: long, c: array<double>")
     assert [f["name"] for f in schema_json({"user": "string", "n": "int"})["fields"]] == ["user", "n"]
     assert schema_json("d decimal(10, 2) NOT NULL")["fields"][0] == {
         "name": "d", "type": "decimal(10,2)", "nullable": False, "metadata": {}}

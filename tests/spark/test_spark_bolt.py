@@ -160,7 +160,7 @@ def assert_exact(ex: ModuleType, out: Path, events: int) -> None:
 def test_example_pipeline_matches_the_plain_python_reference(enrich_example: ModuleType, tmp_path: Path,
                                                              probe: Any) -> None:
     # Given the example topology, 6,000 events, batches of up to 1,000
-    name, p = probe
+    name, _p = probe
     cluster, runner, out = run_example(enrich_example, enrich_example.SparkEnrich, tmp_path, name, 6000)
     with cluster:
         # When every event was written out
@@ -199,8 +199,9 @@ def test_spark_bolts_in_two_workers_share_one_server(enrich_example: ModuleType,
                                                      probe: Any, spark_server: Any) -> None:
     # Given two workers, each with a Spark bolt task
     name, p = probe
-    cluster, runner, out = run_example(enrich_example, example_topology(enrich_example, par=2), tmp_path, name,
-                                       6000, **{"topology.workers": 2, "spark.bolt.batch.size": 500})
+    topology = example_topology(enrich_example, par=2)
+    cluster, runner, out = run_example(enrich_example, topology, tmp_path, name, 6000,
+                                       **{"topology.workers": 2, "spark.bolt.batch.size": 500})
     with cluster:
         wait_all_acked(p, 6000, runner)
     # Then both tasks, in different workers, held sessions on the same server
@@ -230,7 +231,8 @@ def test_killing_the_server_mid_stream_loses_nothing(enrich_example: ModuleType,
         old_pid = spark_server.pid
         spark_server.kill()
         # Then it comes back (a new JVM, same address)
-        poll_for(lambda: spark_server.restarts > restarts and spark_server.ready, SLOW, "the server to restart")
+        poll_for(lambda: spark_server.restarts > restarts and spark_server.ready, SLOW,
+                 "the server to restart")
         assert spark_server.pid != old_pid
         # and every event is still processed
         wait_all_acked(p, 8000, runner)

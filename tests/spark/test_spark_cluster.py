@@ -8,7 +8,6 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
 
 import psutil
 import pytest
@@ -44,8 +43,9 @@ def test_supervisor_runs_one_server_shared_by_spark_bolts_in_two_workers(
         cluster.start()
         # When the example is submitted with two workers (its two Spark bolt tasks land on both)
         submit = subprocess.run(
-            [sys.executable, "-m", "squall.ops.cli", "submit", "--config", str(cluster.config_file), str(EXAMPLE),
-             "--name", "enrich", "--conf", f"example.dir={out}", "--conf", "example.events=4000",
+            [sys.executable, "-m", "squall.ops.cli", "submit", "--config", str(cluster.config_file),
+             str(EXAMPLE), "--name", "enrich", "--conf", f"example.dir={out}",
+             "--conf", "example.events=4000",
              "--conf", "topology.workers=2", "--conf", "topology.message.timeout.secs=120",
              "--conf", "spark.bolt.batch.size=500"],
             capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
