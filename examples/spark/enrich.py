@@ -163,9 +163,12 @@ class SparkEnrich(Topology):
 
 
 def read_results(directory: Path) -> list[dict[str, Any]]:
+    """Every complete line written so far (a writer may be midway through the last one)."""
     rows = []
     for path in sorted(Path(directory).glob("results-*.jsonl")):
-        for line in path.read_text().splitlines():
+        text = path.read_text()
+        complete = text[: text.rfind("\n") + 1]
+        for line in complete.splitlines():
             if line.strip():
                 rows.append(json.loads(line))
     return rows
