@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -87,6 +88,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     result = _client(conf).submit(name, portable(topology.definition().to_dict(), root), parse_conf(args.conf),
                                   base64.b64encode(code).decode())
     print(f"submitted topology {result['name']} (id {result['id']})")
+    for warning in result.get("warnings") or []:
+        print(f"warning: {warning}", file=sys.stderr)
     return 0
 
 

@@ -26,8 +26,12 @@ log = structlog.get_logger("squall.supervisor.workers")
 
 
 def write_json(path: Path, obj: Any) -> None:
+    """Atomically, and readable by this user only: an assignment may carry
+    the Spark Connect token."""
     tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(json.dumps(obj))
     os.replace(tmp, path)
 
 
