@@ -108,6 +108,16 @@ class ShellComponent:
     def _owner_alive(self) -> bool:
         return self._owner_thread.is_alive()
 
+    def _orphaned(self) -> None:
+        """The executor ended without closing us (its worker died): clean up what close() would."""
+        self._closed.set()
+        if self._own_pid_dir:
+            shutil.rmtree(self.pid_dir, ignore_errors=True)
+        else:
+            proc = self.proc
+            if proc is not None:
+                self._remove_pid_file(proc)
+
     def _executor_running(self) -> bool:
         return bool(getattr(_executor_of(self), "running", True)) and not self._closed.is_set()
 
@@ -123,7 +133,8 @@ class ShellComponent:
         proc = ShellProcess(
             s.argv, codec=s.codec, cwd=s.cwd, env=s.env, timeout=s.timeout,
             heartbeat_secs=self._heartbeat_secs(), on_messages=self._on_messages, on_exit=self._on_exit,
-            owner_alive=self._owner_alive, wake=self._wake, threaded=self.threaded, logger=self.logger, tap=tap,
+            owner_alive=self._owner_alive, on_orphaned=self._orphaned, wake=self._wake, threaded=self.threaded,
+            logger=self.logger, tap=tap,
         )
         initial = proc.start(self._conf_msg, self._context_msg, self.pid_dir)
         self.logger.info("multilang child started", pid=proc.pid, command=" ".join(s.argv), cwd=s.cwd,
@@ -203,7 +214,10 @@ class ShellComponent:
 
     def _relaunch(self, delay: float) -> None:
         """Helper thread: wait out the back-off, start a child, post it to the executor."""
-        if self._closed.wait(delay) or not self._owner_alive():
+        if self._closed.wait(delay):
+            return
+        if not self._owner_alive():
+            self._orphaned()
             return
         try:
             proc, initial = self._spawn()
@@ -213,6 +227,7 @@ class ShellComponent:
             return
         if self._closed.is_set() or not self._owner_alive():
             proc.close()
+            self._orphaned()
             return
         if not self.threaded:
             proc.run()
@@ -229,9 +244,9 @@ class ShellComponent:
         if self._closed.is_set():
             proc.close()
             return
-        self.restarts += 1
-        self.logger.warning("multilang child restarted", pid=proc.pid, restarts=self.restarts)
+        self.logger.warning("multilang child restarted", pid=proc.pid, restarts=self.restarts + 1)
         self._attach(proc, initial)
+        self.restarts += 1  # after: whoever sees the count sees the new child in place
 
     def _remove_pid_file(self, proc: ShellProcess) -> None:
         if proc.pid is not None:

@@ -86,6 +86,7 @@ class ShellProcess:
         timeout: float,
         heartbeat_secs: float | None,
         owner_alive: Callable[[], bool],
+        on_orphaned: Callable[[], None] | None = None,
         on_messages: Callable[[ShellProcess, list[Any]], None] | None = None,
         on_exit: Callable[[ShellProcess, ChildDied], None] | None = None,
         wake: Wakeup | None = None,
@@ -103,6 +104,7 @@ class ShellProcess:
         self.on_messages = on_messages
         self.on_exit = on_exit
         self.owner_alive = owner_alive
+        self.on_orphaned = on_orphaned
         self.wake = wake or Wakeup()
         self.threaded = threaded
         self.log = logger or structlog.get_logger("squall.multilang.ShellProcess")
@@ -354,9 +356,7 @@ class ShellProcess:
                     self.last_heard = now
                     self.on_messages(self, messages)  # type: ignore[misc]
                 if not self.owner_alive() and not self.closing:
-                    self.log.warning("shell component gone without closing its child: killing it",
-                                     pid=self.pid)
-                    self.close()
+                    self._orphaned()
                     return
                 if now - self.last_heard > self.timeout:
                     raise ChildWentAway(f"subprocess heartbeat timeout ({self.timeout}s without a "
@@ -383,12 +383,17 @@ class ShellProcess:
         self._close_pipes()
         self.on_exit(self, died)  # type: ignore[misc]
 
+    def _orphaned(self) -> None:
+        self.log.warning("shell component gone without closing its child: killing it", pid=self.pid)
+        self.close()
+        if self.on_orphaned is not None:
+            self.on_orphaned()
+
     def _watch_loop(self) -> None:
         """Unthreaded mode: log stderr, and kill the child if its owner is gone."""
         while not self._stop.is_set():
             if not self.owner_alive() and not self.closing:
-                self.log.warning("shell component gone without closing its child: killing it", pid=self.pid)
-                self.close()
+                self._orphaned()
                 return
             err = self.popen.stderr if self.popen is not None else None
             if err is None or err.closed:

@@ -203,7 +203,8 @@ def test_23_a_child_that_exits_is_reported_with_its_stderr_and_replaced(name: st
         assert probe.failed == [gone]
         restarted(bolt, pid)
         assert not os.path.exists(pid_file)
-        poll_for(lambda: os.path.exists(os.path.join(bolt.pid_dir, str(bolt.proc.pid))), 5, "the new pid file")
+        poll_for(lambda: bolt.proc is not None and os.path.exists(os.path.join(bolt.pid_dir, str(bolt.proc.pid))),
+                 5, "the new pid file")
 
 
 @pytest.mark.parametrize("name", ["pystorm-json", "squall-json"])
