@@ -44,14 +44,19 @@ def make_client(conf: dict[str, Any]) -> KazooClient:
     )
 
 
-def start_client(conf: dict[str, Any]) -> KazooClient:
-    client = make_client(conf)
+def connect(client: KazooClient, conf: dict[str, Any], who: str = "squall") -> None:
+    """Start ``client``, or raise a CoordinationError saying who could not reach what."""
     try:
         client.start(timeout=conf["storm.zookeeper.connection.timeout"] / 1000.0)
     except Exception as e:
         client.close()
-        msg = f"cannot reach ZooKeeper at {connect_string(conf)}: {e}"
+        msg = f"{who} cannot reach ZooKeeper at {connect_string(conf)}: {e}"
         raise CoordinationError(msg) from e
+
+
+def start_client(conf: dict[str, Any]) -> KazooClient:
+    client = make_client(conf)
+    connect(client, conf)
     return client
 
 

@@ -22,8 +22,7 @@ import structlog
 from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import make_client
-from squall.errors import CoordinationError
+from squall.cluster.zookeeper import connect, make_client
 from squall.nimbus.http import ApiServer
 from squall.nimbus.service import ApiError, NimbusService
 
@@ -61,11 +60,7 @@ class Nimbus:
         if self.status is not Status.INIT:
             return
         self.zk.add_listener(self._on_zk_state)
-        try:
-            self.zk.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000.0)
-        except Exception as e:
-            msg = f"nimbus cannot reach ZooKeeper: {e}"
-            raise CoordinationError(msg) from e
+        connect(self.zk, self.conf, "nimbus")
         self.state.setup()
         self._register()
         self.api.start()

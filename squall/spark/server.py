@@ -49,6 +49,7 @@ import psutil
 import structlog
 
 from squall.errors import SquallError
+from squall.ops.processes import kill_tree
 
 log = structlog.get_logger("squall.spark.ConnectServer")
 
@@ -418,22 +419,7 @@ class ConnectServer:
             group = os.getpgid(proc.pid)
         except ProcessLookupError:
             group = None
-        try:
-            members = [psutil.Process(proc.pid), *psutil.Process(proc.pid).children(recursive=True)]
-        except psutil.Error:
-            members = []
-        for p in members:
-            try:
-                p.terminate()
-            except psutil.Error:
-                pass
-        _gone, alive = psutil.wait_procs(members, timeout=grace)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
+        kill_tree(proc.pid, grace)
         if group is not None and group != os.getpgid(0):
             try:
                 os.killpg(group, signal.SIGKILL)

@@ -35,8 +35,7 @@ from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
 from squall.config import DEFAULTS
-from squall.cluster.zookeeper import make_client
-from squall.errors import CoordinationError
+from squall.cluster.zookeeper import connect, make_client
 from squall.ops.package import extract
 from squall.supervisor.workers import Slot, read_json, write_json
 
@@ -100,11 +99,7 @@ class Supervisor:
         if self.status is not Status.INIT:
             return
         self.zk.add_listener(self._on_zk_state)
-        try:
-            self.zk.start(timeout=self.conf["storm.zookeeper.connection.timeout"] / 1000.0)
-        except Exception as e:
-            msg = f"supervisor cannot reach ZooKeeper: {e}"
-            raise CoordinationError(msg) from e
+        connect(self.zk, self.conf, "supervisor")
         self.state.setup()
         self._register()
         self.zk.ChildrenWatch(self.state.path("assignments"), self._on_assignments_changed)

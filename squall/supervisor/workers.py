@@ -22,6 +22,8 @@ from typing import Any
 import psutil
 import structlog
 
+from squall.ops.processes import kill_tree
+
 log = structlog.get_logger("squall.supervisor.workers")
 
 
@@ -94,24 +96,8 @@ class Slot:
     def kill(self, reason: str, grace: float) -> None:
         """Ask, wait, then SIGKILL the worker and every process under it."""
         proc = self.process()
-        if proc is None:
+        if proc is None or not kill_tree(proc.pid, grace):
             return
-        try:
-            procs = [proc, *proc.children(recursive=True)]
-        except psutil.Error:
-            procs = [proc]
-        for p in procs:
-            try:
-                p.terminate()
-            except psutil.Error:
-                pass
-        _gone, alive = psutil.wait_procs(procs, timeout=grace)
-        for p in alive:
-            try:
-                p.kill()
-            except psutil.Error:
-                pass
-        psutil.wait_procs(alive, timeout=5)
         log.info("worker killed", port=self.port, pid=proc.pid, reason=reason)
 
     def new_errors(self, offset: int) -> tuple[list[dict[str, Any]], int]:
