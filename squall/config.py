@@ -46,6 +46,13 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "worker.backpressure.resend.secs": (1.0, (int, float), 0.01),
     # Frames a ZeroMQ push socket queues for one peer before dropping new ones.
     "zmq.hwm": (1000, (int,), 1),
+    # -- multilang (Storm's keys and defaults) ------------------------------
+    "topology.multilang.serializer": ("org.apache.storm.multilang.JsonSerializer", (str,), None),
+    # None: fall back to supervisor.worker.timeout.secs, as Storm does.
+    "topology.subprocess.timeout.secs": (None, (int, float, type(None)), 0.001),
+    "topology.shellbolt.max.pending": (100, (int,), 1),
+    "topology.multilang.resources.dir": (None, (str, type(None)), None),
+    "topology.multilang.tap.dir": (None, (str, type(None)), None),
     # -- cluster daemons (squall.yaml) --------------------------------------
     "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),
     "storm.zookeeper.port": (2181, (int,), 1),

@@ -7,6 +7,7 @@ from typing import Any
 
 class TopologyContext:
     def __init__(self, plan: Any, component: str, task_id: int, worker: str) -> None:
+        self.plan = plan
         self.topology_name: str = plan.name
         self.component_id = component
         self.task_id = task_id

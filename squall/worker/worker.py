@@ -248,7 +248,7 @@ class Worker:
                 freq = executor.conf.get("topology.tick.tuple.freq.secs")
                 if freq:
                     tup = Tuple(None, SYSTEM_COMPONENT, TICK_STREAM, SYSTEM_TASK,
-                                record_type(("rate_secs",))((freq,)))
+                                record_type(("rate_secs",))(freq))
                     for task in executor.tasks:
                         self.timer.every(freq, _ticker(queue, task, tup))
 

@@ -95,7 +95,7 @@ def test_ticks_arrive_once_per_period_of_fake_time(level: str) -> None:
             rec.add("processed", (tup.stream, tup.component))
 
         def process_tick(self, tup: Any) -> None:
-            rec.add("ticks", (tup.stream, tup.component, tup.is_tick))
+            rec.add("ticks", (tup.stream, tup.component, tup.is_tick, tup.values.rate_secs))
 
     class Plain(Bolt):
         def process(self, tup: Any) -> None:
@@ -132,7 +132,7 @@ def test_ticks_arrive_once_per_period_of_fake_time(level: str) -> None:
         assert stay(lambda: rec.count("ticks") == 3)
 
     # Then every tick is a system tick tuple, and none went to process()
-    assert rec.items("ticks") == [("__tick", "__system", True)] * 3
+    assert rec.items("ticks") == [("__tick", "__system", True, 5)] * 3
     assert rec.items("processed") == [("default", "numbers")] * 3
     if level == "component":
         # a component's own config does not give its neighbours ticks
