@@ -3,7 +3,7 @@
 Task ids follow Storm: components sorted by id, tasks numbered from 1, the
 ``__acker`` system component included.  Executors own contiguous task ranges
 and are spread over workers round-robin (Storm's even scheduler, in its
-simplest form); the cluster scheduler reuses :func:`spread`.
+simplest form) by local mode; nimbus places them with squall.nimbus.scheduler.
 """
 
 from __future__ import annotations
