@@ -6,7 +6,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
-from typing import Any
+from typing import Any, Protocol
 
 from squall import Bolt, Spout
 
@@ -124,3 +124,36 @@ def stay(predicate: Any, seconds: float = 0.3) -> bool:
             return False
         time.sleep(0.01)
     return True
+
+
+class Log(Protocol):
+    def add(self, kind: str, item: Any) -> None: ...
+
+
+def numbers_spout(log: Log, limit: int, reliable: bool = True) -> type[Spout]:
+    """Emits 1..limit once each (message id = the number when reliable); logs
+    what it emitted and what it was told (acked, failed)."""
+
+    class Numbers(Spout):
+        outputs = ["n"]
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.i = 0
+
+        def next_tuple(self) -> None:
+            if self.i < limit:
+                self.i += 1
+                log.add("emitted", self.i)
+                self.emit([self.i], tup_id=self.i if reliable else None)
+
+        def ack(self, tup_id: Any) -> None:
+            log.add("acked", tup_id)
+
+        def fail(self, tup_id: Any) -> None:
+            log.add("failed", tup_id)
+
+    return Numbers
+
+
+def gate(journal: Journal, release: threading.Event) -> type[Gate]:
+    return type("HeldGate", (Gate,), {"journal": journal, "release": release})

@@ -11,33 +11,7 @@ import pytest
 
 from squall import Bolt, FailedException, FakeClock, LocalCluster, Spout, Topology
 from squall.testing import poll_for
-from tests.helpers import Gate, Journal, stay
-
-
-def numbers_spout(journal: Journal, limit: int, reliable: bool = True) -> type[Spout]:
-    class Numbers(Spout):
-        outputs = ["n"]
-
-        def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.i = 0
-
-        def next_tuple(self) -> None:
-            if self.i < limit:
-                self.i += 1
-                journal.add("emitted", self.i)
-                self.emit([self.i], tup_id=self.i if reliable else None)
-
-        def ack(self, tup_id: Any) -> None:
-            journal.add("acked", tup_id)
-
-        def fail(self, tup_id: Any) -> None:
-            journal.add("failed", tup_id)
-
-    return Numbers
-
-
-def gate(journal: Journal, release: threading.Event) -> type[Gate]:
-    return type("HeldGate", (Gate,), {"journal": journal, "release": release})
+from tests.helpers import Journal, gate, numbers_spout, stay
 
 
 def test_a_unreliable_spout_is_never_acked_or_failed(cluster: LocalCluster) -> None:

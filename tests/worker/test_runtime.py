@@ -27,7 +27,7 @@ from squall import (
     TopologyValidationError,
 )
 from squall.testing import poll_for
-from tests.helpers import Gate, Journal, stay
+from tests.helpers import Journal, gate, numbers_spout, stay
 
 TICK_FREQ = "topology.tick.tuple.freq.secs"
 
@@ -50,34 +50,6 @@ class Recorder:
     def items(self, kind: str) -> list[Any]:
         with self._lock:
             return list(self._items[kind])
-
-
-def numbers_spout(rec: Recorder, limit: int, reliable: bool = True) -> type[Spout]:
-    """Emits 1..limit once each (message id = the number when reliable)."""
-
-    class Numbers(Spout):
-        outputs = ["n"]
-
-        def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.i = 0
-
-        def next_tuple(self) -> None:
-            if self.i < limit:
-                self.i += 1
-                rec.add("emitted", self.i)
-                self.emit([self.i], tup_id=self.i if reliable else None)
-
-        def ack(self, tup_id: Any) -> None:
-            rec.add("acked", tup_id)
-
-        def fail(self, tup_id: Any) -> None:
-            rec.add("failed", tup_id)
-
-    return Numbers
-
-
-def gate(journal: Journal, release: threading.Event) -> type[Gate]:
-    return type("HeldGate", (Gate,), {"journal": journal, "release": release})
 
 
 # -- tick tuples ---------------------------------------------------------------
