@@ -47,8 +47,12 @@ def run_plain(duration: float) -> dict[str, Any]:
 
 def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
                max_pending: int | None) -> dict[str, Any]:
-    from squall import Bolt, Grouping, LocalCluster, Spout, Topology
+    from squall import Grouping, LocalCluster, Spout, Topology
     from squall.ops.logging import configure_logging
+
+    # The same split and count bolts the cluster benchmark runs.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+    from bench_wordcount import Count, Split
 
     configure_logging("error")
     pool = sentence_pool()
@@ -66,20 +70,6 @@ def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
                 return
             self.i = i + 1
             self.emit([pool[i % POOL_SIZE]], tup_id=i if acking else None)
-
-    class Split(Bolt):
-        outputs = ["word"]
-
-        def process(self, tup: Any) -> None:
-            for word in tup.values[0].split():
-                self.emit([word])
-
-    class Count(Bolt):
-        def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.counts: Counter[str] = Counter()
-
-        def process(self, tup: Any) -> None:
-            self.counts[tup.values[0]] += 1
 
     conf: dict[str, Any] = {"topology.acker.executors": 1 if acking else 0}
     if max_pending is not None:
