@@ -67,7 +67,7 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int) -> dict[str, Any]:
+def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, acking: bool) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
     from squall.multilang import MSGPACK_SERIALIZER, ShellBolt
     from squall.ops.logging import configure_logging
@@ -113,6 +113,8 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int) 
         bolt = ShellBolt.spec(command=command, script=script[0], args=args, cwd=workdir, outputs=["word"],
                               inputs=[words_spec])
     conf: dict[str, Any] = {"topology.max.spout.pending": max_pending}
+    if not acking:
+        conf["topology.acker.executors"] = 0
     if spec.get("serializer") == "msgpack":
         conf["topology.multilang.serializer"] = MSGPACK_SERIALIZER
 
@@ -154,14 +156,17 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.5)
     parser.add_argument("--max-pending", type=int, default=5000, help="topology.max.spout.pending")
+    parser.add_argument("--no-acking", action="store_true", help="topology.acker.executors: 0")
     parser.add_argument("--only", help="run only configurations whose label contains this")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(run(json.loads(args.child), args.duration, args.warmup, args.max_pending)))
+        print(json.dumps(run(json.loads(args.child), args.duration, args.warmup, args.max_pending,
+                             not args.no_acking)))
         return 0
-    print(f"one bolt re-emitting each word (anchored) and acking it; acking on, max spout pending "
-          f"{args.max_pending}; {os.cpu_count()} CPUs; {args.duration:.0f} s per run\n")
+    acking = "acking off" if args.no_acking else f"acking on, max spout pending {args.max_pending}"
+    print(f"one bolt re-emitting each word (anchored) and acking it; {acking}; "
+          f"{os.cpu_count()} CPUs; {args.duration:.0f} s per run\n")
     header = (f"{'bolt':<38}{'tuples/s':>11}{'vs in-process':>15}{'parent CPU us/tuple':>21}"
               f"{'child CPU us/tuple':>20}{'failed':>8}")
     print(header)
@@ -175,6 +180,8 @@ def main() -> int:
             continue
         cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
                "--warmup", str(args.warmup), "--max-pending", str(args.max_pending)]
+        if args.no_acking:
+            cmd.append("--no-acking")
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
         if proc.returncode != 0:
             print(f"{label:<38} failed:\n{proc.stderr[-2000:]}")

@@ -8,7 +8,9 @@
 Every input tuple goes to the child with a fresh wire id; the child's
 ``ack``/``fail`` settle it and its emits are anchored to the inputs it
 names, so the tuple tree is tracked as for an in-process bolt.  Ticks go
-to the child as ``__system``/``__tick`` tuples.  ``process`` blocks while
+to the child as ``__system``/``__tick`` tuples.  Encoded tuples are handed to
+the writer thread once per executor batch (``batch_done``), so a busy bolt
+wakes it once per batch, not per tuple.  ``process`` blocks while
 ``topology.shellbolt.max.pending`` tuples wait to be written, which backs
 the executor's queue up to the spouts; the child's own messages are still
 served meanwhile.
@@ -50,6 +52,7 @@ class ShellBolt(ShellComponent, Bolt):
         self.session: BoltSession | None = None
         self._waiting: deque[Any] = deque()
         self._encode: Any = None  # the codec's encoder for this (executor) thread only
+        self._out: list[bytes] = []  # encoded for the current child, handed over at batch_done
         self._shell_start()
         self._max_pending = self.settings.max_pending
 
@@ -60,7 +63,8 @@ class ShellBolt(ShellComponent, Bolt):
 
     def process(self, tup: Any) -> None:
         proc = self.proc
-        if proc is None or proc.queued >= self._max_pending:
+        if proc is None or proc.queued + len(self._out) >= self._max_pending:
+            self.batch_done()
             room = self._room()
             if room is _PARK:
                 self._waiting.append(tup)  # no child right now: the next one gets it
@@ -68,14 +72,21 @@ class ShellBolt(ShellComponent, Bolt):
             if room is None:
                 self.fail(tup)  # the executor is stopping
                 return
-            proc = room
-        self._send(proc, tup)
+        self._send(tup)
 
     def process_tick(self, tup: Any) -> None:
         # Storm's tick carries [freq secs]; built from the conf so the wire form
         # does not depend on how the core packs its tick record.
         freq = self.conf.get("topology.tick.tuple.freq.secs")
         self.process(Tuple(None, tup.component, tup.stream, tup.task, [freq], tup.anchors))
+
+    def batch_done(self) -> None:
+        out = self._out
+        if out:
+            self._out = []
+            proc = self.proc
+            if proc is not None:  # (else the session that sent them was lost: they failed)
+                proc.put_many(out)
 
     def _room(self) -> Any:
         """Wait until the child's queue has room, serving the child meanwhile.
@@ -101,7 +112,7 @@ class ShellBolt(ShellComponent, Bolt):
         finally:
             wake.waiting = False
 
-    def _send(self, proc: ShellProcess, tup: Any) -> None:
+    def _send(self, tup: Any) -> None:
         session = self.session
         assert session is not None
         message = session.tuple_message(tup)
@@ -114,7 +125,7 @@ class ShellBolt(ShellComponent, Bolt):
                 f"cannot send tuple {tuple(tup.values)!r} from {tup.component!r} to the "
                 f"{self.codec.name} child: {e}"))
             return
-        proc.put(data)
+        self._out.append(data)
 
     # -- sessions ------------------------------------------------------------
 
@@ -126,11 +137,13 @@ class ShellBolt(ShellComponent, Bolt):
                                    reply=lambda ids: proc.put_urgent(encode(ids)), **self._common())
         waiting, self._waiting = self._waiting, deque()
         for tup in waiting:
-            self._send(proc, tup)
+            self._send(tup)
+        self.batch_done()
 
     def _session_lost(self, proc: ShellProcess, died: ChildDied | None) -> int:
         session = self.session
         self.session = None
+        self._out = []  # encoded for the lost child; their tuples fail below
         if session is None or died is None:
             return 0
         lost = session.lost()

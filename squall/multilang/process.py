@@ -180,10 +180,10 @@ class ShellProcess:
 
     # -- the owner's side ----------------------------------------------------
 
-    def put(self, data: bytes) -> None:
-        """Queue an encoded tuple (bounded by the owner through :attr:`queued`)."""
-        self._tuples.append(data)
-        if self._writer_idle:  # a busy writer finds it on its next look, no lock needed
+    def put_many(self, datas: list[bytes]) -> None:
+        """Queue encoded tuples, waking the writer once for all of them."""
+        self._tuples.extend(datas)
+        if self._writer_idle:
             with self._cond:
                 self._cond.notify()
 

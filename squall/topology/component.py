@@ -250,6 +250,14 @@ class Bolt(Component):
     def process_tick(self, tup: Any) -> None:
         """A ``__tick`` tuple arrived (``topology.tick.tuple.freq.secs``)."""
 
+    def batch_done(self) -> None:
+        """The executor handed this bolt a batch of tuples (or a tick) and it was processed.
+
+        A bolt that buffers work per tuple (writes to a child, a database)
+        can flush it here once per batch.  Called only when overridden; an
+        exception here kills the worker, as one in ``initialize`` does.
+        """
+
     def ack(self, tup: Any) -> None:
         msg = f"{type(self).__name__}.ack called outside a running topology"
         raise RuntimeError(msg)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall.errors import FailedException, SerializationError
+from squall.topology.component import Bolt
 from squall.topology.tuple import Tuple
 from squall.worker.collector import TaskState, bolt_emitter
 from squall.worker.component_executor import ComponentExecutor
@@ -22,12 +23,14 @@ STOP_CHECK_EVERY = 256
 
 
 class BoltTask:
-    __slots__ = ("task", "bolt", "process", "state", "auto_ack", "auto_fail")
+    __slots__ = ("task", "bolt", "process", "batch_done", "state", "auto_ack", "auto_fail")
 
     def __init__(self, task: int, bolt: Any, state: TaskState) -> None:
         self.task = task
         self.bolt = bolt
         self.process = bolt.process
+        # Only an overridden hook is called: most bolts have nothing to flush.
+        self.batch_done = bolt.batch_done if type(bolt).batch_done is not Bolt.batch_done else None
         self.state = state
         self.auto_ack = bool(bolt.auto_ack)
         self.auto_fail = bool(bolt.auto_fail)
@@ -127,6 +130,8 @@ class BoltExecutor(ComponentExecutor):
                 self.acked += len(tuples) - errors
         state.current = None
         self.executed += len(tuples)
+        if bt.batch_done is not None:
+            bt.batch_done()
 
     @staticmethod
     def chunks(tuples: list[Tuple]) -> list[list[Tuple]]:
@@ -154,6 +159,8 @@ class BoltExecutor(ComponentExecutor):
                 if isinstance(e, SerializationError):
                     raise
                 self.report(e, task)
+            if bt.batch_done is not None:
+                bt.batch_done()
         else:
             super().on_control(kind, task, payload)
 

@@ -606,6 +606,61 @@ def test_manual_anchoring_and_late_ack_hold_the_spout_tuple() -> None:
     assert rec.items("failed") == []
 
 
+def test_batch_done_lets_a_bolt_flush_what_it_buffered_once_per_batch() -> None:
+    # Given a bolt that only buffers in process (and on a tick) and emits and
+    # acks what it holds in batch_done, after a spout of 2000 reliable numbers
+    clock = FakeClock()
+    rec = Recorder()
+
+    class Buffering(Bolt):
+        auto_ack = False
+        auto_anchor = False
+        outputs = ["n"]
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.held: list[Any] = []
+
+        def process(self, tup: Any) -> None:
+            self.held.append(tup)
+
+        def process_tick(self, tup: Any) -> None:
+            rec.add("ticked", len(self.held))
+
+        def batch_done(self) -> None:
+            rec.add("batch", len(self.held))
+            for tup in self.held:
+                self.emit([tup.values.n], anchors=[tup])
+                self.ack(tup)
+            self.held.clear()
+
+    class Sink(Bolt):
+        def process(self, tup: Any) -> None:
+            rec.add("sunk", tup.values.n)
+
+    class T(Topology):
+        config = {TICK_FREQ: 1}
+        numbers = numbers_spout(rec, 2000).spec()
+        buffering = Buffering.spec(inputs=[numbers])
+        sink = Sink.spec(inputs=[buffering])
+
+    with LocalCluster(clock=clock) as cluster:
+        cluster.submit("batches", T)
+        # Then every number goes through and its tree completes
+        poll_for(lambda: rec.count("acked") == 2000, message="every number acked")
+        assert sorted(rec.items("sunk")) == list(range(1, 2001))
+        # And batch_done ran once per batch, not once per tuple
+        sizes = [n for n in rec.items("batch") if n]
+        assert sum(sizes) == 2000
+        assert len(sizes) < 2000
+        # And it runs after a tick too (the tick found nothing buffered)
+        batches = rec.count("batch")
+        clock.advance(1)
+        poll_for(lambda: rec.count("ticked") == 1 and rec.count("batch") > batches,
+                 message="batch_done after the tick")
+    assert rec.items("ticked") == [0]
+    assert rec.items("failed") == []
+
+
 def test_a_bolt_without_auto_fail_leaves_the_tuple_to_time_out() -> None:
     # Given a bolt with auto_fail = False whose process raises, and a 10 s
     # message timeout on a fake clock
