@@ -20,43 +20,32 @@ class AckerExecutor(Executor):
         self.ledger = AckLedger(BUCKETS)
         self.acked = 0
         self.failed = 0
-        self.results: dict[tuple[str, int], list[int]] = {}
+        self.results: dict[tuple[bool, int], list[int]] = {}  # (ok?, spout task) -> roots
 
     def on_control(self, kind: str, task: int, payload: Any) -> None:
         ledger = self.ledger
-        outcomes = []
         if kind == "ack":
-            ack = ledger.ack
-            for root, val in payload:
-                outcome = ack(root, val)
-                if outcome is not None:
-                    outcomes.append(outcome)
+            outcomes = ledger.ack_many(payload)
         elif kind == "init":
-            init = ledger.init
-            for root, val, spout_task in payload:
-                outcome = init(root, val, spout_task)
-                if outcome is not None:
-                    outcomes.append(outcome)
+            outcomes = ledger.init_many(payload)
         elif kind == "fail":
-            for root in payload:
-                outcome = ledger.fail(root)
-                if outcome is not None:
-                    outcomes.append(outcome)
+            outcomes = ledger.fail_many(payload)
         elif kind == "tick":
             outcomes = ledger.rotate()
         else:
             super().on_control(kind, task, payload)
+            return
         results = self.results
+        ok_count = 0
         for spout_task, root, ok in outcomes:
-            key = ("acked" if ok else "failed", spout_task)
+            key = (ok, spout_task)
             batch = results.get(key)
             if batch is None:
                 batch = results[key] = []
             batch.append(root)
-            if ok:
-                self.acked += 1
-            else:
-                self.failed += 1
+            ok_count += ok
+        self.acked += ok_count
+        self.failed += len(outcomes) - ok_count
 
     @property
     def pending(self) -> int:
@@ -64,7 +53,7 @@ class AckerExecutor(Executor):
 
     def flush(self) -> None:
         if self.results:
-            for (kind, spout_task), roots in self.results.items():
-                self.control_out.append((kind, spout_task, roots))
+            for (ok, spout_task), roots in self.results.items():
+                self.control_out.append(("acked" if ok else "failed", spout_task, roots))
             self.results = {}
         super().flush()

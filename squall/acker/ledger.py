@@ -29,27 +29,53 @@ class AckLedger:
 
     def init(self, root: int, val: int, spout_task: int) -> Outcome | None:
         """The spout emitted tree ``root``: ``val`` is the XOR of its edge ids."""
-        entry = self.pending.pop(root, 0) ^ val | ((spout_task + 1) << TASK_SHIFT)
-        return self._settle(root, entry)
+        return _single(self.init_many([(root, val, spout_task)]))
 
     def ack(self, root: int, val: int) -> Outcome | None:
         """A bolt acked: ``val`` = its tuple's edge id XOR its children's edge ids."""
-        entry = self.pending.pop(root, 0) ^ val
-        return self._settle(root, entry)
+        return _single(self.ack_many([(root, val)]))
 
     def fail(self, root: int) -> Outcome | None:
-        entry = self.pending.pop(root, 0) | FAILED_BIT
-        return self._settle(root, entry)
+        return _single(self.fail_many([root]))
 
-    def _settle(self, root: int, entry: int) -> Outcome | None:
-        task = (entry >> TASK_SHIFT) - 1
-        if task >= 0:
-            if entry & FAILED_BIT:
-                return (task, root, False)
-            if not entry & MASK64:
-                return (task, root, True)
-        self.pending.put(root, entry)
-        return None
+    def init_many(self, items: list[tuple[int, int, int]]) -> list[Outcome]:
+        """``init`` for each (root, val, spout task); the outcomes, in order."""
+        # A root is initialised once (spouts draw a fresh random root per emit), so
+        # its task bits are still zero here and XOR-ing them in is setting them.
+        return self.ack_many([(root, val | ((task + 1) << TASK_SHIFT)) for root, val, task in items])
+
+    def fail_many(self, roots: list[int]) -> list[Outcome]:
+        return self.ack_many([(root, FAILED_BIT) for root in roots], failing=True)
+
+    def ack_many(self, items: list[tuple[int, int]], failing: bool = False) -> list[Outcome]:
+        """XOR each (root, term) into its tree; the trees that completed or failed.
+
+        The acker's hot loop: the RotatingMap's pop and put are inlined, as
+        a function call per event would cost as much as the event itself.
+        """
+        buckets = self.pending.buckets
+        newest = buckets[0]
+        older = buckets[1:]
+        out: list[Outcome] = []
+        for root, term in items:
+            entry = newest.pop(root, None)
+            if entry is None:
+                entry = 0
+                for bucket in older:
+                    if root in bucket:
+                        entry = bucket.pop(root)
+                        break
+            entry = entry | term if failing else entry ^ term
+            task = (entry >> TASK_SHIFT) - 1
+            if task >= 0:
+                if entry & FAILED_BIT:
+                    out.append((task, root, False))
+                    continue
+                if not entry & MASK64:
+                    out.append((task, root, True))
+                    continue
+            newest[root] = entry  # still pending: its timeout starts over
+        return out
 
     def rotate(self) -> list[Outcome]:
         """Advance timeouts; trees in the expired bucket fail back to their spout."""
@@ -59,3 +85,7 @@ class AckLedger:
             for root, entry in expired.items()
             if entry >> TASK_SHIFT
         ]
+
+
+def _single(outcomes: list[Outcome]) -> Outcome | None:
+    return outcomes[0] if outcomes else None

@@ -20,6 +20,12 @@ class RotatingMap:
             raise ValueError(msg)
         self._buckets: list[dict[Any, Any]] = [{} for _ in range(buckets)]
 
+    @property
+    def buckets(self) -> list[dict[Any, Any]]:
+        """The buckets, newest first, for a caller that inlines ``pop`` and ``put``
+        in a hot loop (the acker's ledger); a key lives in at most one of them."""
+        return self._buckets
+
     def put(self, key: Any, value: Any) -> None:
         buckets = self._buckets
         buckets[0][key] = value

@@ -19,6 +19,7 @@ import json
 from typing import Any, Protocol
 
 import msgpack
+import orjson
 
 from squall.multilang.errors import ProtocolError
 
@@ -64,13 +65,45 @@ def _compact(ensure_ascii: bool) -> Any:
 _utf8_encoder = _compact(ensure_ascii=False)
 _ascii_encoder = _compact(ensure_ascii=True)
 
+# orjson writes a message ~8x faster than the json module and reads ~2x faster;
+# json stays the reference for what orjson refuses or would read differently.
+_ORJSON_OPTIONS = orjson.OPT_NON_STR_KEYS | orjson.OPT_APPEND_NEWLINE
+# orjson reads integers exactly in [-2**63, 2**64) and others as floats; json keeps
+# every int exact.  A number that may lie outside (20 digits, or a minus sign and
+# 19) sends the read to json.  Found by mapping digits to "0", quotes to "q" (so a
+# wire id, a quoted minus and 19 digits, is not taken for one) and anything else
+# but "-" to "x": a regex scan costs 10x more.
+_NUMBER_SHAPES = bytes(48 if 48 <= b <= 57 else b if b == 45 else 113 if b == 34 else 120 for b in range(256))
+_TWENTY_DIGITS = b"0" * 20
+_MINUS_NINETEEN_DIGITS = b"x-" + b"0" * 19
+
+
+def _may_hold_a_wide_int(data: bytes) -> bool:
+    shapes = data.translate(_NUMBER_SHAPES)
+    return _TWENTY_DIGITS in shapes or _MINUS_NINETEEN_DIGITS in shapes
+
+
+def _sequence_as_list(value: Any) -> Any:
+    """orjson's fallback: Squall's tuple values are namedtuples, which orjson does not take."""
+    if isinstance(value, tuple):
+        return list(value)
+    msg = f"Object of type {type(value).__name__} is not JSON serializable"
+    raise TypeError(msg)
+
 
 class JsonCodec:
-    """Storm's ``JsonSerializer``: ``<json>\\nend\\n``, UTF-8, one line per message."""
+    """Storm's ``JsonSerializer``: ``<json>\\nend\\n``, UTF-8, one line per message.
+
+    NaN and infinities go out as ``null``, as Storm's json-simple writes them.
+    """
 
     name = "json"
 
     def encode(self, message: Any) -> bytes:
+        try:
+            return orjson.dumps(message, default=_sequence_as_list, option=_ORJSON_OPTIONS) + b"end\n"
+        except TypeError:
+            pass  # an int past 64 bits, a lone surrogate, or something JSON cannot carry
         text = _utf8_encoder(message)
         try:
             data = text.encode("utf-8")
@@ -90,16 +123,15 @@ class JsonCodec:
 class JsonDecoder:
     """Reassembles ``end``-terminated messages across reads and lines.
 
-    The common case, whole one-line objects, is decoded in one ``json.loads``
-    for everything a read completed; anything else (messages over several
-    lines, CRLF, garbage) goes line by line, which also finds the fault.
+    The common case is decoded in one ``orjson.loads`` for everything a read
+    completed; anything else (CRLF, garbage, numbers orjson would round) goes
+    line by line, which also finds the fault.
     """
 
-    __slots__ = ("_buf", "_scan")
+    __slots__ = ("_buf",)
 
     def __init__(self) -> None:
         self._buf = b""  # from the start of the first incomplete message
-        self._scan = json.JSONDecoder().scan_once  # the C scanner, without loads()' wrapping
 
     def feed(self, data: bytes) -> list[Any]:
         buf = self._buf + data if self._buf else data
@@ -112,18 +144,17 @@ class JsonDecoder:
                 return []
             return self._by_lines(buf)
         whole = buf[:end]
-        parts = whole.split(b"\nend\n")
-        if whole.count(b"\n") == 2 * (len(parts) - 1):  # no message spans lines
-            for part in parts:
-                if part[:1] != b"{" or part[-1:] != b"}":
-                    break
+        # One parse for every message the read completed.  Framing is exact: only a
+        # line equal to "end" ends a message, and orjson, like json, reads a message
+        # over several lines; an empty message or garbage breaks the array, or its
+        # length, and the line path below finds which message it was.
+        if not _may_hold_a_wide_int(whole):
+            try:
+                out = orjson.loads(b"[" + whole.replace(b"\nend\n", b",") + b"]")
+            except orjson.JSONDecodeError:
+                pass  # NaN, a lone surrogate, bad UTF-8, garbage: the line path decides
             else:
-                try:
-                    text = (b"[" + b",".join(parts) + b"]").decode("utf-8")
-                    out, stop = self._scan(text, 0)
-                except (ValueError, UnicodeDecodeError, StopIteration):
-                    out = stop = None
-                if stop == len(text) and len(out) == len(parts):
+                if len(out) == whole.count(b"\nend\n") + 1:
                     self._buf = buf[end + 5:]
                     return out  # type: ignore[no-any-return]
         return self._by_lines(buf)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import collections
 import io
 
 import msgpack
@@ -67,6 +68,32 @@ def test_json_decoder_reports_garbage_keeping_what_came_before() -> None:
 def test_json_keeps_big_integers_floats_and_nesting() -> None:
     value = [2 ** 70, -1.5e-300, None, {"k": [True, {"x": "y"}]}]
     assert JsonCodec().decoder().feed(JsonCodec().encode(value)) == [value]
+
+
+@pytest.mark.parametrize("number", [2 ** 70, 2 ** 64, 2 ** 64 - 1, -(2 ** 63) - 1, -(2 ** 63), -(10 ** 19)])
+def test_json_reads_integers_exactly_however_wide(number: int) -> None:
+    # an int past 64 bits, or at the edges of them, among ordinary messages and a wire id
+    raw = (b'{"command":"ack","id":"-9223372036854775808"}\nend\n'
+           b'{"command":"emit","tuple":[%d, "-12345678901234567890"]}\nend\n' % number)
+    out = JsonCodec().decoder().feed(raw)
+    assert out == [{"command": "ack", "id": "-9223372036854775808"},
+                   {"command": "emit", "tuple": [number, "-12345678901234567890"]}]
+    assert type(out[1]["tuple"][0]) is int
+
+
+def test_json_reads_nan_as_python_writes_it() -> None:
+    out = JsonCodec().decoder().feed(b'{"command":"emit","tuple":[NaN, 0.5]}\nend\n')
+    value = out[0]["tuple"][0]
+    assert value != value and out[0]["tuple"][1] == 0.5
+
+
+def test_json_writes_tuple_values_as_arrays_and_nan_as_null_like_storm() -> None:
+    record = collections.namedtuple("record", "word count")("cat", 3)
+    assert JsonCodec().encode({"tuple": record}) == b'{"tuple":["cat",3]}\nend\n'
+    assert JsonCodec().encode([float("nan"), float("inf"), 1.5]) == b"[null,null,1.5]\nend\n"
+    assert JsonCodec().encode({1: "int keys become strings"}) == b'{"1":"int keys become strings"}\nend\n'
+    with pytest.raises(TypeError):
+        JsonCodec().encode([b"bytes"])
 
 
 def test_msgpack_is_raw_concatenated_values() -> None:
