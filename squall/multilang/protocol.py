@@ -35,6 +35,12 @@ def new_id() -> str:
     return str(_rng.getrandbits(64) - (1 << 63))
 
 
+def id_start() -> int:
+    """Where a session's counted wire ids start: random, with 2**40 ids to go before
+    they would leave the signed 64-bit range (JavaScript children parse them as strings)."""
+    return _rng.randrange(-(1 << 63), (1 << 63) - (1 << 40))
+
+
 def handshake_message(conf: dict[str, Any], context: dict[str, Any], pid_dir: str) -> dict[str, Any]:
     return {"conf": conf, "pidDir": pid_dir, "context": context}
 

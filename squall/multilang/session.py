@@ -24,6 +24,7 @@ Storm's rules, and where Squall differs on purpose:
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -88,12 +89,13 @@ class BoltSession(Common):
         self.inputs: dict[str, Any] = {}
         # Inputs an emit anchored to them was refused for: acking them fails them.
         self.doomed: set[str] = set()
+        # Wire ids count up from a random signed 64-bit start (Storm draws each at
+        # random): unique in the session with no lookup, as unguessable at the start.
+        self._ids = itertools.count(protocol.id_start())
 
     def tuple_message(self, tup: Any) -> dict[str, Any]:
         """Register ``tup`` as in flight; the message that sends it to the child."""
-        tid = protocol.new_id()
-        while tid in self.inputs:
-            tid = protocol.new_id()
+        tid = str(next(self._ids))
         self.inputs[tid] = tup
         return {"id": tid, "comp": tup.component, "stream": tup.stream, "task": tup.task, "tuple": tup.values}
 
@@ -137,8 +139,7 @@ class BoltSession(Common):
                             anchors.append(tup)
                         else:
                             try:
-                                tasks = emit(values, anchors=anchors, stream=m.get("stream") or DEFAULT_STREAM,
-                                             direct_task=None)
+                                tasks = emit(values, anchors, m.get("stream") or DEFAULT_STREAM)
                             except EMIT_ERRORS as e:
                                 self._report(e)
                                 doomed.update(ids)
