@@ -35,11 +35,6 @@ from squall.multilang.tap import Tap
 SHELL_OPTIONS = ("command", "script", "args", "cwd", "env")
 
 
-def _executor_of(component: Any) -> Any:
-    """The executor running ``component`` (its ``call_soon`` is the executor's bound method)."""
-    return getattr(component.call_soon, "__self__", None)
-
-
 class ShellComponent:
     """Mixin over Spout/Bolt.  Subclasses implement the ``_session_*`` hooks."""
 
@@ -55,6 +50,8 @@ class ShellComponent:
     options: dict[str, Any]
     logger: Any
     call_soon: Callable[[Callable[[], None]], None]
+    stopping: Callable[[], bool]
+    clock: Any
     report_error: Callable[[BaseException], None]
 
     # -- start and stop ------------------------------------------------------
@@ -71,8 +68,7 @@ class ShellComponent:
         component = self.context.component_id
         self.settings = settings_mod.resolve(options, self.conf, component)
         self.codec = self.settings.codec
-        executor = _executor_of(self)
-        plan = getattr(self.context, "plan", None) or getattr(executor, "plan", None)
+        plan = getattr(self.context, "plan", None)
         self._context_msg = storm_context(plan, component, self.context.task_id) if plan is not None \
             else self.context.to_dict()
         self._conf_msg = wire_conf(self.conf, self.context.topology_name)
@@ -119,7 +115,7 @@ class ShellComponent:
                 self._remove_pid_file(proc)
 
     def _executor_running(self) -> bool:
-        return bool(getattr(_executor_of(self), "running", True)) and not self._closed.is_set()
+        return not self.stopping() and not self._closed.is_set()
 
     # -- children ------------------------------------------------------------
 
@@ -134,7 +130,7 @@ class ShellComponent:
             s.argv, codec=s.codec, cwd=s.cwd, env=s.env, timeout=s.timeout,
             heartbeat_secs=self._heartbeat_secs(), on_messages=self._on_messages, on_exit=self._on_exit,
             owner_alive=self._owner_alive, on_orphaned=self._orphaned, wake=self._wake, threaded=self.threaded,
-            logger=self.logger, tap=tap,
+            logger=self.logger, now=self.clock.now, tap=tap,
         )
         initial = proc.start(self._conf_msg, self._context_msg, self.pid_dir)
         self.logger.info("multilang child started", pid=proc.pid, command=" ".join(s.argv), cwd=s.cwd,
@@ -214,8 +210,8 @@ class ShellComponent:
 
     def _relaunch(self, delay: float) -> None:
         """Helper thread: wait out the back-off, start a child, post it to the executor."""
-        if self._closed.wait(delay):
-            return
+        if not self.clock.sleep_until(self.clock.now() + delay, self._closed):
+            return  # closed meanwhile
         if not self._owner_alive():
             self._orphaned()
             return

@@ -68,6 +68,7 @@ class ShellSpout(ShellComponent, Spout):
             return
         if session.idle:
             # The child had nothing last time: give it a moment (Storm's spout wait strategy).
+            # Real time, not the worker's clock: this pause saves CPU, it times nothing out.
             now = time.monotonic()
             if not self._idle_until:
                 self._idle_until = now + self._idle_secs

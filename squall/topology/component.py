@@ -14,6 +14,8 @@ from typing import Any
 
 import structlog
 
+from squall.clock import Clock
+
 from squall.topology.grouping import GroupingSpec
 
 DEFAULT_STREAM = "default"
@@ -152,6 +154,9 @@ class Component:
         self.context: Any = None
         self.options: dict[str, Any] = {}
         self.logger = structlog.get_logger(f"squall.component.{type(self).__name__}")
+        # The worker's clock once running: read time through it, not time.monotonic(),
+        # so a test driving a FakeClock drives the component's timeouts too.
+        self.clock: Clock = Clock()
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         """Called once in the executor thread before any tuple."""
@@ -167,6 +172,12 @@ class Component:
         """Report an error for this component (throttled, as Storm's reportError)."""
         msg = f"{type(self).__name__}.report_error called outside a running topology"
         raise RuntimeError(msg)
+
+    def stopping(self) -> bool:
+        """True once the executor is stopping (the topology is killed, the worker
+        shuts down).  A long ``process`` or a helper thread should wrap up:
+        what it has not acked times out and replays.  Thread-safe."""
+        return False
 
     def call_soon(self, fn: Any) -> None:
         """Run ``fn()`` in this component's executor thread (thread-safe).

@@ -26,6 +26,8 @@ class ComponentExecutor(Executor):
         instance.context = context
         instance.logger = instance.logger.bind(component=self.component, task=task)
         instance.call_soon = self.call_soon
+        instance.stopping = self.stopping
+        instance.clock = self.worker.clock
         instance.report_error = lambda error, task=task: self.report(error, task)
         # Component-type settings given to spec(...) (a shell command, a schema, ...).
         instance.options = dict(cdef.options)

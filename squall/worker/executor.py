@@ -72,6 +72,10 @@ class Executor:
         self.running = False
         self.queue.wakeup.set()
 
+    def stopping(self) -> bool:
+        """Thread-safe: the executor was told to stop (or never started)."""
+        return not self.running
+
     def _main(self) -> None:
         structlog.contextvars.bind_contextvars(
             node=self.worker.node, topology=self.plan.name, worker=self.worker.address,

@@ -22,6 +22,7 @@ from typing import Any
 import structlog
 
 from squall import Bolt, Grouping, LocalCluster, Spout, Stream, Topology
+from squall.clock import Clock
 from squall.multilang import MSGPACK_SERIALIZER, ShellBolt, ShellSpout
 from squall.multilang.codec import codec_for
 from squall.multilang.tap import transcript as read_transcript
@@ -265,7 +266,8 @@ def captured_logs() -> Iterator[list[dict[str, Any]]]:
 
 
 @contextlib.contextmanager
-def running(topology: type[Topology], name: str = "ml", conf: dict[str, Any] | None = None) -> Iterator[Any]:
-    with LocalCluster() as cluster:
+def running(topology: type[Topology], name: str = "ml", conf: dict[str, Any] | None = None,
+            clock: Clock | None = None) -> Iterator[Any]:
+    with LocalCluster(clock=clock) as cluster:
         runner = cluster.submit(name, topology, conf)
         yield runner

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from squall.clock import FakeClock
 from squall.testing import poll_for
 from tests.helpers import stay
 from tests.multilang.harness import (
@@ -58,6 +59,30 @@ def test_11_a_hung_bolt_is_killed_within_the_timeout_its_tuples_fail_and_it_rest
         after = probe.put("split", "still working")
         poll_for(lambda: probe.settled(after), 5, "a tuple through the new child")
         assert after in probe.acked and bolt.restarts == 1
+
+
+def test_11_the_subprocess_timeout_runs_on_the_worker_clock() -> None:
+    # Given a hung child, Storm's default 30 s subprocess timeout and a fake clock
+    # (the message timeout is far away, so only the child's death fails the tuple)
+    clock, probe = FakeClock(), Probe()
+    conf = {"topology.message.timeout.secs": 600}
+    with running(bolt_topology(ADAPTERS["squall-msgpack"], probe, conf), clock=clock) as runner:
+        bolt = shell(runner)
+        pid = bolt.proc.pid
+        before = probe.put("echo", "before")
+        poll_for(lambda: probe.settled(before), 5, "a first tuple")
+        hang = probe.put("hang")
+        poll_for(lambda: not probe.queue, 5, "the feed to send the tuple")
+        # Then real seconds of silence, and 29 s of worker time, do not time the child out
+        assert stay(lambda: not errors(runner), 1.0)
+        clock.advance(29)
+        assert stay(lambda: not errors(runner), 0.5) and pid_alive(pid)
+        # When the worker clock passes 30 s, the child is killed and its tuple fails
+        clock.advance(2)
+        poll_for(lambda: errors(runner, "heartbeat timeout"), 5, "the timeout to be reported")
+        poll_for(lambda: probe.settled(hang), 5, "the hung tuple to fail")
+        assert hang in probe.failed
+        restarted(bolt, pid)
 
 
 @pytest.mark.parametrize("name", ["pystorm-json", "squall-json"])

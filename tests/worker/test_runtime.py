@@ -402,6 +402,42 @@ def test_kill_stops_a_busy_bolt_promptly() -> None:
             fast.set()  # let a thread that outlived kill drain quickly
 
 
+def test_a_long_process_sees_stopping_and_the_worker_clock() -> None:
+    # Given a bolt whose process works until the component's clock passes a
+    # deadline or the executor is stopping (as a batching bolt or a helper
+    # thread would), under a fake clock
+    clock = FakeClock()
+    rec = Recorder()
+
+    class Patient(Bolt):
+        def process(self, tup: Any) -> None:
+            rec.add("started", self.stopping())
+            deadline = self.clock.now() + 60
+            while self.clock.now() < deadline and not self.stopping():
+                time.sleep(0.005)
+            rec.add("ended", "clock" if self.clock.now() >= deadline else "stopping")
+
+    class T(Topology):
+        config = {"worker.shutdown.timeout.secs": 5.0}
+        numbers = numbers_spout(rec, 2).spec()
+        patient = Patient.spec(inputs=[numbers])
+
+    with LocalCluster(clock=clock) as cluster:
+        cluster.submit("patient", T)
+        poll_for(lambda: rec.count("started") == 1, message="the first tuple")
+        # Then the bolt waits on the worker's clock, not on real time
+        assert stay(lambda: rec.count("ended") == 0, 0.5)
+        clock.advance(60)
+        poll_for(lambda: rec.items("ended") == ["clock"], message="the fake deadline")
+        # And when the topology is killed, stopping() ends the second wait at once
+        poll_for(lambda: rec.count("started") == 2, message="the second tuple")
+        started = time.monotonic()
+        cluster.kill("patient")
+        assert rec.items("ended") == ["clock", "stopping"]
+        assert time.monotonic() - started < 5.0
+    assert rec.items("started") == [False, False]
+
+
 @pytest.mark.parametrize("operation", ["kill", "activate", "deactivate", "stats", "errors", "topology"])
 def test_unknown_topology_names_are_refused_by_name(cluster: LocalCluster, operation: str) -> None:
     with pytest.raises(SquallError, match="'no-such-topology'"):
