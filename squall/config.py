@@ -12,6 +12,9 @@ from typing import Any
 
 from squall.errors import ConfigError
 
+WORKER_DIR = "squall.worker.dir"
+WORKER_PIDS = "pids"  # the multilang pid files' directory, under the worker's
+
 # key -> (default, accepted types, lower bound or None)
 _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.workers": (1, (int,), 1),
@@ -53,6 +56,11 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.shellbolt.max.pending": (100, (int,), 1),
     "topology.multilang.resources.dir": (None, (str, type(None)), None),
     "topology.multilang.tap.dir": (None, (str, type(None)), None),
+    # Set by a worker process to its own directory (never by users): multilang
+    # children write their pid files in <dir>/pids, as under Storm's
+    # <storm.local.dir>/workers/<worker id>/pids, and the supervisor kills any
+    # a dead worker left behind.
+    "squall.worker.dir": (None, (str, type(None)), None),
     # -- cluster daemons (squall.yaml) --------------------------------------
     "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),
     "storm.zookeeper.port": (2181, (int,), 1),

@@ -13,18 +13,26 @@ Storm's own adapters and pystorm (streamparse) run unchanged as children;
 :mod:`squall.multilang.child` is Squall's own Python adapter.
 """
 
-from squall.multilang.bolt import ShellBolt
-from squall.multilang.codec import JSON_SERIALIZER, MSGPACK_SERIALIZER
-from squall.multilang.errors import ChildDied, MultilangError, ProtocolError, ShellProcessError
-from squall.multilang.spout import ShellSpout
+from typing import TYPE_CHECKING
 
-__all__ = [
-    "JSON_SERIALIZER",
-    "MSGPACK_SERIALIZER",
-    "ChildDied",
-    "MultilangError",
-    "ProtocolError",
-    "ShellBolt",
-    "ShellProcessError",
-    "ShellSpout",
-]
+from squall.lazy import lazy_exports
+
+_EXPORTS = {
+    "JSON_SERIALIZER": "squall.multilang.codec",
+    "MSGPACK_SERIALIZER": "squall.multilang.codec",
+    "ChildDied": "squall.multilang.errors",
+    "MultilangError": "squall.multilang.errors",
+    "ProtocolError": "squall.multilang.errors",
+    "ShellProcessError": "squall.multilang.errors",
+    "ShellBolt": "squall.multilang.bolt",
+    "ShellSpout": "squall.multilang.spout",
+}
+# Lazy: a Python child imports squall.multilang.child, which needs none of the parent side.
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = sorted(_EXPORTS)
+
+if TYPE_CHECKING:
+    from squall.multilang.bolt import ShellBolt
+    from squall.multilang.codec import JSON_SERIALIZER, MSGPACK_SERIALIZER
+    from squall.multilang.errors import ChildDied, MultilangError, ProtocolError, ShellProcessError
+    from squall.multilang.spout import ShellSpout

@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from squall import config
 from squall.errors import ConfigError
 from squall.multilang.codec import JSON_SERIALIZER, JsonCodec, MsgpackCodec, codec_for
 
@@ -150,10 +151,18 @@ def resolve(options: Mapping[str, Any], conf: Mapping[str, Any], component: str)
 def pid_dir(conf: Mapping[str, Any], topology: str, worker: str) -> tuple[str, bool]:
     """Where children write their pid files, and whether it is ours to remove.
 
-    A worker process uses Storm's ``<storm.local.dir>/workers/<worker-id>/pids``
-    (absolute: children run elsewhere); local mode (an ``inproc://`` worker)
-    a fresh temporary directory, so that tests leave nothing behind.
+    A worker process uses ``<its directory>/pids`` (``squall.worker.dir``;
+    Storm's ``<storm.local.dir>/workers/<worker-id>/pids``), where its
+    supervisor looks for children it left behind; without one,
+    ``<storm.local.dir>/workers/<topology>-<worker>/pids``.  Local mode (an
+    ``inproc://`` worker) takes a fresh temporary directory, so that tests
+    leave nothing behind.  Absolute paths: children run elsewhere.
     """
+    worker_dir = conf.get(config.WORKER_DIR)
+    if worker_dir and not worker.startswith("inproc://"):
+        path = os.path.join(os.path.abspath(str(worker_dir)), config.WORKER_PIDS)
+        os.makedirs(path, exist_ok=True)
+        return path, False
     local = conf.get("storm.local.dir")
     if local and not worker.startswith("inproc://"):
         worker_id = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{topology}-{worker}").strip("_")

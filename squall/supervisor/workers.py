@@ -22,6 +22,7 @@ from typing import Any
 import psutil
 import structlog
 
+from squall import config
 from squall.ops.processes import kill_tree
 
 log = structlog.get_logger("squall.supervisor.workers")
@@ -78,6 +79,7 @@ class Slot:
 
     def launch(self, node: str, assignment: dict[str, Any], children: dict[int, subprocess.Popen[bytes]]) -> int:
         self.dir.mkdir(parents=True, exist_ok=True)
+        self.kill_left_children(grace=0.0)  # a dead predecessor's; must go before its pid record
         for stale in ("heartbeat.json",):
             (self.dir / stale).unlink(missing_ok=True)
         write_json(self.assignment_file, assignment)
@@ -96,9 +98,35 @@ class Slot:
     def kill(self, reason: str, grace: float) -> None:
         """Ask, wait, then SIGKILL the worker and every process under it."""
         proc = self.process()
-        if proc is None or not kill_tree(proc.pid, grace):
+        if proc is not None and kill_tree(proc.pid, grace):
+            log.info("worker killed", port=self.port, pid=proc.pid, reason=reason)
+        self.kill_left_children(grace)
+
+    def kill_left_children(self, grace: float) -> None:
+        """Kill the multilang children a worker left behind (``<slot>/pids``).
+
+        The worker's children die with it when it is stopped, but one that
+        was SIGKILLed orphans them, and a child that neither reads its stdin
+        nor exits (hung, stopped) would live on.  Only processes started
+        since the worker's launch are taken for its children: a pid file
+        whose pid was reused by another process is just removed.
+        """
+        pids_dir = self.dir / config.WORKER_PIDS
+        try:
+            entries = list(pids_dir.iterdir())
+        except OSError:
             return
-        log.info("worker killed", port=self.port, pid=proc.pid, reason=reason)
+        launched = (self.pid_record() or {}).get("launched", 0.0)
+        for entry in entries:
+            if entry.name.isdigit():
+                pid = int(entry.name)
+                try:
+                    started = psutil.Process(pid).create_time()
+                except psutil.Error:
+                    started = None
+                if started is not None and started >= launched - 1.0 and kill_tree(pid, grace):
+                    log.warning("orphaned multilang child killed", port=self.port, pid=pid)
+            entry.unlink(missing_ok=True)
 
     def new_errors(self, offset: int) -> tuple[list[dict[str, Any]], int]:
         path = self.dir / "errors.jsonl"

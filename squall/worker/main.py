@@ -77,6 +77,7 @@ from typing import Any
 
 import structlog
 
+from squall import config
 from squall.clock import Clock
 from squall.errors import SquallError, TransportError
 from squall.ops.logging import configure_logging
@@ -280,7 +281,10 @@ class WorkerProcess:
         if assignment.code_dir and assignment.code_dir not in sys.path:
             sys.path.insert(0, assignment.code_dir)
         try:
-            plan = plan_topology(definition_from_dict(assignment.topology), overrides=assignment.conf)
+            # The worker's own directory: multilang children write their pid files under it,
+            # where the supervisor finds (and kills) any this worker leaves behind.
+            overrides = {**assignment.conf, config.WORKER_DIR: str(self.dir.resolve())}
+            plan = plan_topology(definition_from_dict(assignment.topology), overrides=overrides)
         except SquallError as e:
             raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
         by_id = {e.id: e for e in plan.executors}

@@ -66,10 +66,14 @@ def test_environment_is_inherited_extended_and_path_appended() -> None:
     assert env["SQUALL_MULTILANG_SERIALIZER"] == "msgpack"
 
 
-def test_pid_dir_is_storms_for_worker_processes_and_temporary_in_local_mode(tmp_path: Any) -> None:
+def test_pid_dir_is_the_workers_own_for_worker_processes_and_temporary_in_local_mode(tmp_path: Any) -> None:
     path, own = pid_dir({"storm.local.dir": str(tmp_path)}, "topo", "tcp://127.0.0.1:6700")
     assert path == os.path.join(str(tmp_path), "workers", "topo-tcp_127.0.0.1_6700", "pids") and not own
     assert os.path.isdir(path)
+    # a worker process started by a supervisor: under its own directory, where the supervisor looks
+    path, own = pid_dir({"storm.local.dir": str(tmp_path), "squall.worker.dir": str(tmp_path / "w" / "6700")},
+                        "topo", "tcp://127.0.0.1:6700")
+    assert path == os.path.join(str(tmp_path), "w", "6700", "pids") and not own and os.path.isdir(path)
     path, own = pid_dir({"storm.local.dir": str(tmp_path)}, "topo", "inproc://topo/worker-0")
     assert own and not path.startswith(str(tmp_path))
     os.rmdir(path)

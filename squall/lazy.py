@@ -1,0 +1,31 @@
+"""Package attributes imported on first use (PEP 562).
+
+``import squall.multilang.child`` runs in every Python multilang child: it
+must not pay for the local cluster, structlog and the worker (~100 ms per
+child start) just because ``squall/__init__`` names them.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Mapping
+from typing import Any
+
+
+def lazy_exports(package: str, namespace: dict[str, Any],
+                 exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """``__getattr__`` and ``__dir__`` for ``package``: ``exports`` maps a name to its module."""
+
+    def __getattr__(name: str) -> Any:
+        module = exports.get(name)
+        if module is None:
+            msg = f"module {package!r} has no attribute {name!r}"
+            raise AttributeError(msg)
+        value = getattr(importlib.import_module(module), name)
+        namespace[name] = value  # the next lookup is a plain global
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted({*namespace, *exports})
+
+    return __getattr__, __dir__
