@@ -1,17 +1,21 @@
 """Multilang bolt throughput: the same bolt in-process and as a child process.
 
     python benchmarks/multilang.py [--duration 5] [--repeat 3] [--max-pending 5000] [--no-acking]
+                                    [--rate 5000]
 
-A spout emits words with message ids (unless --no-acking); the bolt under test
-re-emits each word anchored to it and acks it; a sink takes the words.
-The bolt is an in-process Squall bolt, or a ShellBolt child: pystorm
+A spout emits words with message ids (unless --no-acking); the bolt
+under test re-emits each word anchored to it and acks it; a sink takes the
+words.  The bolt is an in-process Squall bolt, or a ShellBolt child: pystorm
 (what streamparse runs) and Squall's own adapter, in JSON and in msgpack
-mode, and a Node.js bolt.  Each configuration runs in a fresh process;
-tuples/s is what the bolt processed per second after a warm-up.  Nothing
-here asserts a number.  Each configuration runs ``--repeat`` times, in rounds
-over all of them, and the table shows the median and the range: on a shared
-machine one run can be 20% off.  Storm's multilang users report about 1,000
-tuples/s.
+mode, and a Node.js bolt.  Each configuration runs in a fresh process.
+
+tuples/s is what the bolt processed per second after a warm-up.  p50 and
+p99 are the spout's complete latency (emit to the last ack); they mean most
+at a moderate ``--rate``, since flat out tuples queue up to max spout
+pending.  Each configuration runs ``--repeat`` times, in rounds over all of
+them, and the table shows the medians and the throughput's range: on a
+shared machine one run can be 20% off.  Nothing here asserts a number.
+Storm's multilang users report about 1,000 tuples/s.
 """
 
 from __future__ import annotations
@@ -71,7 +75,8 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, acking: bool) -> dict[str, Any]:
+def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, acking: bool,
+        rate: float | None = None) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
     from squall.multilang import MSGPACK_SERIALIZER, ShellBolt
     from squall.ops.logging import configure_logging
@@ -84,9 +89,12 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, 
 
         def initialize(self, conf: dict[str, Any], context: Any) -> None:
             self.i = 0
+            self.start = time.monotonic()
 
         def next_tuple(self) -> None:
             i = self.i
+            if rate is not None and time.monotonic() < self.start + i / rate:
+                return
             self.i = i + 1
             self.emit([words[i % 1000]], tup_id=i)
 
@@ -129,7 +137,9 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, 
         runner = cluster.submit("bench", topology)
         time.sleep(warmup)
         kids = me.children()
+        spout = next(e for w in runner.workers if w for e in w.executors if e.component == "words")
         before = runner.stats()
+        spout.latencies.clear()
         cpu0 = _cpu([me]), _cpu(kids)
         start = time.perf_counter()
         time.sleep(duration)
@@ -137,13 +147,16 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, 
         elapsed = time.perf_counter() - start
         cpu1 = _cpu([me]), _cpu(kids)
         errors = len(runner.errors)
+        latencies = sorted(spout.latencies)
     shutil.rmtree(workdir, ignore_errors=True)
     executed = after["echo"]["executed"] - before["echo"]["executed"]
     acked = after["words"]["acked"] - before["words"]["acked"]
     return {"tuples_per_s": executed / elapsed, "acked_per_s": acked / elapsed,
             "failed": after["words"]["failed"], "errors": errors,
             "parent_us": (cpu1[0] - cpu0[0]) / max(executed, 1) * 1e6,
-            "child_us": (cpu1[1] - cpu0[1]) / max(executed, 1) * 1e6}
+            "child_us": (cpu1[1] - cpu0[1]) / max(executed, 1) * 1e6,
+            "p50_ms": latencies[len(latencies) // 2] * 1000 if latencies else None,
+            "p99_ms": latencies[int(len(latencies) * 0.99)] * 1000 if latencies else None}
 
 
 def _cpu(processes: list[Any]) -> float:
@@ -155,12 +168,19 @@ def _cpu(processes: list[Any]) -> float:
     return total
 
 
+def _median_ms(runs: list[dict[str, Any]], key: str) -> str:
+    values = [r[key] for r in runs if r.get(key) is not None]
+    return f"{statistics.median(values):.2f}" if values else "-"
+
+
 def _run_child(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | str:
     """One configuration in a fresh process: its result, or the error text."""
     cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
            "--warmup", str(args.warmup), "--max-pending", str(args.max_pending)]
     if args.no_acking:
         cmd.append("--no-acking")
+    if args.rate:
+        cmd += ["--rate", str(args.rate)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if proc.returncode != 0:
         return proc.stderr[-2000:]
@@ -175,15 +195,18 @@ def main() -> int:
                         help="runs per configuration, interleaved; the table shows the median")
     parser.add_argument("--max-pending", type=int, default=5000, help="topology.max.spout.pending")
     parser.add_argument("--no-acking", action="store_true", help="topology.acker.executors: 0")
+    parser.add_argument("--rate", type=float, help="emit this many tuples/s (a latency run) instead of "
+                                                    "as many as the bolt takes")
     parser.add_argument("--only", help="run only configurations whose label contains this")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run(json.loads(args.child), args.duration, args.warmup, args.max_pending,
-                             not args.no_acking)))
+                             not args.no_acking, args.rate)))
         return 0
     acking = "acking off" if args.no_acking else f"acking on, max spout pending {args.max_pending}"
-    print(f"one bolt re-emitting each word (anchored) and acking it; {acking}; {os.cpu_count()} CPUs; "
+    offered = f"{args.rate:,.0f} tuples/s offered" if args.rate else "as fast as it goes"
+    print(f"one bolt re-emitting each word (anchored) and acking it; {acking}; {offered}; {os.cpu_count()} CPUs; "
           f"median of {args.repeat} runs of {args.duration:.0f} s each\n")
     configs = [(label, spec) for label, spec in CONFIGS if not args.only or args.only in label]
     results: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in configs}
@@ -198,7 +221,7 @@ def main() -> int:
             else:
                 results[label].append(r)
     header = (f"{'bolt':<36}{'tuples/s':>10}{'range':>17}{'vs in-process':>15}{'parent CPU us/tuple':>21}"
-              f"{'child CPU us/tuple':>20}{'failed':>8}")
+              f"{'child CPU us/tuple':>20}{'p50 ms':>8}{'p99 ms':>8}{'failed':>8}")
     print(header)
     print("-" * len(header))
     baseline = None
@@ -219,8 +242,9 @@ def main() -> int:
         parent_us = statistics.median(r["parent_us"] for r in runs)
         child_us = f"{statistics.median(r['child_us'] for r in runs):.1f}" if spec["kind"] != "inproc" else "-"
         failed = sum(r["failed"] for r in runs)
+        p50, p99 = (_median_ms(runs, key) for key in ("p50_ms", "p99_ms"))
         print(f"{label:<36}{rate:>10,.0f}{f'{low:.0f}K-{high:.0f}K':>17}{ratio:>15}{parent_us:>21.1f}"
-              f"{child_us:>20}{failed:>8}")
+              f"{child_us:>20}{p50:>8}{p99:>8}{failed:>8}")
     return 0
 
 
