@@ -21,7 +21,22 @@ _EXPORTS = {
     "Tuple": "squall.topology",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "BasicBolt",
+    "Bolt",
+    "Clock",
+    "CustomGrouping",
+    "FailedException",
+    "FakeClock",
+    "Grouping",
+    "LocalCluster",
+    "Spout",
+    "SquallError",
+    "Stream",
+    "Topology",
+    "TopologyValidationError",
+    "Tuple",
+]
 
 if TYPE_CHECKING:
     from squall.clock import Clock, FakeClock

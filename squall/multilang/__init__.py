@@ -29,7 +29,16 @@ _EXPORTS = {
 }
 # Lazy: a Python child imports squall.multilang.child, which needs none of the parent side.
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = sorted(_EXPORTS)
+__all__ = [
+    "JSON_SERIALIZER",
+    "MSGPACK_SERIALIZER",
+    "ChildDied",
+    "MultilangError",
+    "ProtocolError",
+    "ShellBolt",
+    "ShellProcessError",
+    "ShellSpout",
+]
 
 if TYPE_CHECKING:
     from squall.multilang.bolt import ShellBolt

@@ -15,7 +15,6 @@ from typing import Any
 import structlog
 
 from squall.clock import Clock
-
 from squall.topology.grouping import GroupingSpec
 
 DEFAULT_STREAM = "default"

@@ -16,14 +16,13 @@ from squall.topology.tuple import Tuple
 from squall.worker.collector import TaskState, bolt_emitter
 from squall.worker.component_executor import ComponentExecutor
 
-
 # A stopping executor notices within this many tuples of a long batch; a
 # check per tuple would cost ~10% of the word count's throughput.
 STOP_CHECK_EVERY = 256
 
 
 class BoltTask:
-    __slots__ = ("task", "bolt", "process", "batch_done", "state", "auto_ack", "auto_fail")
+    __slots__ = ("auto_ack", "auto_fail", "batch_done", "bolt", "process", "state", "task")
 
     def __init__(self, task: int, bolt: Any, state: TaskState) -> None:
         self.task = task

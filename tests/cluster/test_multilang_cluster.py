@@ -31,7 +31,7 @@ def test_multilang_word_count_on_the_cluster_is_exact(make_cluster: Any, tmp_pat
     poll_for(lambda: len(run.acked()) > 100, timeout=60, message="processing started")
     # a worker is SIGKILLed with its children stopped (SIGSTOP: they cannot see their
     # stdin close and leave on their own, as a hung child would not)
-    slot, pid = sorted(cluster.worker_pids().items())[0]
+    slot, pid = min(cluster.worker_pids().items())
     children = psutil.Process(pid).children()
     assert children
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import collections
 import io
+import math
 
 import msgpack
 import pytest
@@ -83,8 +84,7 @@ def test_json_reads_integers_exactly_however_wide(number: int) -> None:
 
 def test_json_reads_nan_as_python_writes_it() -> None:
     out = JsonCodec().decoder().feed(b'{"command":"emit","tuple":[NaN, 0.5]}\nend\n')
-    value = out[0]["tuple"][0]
-    assert value != value and out[0]["tuple"][1] == 0.5
+    assert math.isnan(out[0]["tuple"][0]) and out[0]["tuple"][1] == 0.5
 
 
 def test_json_writes_tuple_values_as_arrays_and_nan_as_null_like_storm() -> None:
