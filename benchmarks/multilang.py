@@ -7,7 +7,12 @@ A spout emits words with message ids (unless --no-acking); the bolt
 under test re-emits each word anchored to it and acks it; a sink takes the
 words.  The bolt is an in-process Squall bolt, or a ShellBolt child: pystorm
 (what streamparse runs) and Squall's own adapter, in JSON and in msgpack
-mode, and a Node.js bolt.  Each configuration runs in a fresh process.
+mode, and a Node.js bolt.  Then the spout is the child (pystorm and
+Squall's adapter, one emit per ``next_tuple``) and the bolt in-process:
+Storm's protocol has one spout command in flight at a time, so each tuple
+costs two round trips (``next`` and ``ack``, each up to its ``sync``) and
+the pipes' latency, not CPU, sets the rate.  Each configuration runs in a
+fresh process.
 
 tuples/s is what the bolt processed per second after a warm-up.  p50 and
 p99 are the spout's complete latency (emit to the last ack); they mean most
@@ -54,6 +59,35 @@ class Echo(Bolt):
 Echo().run()
 '''
 
+PYSTORM_SPOUT = '''
+import sys
+from pystorm import Spout
+
+class Words(Spout):
+    def initialize(self, conf, context):
+        self.i = 0
+
+    def next_tuple(self):
+        self.i += 1
+        self.emit(["word%d" % (self.i % 1000)], tup_id=self.i)
+
+Words(serializer=sys.argv[1]).run()
+'''
+
+SQUALL_SPOUT = '''
+from squall.multilang.child import Spout
+
+class Words(Spout):
+    def initialize(self, conf, context):
+        self.i = 0
+
+    def next_tuple(self):
+        self.i += 1
+        self.emit(["word%d" % (self.i % 1000)], tup_id=self.i)
+
+Words().run()
+'''
+
 NODE_BOLT = '''
 const {BasicBolt} = require(process.argv[2]);
 class Echo extends BasicBolt {
@@ -72,13 +106,18 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("squall.multilang.child, JSON", {"kind": "squall", "serializer": "json"}),
     ("squall.multilang.child, msgpack", {"kind": "squall", "serializer": "msgpack"}),
     ("Node.js child (multilang.js), JSON", {"kind": "node", "serializer": "json"}),
+    # The spout as the child (one emit per next_tuple; the bolt in-process).  Storm's
+    # protocol allows one command in flight: each tuple costs a next and an ack round trip.
+    ("spout: pystorm child, JSON", {"kind": "pystorm", "serializer": "json", "spout": True}),
+    ("spout: pystorm child, msgpack", {"kind": "pystorm", "serializer": "msgpack", "spout": True}),
+    ("spout: squall.multilang.child, msgpack", {"kind": "squall", "serializer": "msgpack", "spout": True}),
 ]
 
 
 def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, acking: bool,
         rate: float | None = None) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
-    from squall.multilang import MSGPACK_SERIALIZER, ShellBolt
+    from squall.multilang import MSGPACK_SERIALIZER, ShellBolt, ShellSpout
     from squall.ops.logging import configure_logging
 
     configure_logging("error")
@@ -111,7 +150,15 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, 
     workdir = tempfile.mkdtemp(prefix="squall-bench-")
     kind = spec["kind"]
     words_spec = Words.spec()
-    if kind == "inproc":
+    if spec.get("spout"):
+        script = {"pystorm": PYSTORM_SPOUT, "squall": SQUALL_SPOUT}[kind]
+        with open(os.path.join(workdir, "words.py"), "w") as f:
+            f.write(script)
+        words_spec = ShellSpout.spec(command=sys.executable, script="words.py",
+                                     args=[spec["serializer"]] if kind == "pystorm" else [], cwd=workdir,
+                                     outputs=["word"])
+        bolt = Echo.spec(inputs=[words_spec])
+    elif kind == "inproc":
         bolt = Echo.spec(inputs=[words_spec])
     else:
         script = {"pystorm": ("echo.py", PYSTORM_BOLT), "squall": ("echo.py", SQUALL_BOLT),
@@ -220,18 +267,18 @@ def main() -> int:
                 errors[label] = r
             else:
                 results[label].append(r)
-    header = (f"{'bolt':<36}{'tuples/s':>10}{'range':>17}{'vs in-process':>15}{'parent CPU us/tuple':>21}"
+    header = (f"{'child':<40}{'tuples/s':>10}{'range':>17}{'vs in-process':>15}{'parent CPU us/tuple':>21}"
               f"{'child CPU us/tuple':>20}{'p50 ms':>8}{'p99 ms':>8}{'failed':>8}")
     print(header)
     print("-" * len(header))
     baseline = None
     for label, spec in configs:
         if label in errors:
-            print(f"{label:<36} failed:\n{errors[label]}")
+            print(f"{label:<40} failed:\n{errors[label]}")
             continue
         runs = results[label]
         if not runs:
-            print(f"{label:<36}{'(no node)':>10}")
+            print(f"{label:<40}{'(no node)':>10}")
             continue
         rate = statistics.median(r["tuples_per_s"] for r in runs)
         low = min(r["tuples_per_s"] for r in runs) / 1000
@@ -243,7 +290,7 @@ def main() -> int:
         child_us = f"{statistics.median(r['child_us'] for r in runs):.1f}" if spec["kind"] != "inproc" else "-"
         failed = sum(r["failed"] for r in runs)
         p50, p99 = (_median_ms(runs, key) for key in ("p50_ms", "p99_ms"))
-        print(f"{label:<36}{rate:>10,.0f}{f'{low:.0f}K-{high:.0f}K':>17}{ratio:>15}{parent_us:>21.1f}"
+        print(f"{label:<40}{rate:>10,.0f}{f'{low:.0f}K-{high:.0f}K':>17}{ratio:>15}{parent_us:>21.1f}"
               f"{child_us:>20}{p50:>8}{p99:>8}{failed:>8}")
     return 0
 
