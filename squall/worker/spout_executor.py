@@ -126,23 +126,29 @@ class SpoutExecutor(ComponentExecutor):
             super().on_control(kind, task, payload)
 
     def settle(self, roots: list[int], ok: bool) -> None:
-        pop = self.tracker.pending.pop
+        newest, older = self.tracker.pending.buckets  # two: RotatingMap.pop inlined (hot)
         now = self.worker.clock.now()
         latencies = self.latencies
         by_task = self.by_task
+        settled = 0
         for root in roots:
-            entry = pop(root)
+            entry = newest.pop(root, None)
             if entry is None:
-                continue  # already timed out here and failed
-            self.tracker.count -= 1
+                entry = older.pop(root, None)
+                if entry is None:
+                    continue  # already timed out here and failed
+            settled += 1
             task, msg_id, t0 = entry
             if ok:
-                self.acked += 1
                 latencies.append(now - t0)
                 by_task[task].spout.ack(msg_id)
             else:
-                self.failed += 1
                 by_task[task].spout.fail(msg_id)
+        self.tracker.count -= settled
+        if ok:
+            self.acked += settled
+        else:
+            self.failed += settled
 
     def flush(self) -> None:
         inits = self.tracker.inits
