@@ -99,7 +99,7 @@ def recovery(cluster: DevCluster, workdir: Path, rate: int) -> dict[str, Any]:
     t0, c0 = time.monotonic(), count()
     time.sleep(2)
     before_rate = (count() - c0) / (time.monotonic() - t0)
-    slot, pid = sorted(cluster.worker_pids().items())[-1]
+    slot, pid = max(cluster.worker_pids().items())
     killed_at = time.monotonic()
     os.kill(pid, signal.SIGKILL)
     relaunched = resumed = None
@@ -119,7 +119,8 @@ def recovery(cluster: DevCluster, workdir: Path, rate: int) -> dict[str, Any]:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=8.0)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
@@ -138,7 +139,8 @@ def main() -> int:
     print("-" * 52)
     for label, value in rows:
         print(f"{label:<40}{value:>12,.0f}")
-    print(f"\nrecovery after SIGKILL of a worker (durable word count at {rec['rate_before']:.0f} sentences/s):")
+    print(f"\nrecovery after SIGKILL of a worker "
+          f"(durable word count at {rec['rate_before']:.0f} sentences/s):")
     print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")
     resumed = f"{rec['resumed_s']:.2f} s" if rec["resumed_s"] is not None else "not within 60 s"
     print(f"  acks back to half the earlier rate after {resumed}")

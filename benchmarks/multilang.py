@@ -235,7 +235,8 @@ def _run_child(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.5)
     parser.add_argument("--repeat", type=int, default=3,
@@ -253,7 +254,8 @@ def main() -> int:
         return 0
     acking = "acking off" if args.no_acking else f"acking on, max spout pending {args.max_pending}"
     offered = f"{args.rate:,.0f} tuples/s offered" if args.rate else "as fast as it goes"
-    print(f"one bolt re-emitting each word (anchored) and acking it; {acking}; {offered}; {os.cpu_count()} CPUs; "
+    print(f"one bolt re-emitting each word (anchored) and acking it; {acking}; {offered}; "
+          f"{os.cpu_count()} CPUs; "
           f"median of {args.repeat} runs of {args.duration:.0f} s each\n")
     configs = [(label, spec) for label, spec in CONFIGS if not args.only or args.only in label]
     results: dict[str, list[dict[str, Any]]] = {label: [] for label, _ in configs}
@@ -287,7 +289,8 @@ def main() -> int:
             baseline = rate
         ratio = f"{rate / baseline:.2f}x" if baseline else "-"
         parent_us = statistics.median(r["parent_us"] for r in runs)
-        child_us = f"{statistics.median(r['child_us'] for r in runs):.1f}" if spec["kind"] != "inproc" else "-"
+        child_us = (f"{statistics.median(r['child_us'] for r in runs):.1f}" if spec["kind"] != "inproc"
+                    else "-")
         failed = sum(r["failed"] for r in runs)
         p50, p99 = (_median_ms(runs, key) for key in ("p50_ms", "p99_ms"))
         print(f"{label:<40}{rate:>10,.0f}{f'{low:.0f}K-{high:.0f}K':>17}{ratio:>15}{parent_us:>21.1f}"

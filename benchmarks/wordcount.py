@@ -146,7 +146,8 @@ def child(spec: dict[str, Any], duration: float, warmup: float) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--cores", type=int, default=1, help="CPUs each run is pinned to")
@@ -157,7 +158,8 @@ def main() -> int:
         return 0
     print(f"word count, 8-word sentences, 1,000-word vocabulary, local mode, {args.cores} core(s), "
           f"{args.duration:.0f} s per run\n")
-    header = f"{'configuration':<40}{'sentences/s':>13}{'tuples/s':>12}{'p50 ms':>9}{'p99 ms':>9}{'RSS MB':>9}"
+    header = (f"{'configuration':<40}{'sentences/s':>13}{'tuples/s':>12}"
+              f"{'p50 ms':>9}{'p99 ms':>9}{'RSS MB':>9}")
     print(header)
     print("-" * len(header))
     for label, spec in CONFIGS:
@@ -165,7 +167,7 @@ def main() -> int:
                "--warmup", str(args.warmup)]
         cores = set(range(min(args.cores, os.cpu_count() or 1)))
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                              preexec_fn=lambda: os.sched_setaffinity(0, cores))
+                              preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
         if proc.returncode != 0:
             print(f"{label:<40} failed:\n{proc.stderr[-2000:]}")
             continue

@@ -45,5 +45,6 @@ class CountWords(Bolt):
 class MultilangWordCount(Topology):
     config = {"topology.max.spout.pending": 1000, "topology.tick.tuple.freq.secs": 5}  # noqa: RUF012
     sentences = ShellSpout.spec(command=sys.executable, script="sentences.py", outputs=["sentence"])
-    split = ShellBolt.spec(command=NODE, script="splitsentence.js", outputs=["word"], inputs=[sentences], par=2)
+    split = ShellBolt.spec(command=NODE, script="splitsentence.js", outputs=["word"], inputs=[sentences],
+                           par=2)
     count = CountWords.spec(inputs={split: Grouping.fields("word")}, par=2)

@@ -79,8 +79,8 @@ def free_port() -> int:
 class DevZookeeper:
     """One standalone ZooKeeper server in a child JVM."""
 
-    def __init__(self, port: int, data_dir: str | os.PathLike[str], log_path: str | os.PathLike[str] | None = None
-                 ) -> None:
+    def __init__(self, port: int, data_dir: str | os.PathLike[str],
+                 log_path: str | os.PathLike[str] | None = None) -> None:
         self.port = port
         self.data_dir = Path(data_dir)
         self._log_path = log_path

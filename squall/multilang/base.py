@@ -129,8 +129,8 @@ class ShellComponent:
         proc = ShellProcess(
             s.argv, codec=s.codec, cwd=s.cwd, env=s.env, timeout=s.timeout,
             heartbeat_secs=self._heartbeat_secs(), on_messages=self._on_messages, on_exit=self._on_exit,
-            owner_alive=self._owner_alive, on_orphaned=self._orphaned, wake=self._wake, threaded=self.threaded,
-            logger=self.logger, now=self.clock.now, tap=tap,
+            owner_alive=self._owner_alive, on_orphaned=self._orphaned, wake=self._wake,
+            threaded=self.threaded, logger=self.logger, now=self.clock.now, tap=tap,
         )
         initial = proc.start(self._conf_msg, self._context_msg, self.pid_dir)
         self.logger.info("multilang child started", pid=proc.pid, command=" ".join(s.argv), cwd=s.cwd,
@@ -203,7 +203,8 @@ class ShellComponent:
         if self._closed.is_set():
             return
         s = self.settings
-        delay = 0.0 if self._failures == 0 else min(s.restart_initial * 2 ** (self._failures - 1), s.restart_max)
+        delay = (0.0 if self._failures == 0
+                 else min(s.restart_initial * 2 ** (self._failures - 1), s.restart_max))
         self._failures += 1
         name = f"shell-restart-{self.context.component_id}-{self.context.task_id}"
         threading.Thread(target=self._relaunch, args=(delay,), name=name, daemon=True).start()

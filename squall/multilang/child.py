@@ -267,8 +267,8 @@ class Bolt(Component):
     def process_tick(self, tup: Tuple) -> None:
         """A ``__tick`` tuple (``topology.tick.tuple.freq.secs``)."""
 
-    def emit(self, values: Any, stream: str | None = None, anchors: Any = None, direct_task: int | None = None,
-             need_task_ids: bool = False) -> list[int] | None:
+    def emit(self, values: Any, stream: str | None = None, anchors: Any = None,
+             direct_task: int | None = None, need_task_ids: bool = False) -> list[int] | None:
         """Emit ``values``; anchored to the current tuple unless ``anchors`` says otherwise.
 
         With ``need_task_ids`` returns the task ids the tuple went to (a
@@ -415,8 +415,9 @@ def load(ref: str) -> type[Component]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m squall.multilang.child",
-                                     description="Run a squall.multilang.child component as a multilang child.")
+    parser = argparse.ArgumentParser(
+        prog="python -m squall.multilang.child",
+        description="Run a squall.multilang.child component as a multilang child.")
     parser.add_argument("-s", "--serializer", choices=["json", "msgpack"], default=None,
                         help=f"default: ${SERIALIZER_ENV}, else json")
     parser.add_argument("component", help="module:Class of a Bolt or Spout subclass")

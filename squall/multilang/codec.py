@@ -170,7 +170,7 @@ class JsonDecoder:
                 break
             line = buf[pos:nl]
             pos = nl + 1
-            if line == _END or line == _END_CR:
+            if line in (_END, _END_CR):
                 text = lines[0] if len(lines) == 1 else b"\n".join(lines)
                 lines.clear()
                 start = pos

@@ -182,7 +182,8 @@ class ShellProcess:
             self._writer.start()
             self._reader.start()
         else:
-            self._watcher = threading.Thread(target=self._watch_loop, name=f"shell-stderr-{name}", daemon=True)
+            self._watcher = threading.Thread(target=self._watch_loop, name=f"shell-stderr-{name}",
+                                             daemon=True)
             self._watcher.start()
 
     # -- the owner's side ----------------------------------------------------

@@ -303,8 +303,8 @@ class SpoutSession(Common):
         elif command == "metrics":
             self.on_metrics(message)
         else:
-            msg = f"Unknown command received: {command!r} (a spout child may send emit, sync, log, " \
-                  f"error and metrics)"
+            msg = (f"Unknown command received: {command!r} (a spout child may send emit, sync, log, "
+                   f"error and metrics)")
             raise ProtocolError(msg)
 
     def on_emit(self, message: dict[str, Any]) -> None:

@@ -45,7 +45,8 @@ def bad_request(message: str) -> ApiError:
 
 
 class NimbusService:
-    def __init__(self, state: ClusterState, conf: dict[str, Any], now: Callable[[], float] = time.time) -> None:
+    def __init__(self, state: ClusterState, conf: dict[str, Any],
+                 now: Callable[[], float] = time.time) -> None:
         self.state = state
         self.conf = conf
         self.now = now

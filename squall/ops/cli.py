@@ -69,8 +69,8 @@ def parse_conf(pairs: list[str]) -> dict[str, Any]:
 
 
 def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
-    lines = [f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}"
-             f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}"]
+    lines = [(f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}"
+              f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}")]
     for name in sorted(stats):
         s = stats[name]
         lat = s.get("complete_latency_ms")

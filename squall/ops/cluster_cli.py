@@ -85,8 +85,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     root = Path(args.file).resolve().parent
     code = package_dir(root, conf["nimbus.code.max.bytes"])
     name = args.name or topology.__name__
-    result = _client(conf).submit(name, portable(topology.definition().to_dict(), root), parse_conf(args.conf),
-                                  base64.b64encode(code).decode())
+    result = _client(conf).submit(name, portable(topology.definition().to_dict(), root),
+                                  parse_conf(args.conf), base64.b64encode(code).decode())
     print(f"submitted topology {result['name']} (id {result['id']})")
     for warning in result.get("warnings") or []:
         print(f"warning: {warning}", file=sys.stderr)

@@ -100,7 +100,8 @@ class DevCluster:
     def start_supervisor(self, i: int, ports: list[int] | None = None) -> subprocess.Popen[bytes]:
         known = self.supervisor_dir(i) / "ports.json"
         if ports is None:
-            ports = json.loads(known.read_text()) if known.exists() else [free_port() for _ in range(self.n_slots)]
+            ports = (json.loads(known.read_text()) if known.exists()
+                     else [free_port() for _ in range(self.n_slots)])
         self.supervisor_dir(i).mkdir(parents=True, exist_ok=True)
         known.write_text(json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {
@@ -164,7 +165,7 @@ class DevCluster:
                 psutil.Process(pid).kill()
 
     def stop(self) -> None:
-        for key, proc in list(self.procs.items()):
+        for _key, proc in list(self.procs.items()):
             if proc.poll() is None:
                 proc.terminate()
         for proc in self.procs.values():

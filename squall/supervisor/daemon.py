@@ -34,8 +34,8 @@ import structlog
 from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
-from squall.config import DEFAULTS
 from squall.cluster.zookeeper import connect, make_client
+from squall.config import DEFAULTS
 from squall.ops.package import extract
 from squall.supervisor.workers import Slot, read_json, write_json
 
@@ -72,7 +72,8 @@ class Supervisor:
         self.slots = {port: Slot(port, self.local_dir / "workers" / str(port)) for port in self.ports}
         # What squall.yaml says about workers and topologies reaches the workers.
         self.worker_defaults = {k: v for k, v in conf.items()
-                                if k.startswith(("topology.", "worker.", "zmq.", "spark.")) and v != DEFAULTS.get(k)}
+                                if k.startswith(("topology.", "worker.", "zmq.", "spark."))
+                                and v != DEFAULTS.get(k)}
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         self._desired: dict[int, dict[str, Any]] = {}
@@ -103,7 +104,8 @@ class Supervisor:
         self.state.setup()
         self._register()
         self.zk.ChildrenWatch(self.state.path("assignments"), self._on_assignments_changed)
-        for target, name in ((self._heartbeat_loop, "heartbeat"), (self._assignments_loop, "sync-assignments"),
+        for target, name in ((self._heartbeat_loop, "heartbeat"),
+                             (self._assignments_loop, "sync-assignments"),
                              (self._processes_loop, "sync-processes")):
             thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
             self._threads.append(thread)
@@ -183,7 +185,8 @@ class Supervisor:
         for port, slot in self.slots.items():
             beat = slot.heartbeat()
             if beat and slot.process() is not None:
-                beats[str(port)] = {k: beat.get(k) for k in ("topology_id", "time", "executors", "stats", "pid")}
+                beats[str(port)] = {k: beat.get(k)
+                                    for k in ("topology_id", "time", "executors", "stats", "pid")}
             errors, offset = slot.new_errors(self._error_offsets.get(port, 0))
             self._error_offsets[port] = offset
             for error in errors:
@@ -279,7 +282,8 @@ class Supervisor:
         if beat and not mine and beat.get("time", 0) >= launched - 1:
             slot.kill("disallowed", grace)  # runs something else than assigned
             self._launch(slot, want)
-        elif age > self.conf["supervisor.worker.timeout.secs" if mine else "supervisor.worker.start.timeout.secs"]:
+        elif age > self.conf["supervisor.worker.timeout.secs" if mine
+                             else "supervisor.worker.start.timeout.secs"]:
             slot.kill("timed-out", grace)
             self._launch(slot, want)
 

@@ -77,7 +77,8 @@ class Slot:
             return None
         return proc
 
-    def launch(self, node: str, assignment: dict[str, Any], children: dict[int, subprocess.Popen[bytes]]) -> int:
+    def launch(self, node: str, assignment: dict[str, Any],
+               children: dict[int, subprocess.Popen[bytes]]) -> int:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.kill_left_children(grace=0.0)  # a dead predecessor's; must go before its pid record
         for stale in ("heartbeat.json",):

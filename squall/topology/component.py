@@ -56,7 +56,8 @@ def normalize_outputs(outputs: Any, owner: str) -> dict[str, Stream]:
         elif isinstance(item, str):
             plain.append(item)
         elif isinstance(item, Mapping):
-            stream = Stream(item.get("fields", ()), item.get("name", DEFAULT_STREAM), item.get("direct", False))
+            stream = Stream(item.get("fields", ()), item.get("name", DEFAULT_STREAM),
+                            item.get("direct", False))
             if stream.name in streams:
                 msg = f"{owner}: stream {stream.name!r} is declared twice"
                 raise TopologyValidationError(msg)
@@ -86,7 +87,8 @@ def _check_stream(stream: Stream, owner: str) -> None:
     seen: set[str] = set()
     for name in stream.fields:
         if not isinstance(name, str) or not name.isidentifier() or name.startswith("_"):
-            msg = f"{owner}: stream {stream.name!r} field {name!r} must be an identifier not starting with '_'"
+            msg = (f"{owner}: stream {stream.name!r} field {name!r} "
+                   "must be an identifier not starting with '_'")
             raise TopologyValidationError(msg)
         if name in seen:
             msg = f"{owner}: stream {stream.name!r} declares field {name!r} twice"

@@ -141,7 +141,8 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
         if not isinstance(cname, str) or not cname:
             _fail(f"topology {name}: component names must be non-empty strings, got {cname!r}")
         if cname.startswith("__"):
-            _fail(f"topology {name}: component name {cname!r} uses the '__' prefix reserved for system components")
+            _fail(f"topology {name}: component name {cname!r} "
+                  "uses the '__' prefix reserved for system components")
         if cname in by_name:
             _fail(f"topology {name}: duplicate component name {cname!r}")
         by_name[cname] = spec
@@ -243,7 +244,8 @@ def _check_grouping(where: str, source: str, stream: Stream, grouping: GroupingS
     if grouping.type in ("fields", "partial_key"):
         for f in grouping.fields:
             if f not in stream.fields:
-                _fail(f"{where}: {grouping.type} grouping on field {f!r}, but {label} declares {list(stream.fields)}")
+                _fail(f"{where}: {grouping.type} grouping on field {f!r}, "
+                      f"but {label} declares {list(stream.fields)}")
     if grouping.type == "direct" and not stream.direct:
         _fail(f"{where}: direct grouping on {label}, which is not declared direct")
     if grouping.type != "direct" and stream.direct:

@@ -22,7 +22,7 @@ class Tuple:
     edge ids of the tuples anchored to it, sent to the acker when it is acked.
     """
 
-    __slots__ = ("id", "component", "stream", "task", "values", "anchors", "ackval")
+    __slots__ = ("ackval", "anchors", "component", "id", "stream", "task", "values")
 
     def __init__(
         self,

@@ -22,7 +22,7 @@ from squall.topology.tuple import Tuple
 class StreamOut:
     """One output stream of a task: record type, router, direct flag."""
 
-    __slots__ = ("name", "record", "fields", "nfields", "route", "direct")
+    __slots__ = ("direct", "fields", "name", "nfields", "record", "route")
 
     def __init__(self, name: str, record: type, fields: tuple[str, ...], route: Callable, direct: bool):
         self.name = name
@@ -75,9 +75,10 @@ def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values
     return ValueError(f"stream {stream!r} of {component!r} is not direct: direct_task is not allowed")
 
 
-def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, Callable[[Any], None]],
-                 tracking: bool, rand64: Callable[[], int], check: Callable, always_check: bool,
-                 capture: Callable | None, auto_anchor: bool, state: TaskState) -> Callable:
+def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
+                 out: dict[int, Callable[[Any], None]], tracking: bool, rand64: Callable[[], int],
+                 check: Callable, always_check: bool, capture: Callable | None, auto_anchor: bool,
+                 state: TaskState) -> Callable:
     new = tuple.__new__
     make = Tuple
     plain = _PLAIN
@@ -149,7 +150,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut], out: 
 class SpoutTracker:
     """A spout executor's pending trees: root id -> (task, message id, emit time)."""
 
-    __slots__ = ("pending", "count", "inits", "acker_tasks", "immediate")
+    __slots__ = ("acker_tasks", "count", "immediate", "inits", "pending")
 
     def __init__(self, acker_tasks: list[int]) -> None:
         self.pending = RotatingMap(2)
@@ -160,9 +161,10 @@ class SpoutTracker:
         self.immediate: list[tuple[int, Any]] = []
 
 
-def spout_emitter(component: str, task: int, streams: dict[str, StreamOut], out: dict[int, Callable[[Any], None]],
-                  rand64: Callable[[], int], check: Callable, always_check: bool, capture: Callable | None,
-                  tracker: SpoutTracker, now: Callable[[], float], state: TaskState) -> Callable:
+def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
+                  out: dict[int, Callable[[Any], None]], rand64: Callable[[], int], check: Callable,
+                  always_check: bool, capture: Callable | None, tracker: SpoutTracker,
+                  now: Callable[[], float], state: TaskState) -> Callable:
     new = tuple.__new__
     make = Tuple
     plain = _PLAIN

@@ -402,7 +402,7 @@ class WorkerProcess:
         if new.identity() != old.identity():
             changed = [name for name, a, b in zip(
                 ("topology_id", "topology", "conf", "code_dir", "address", "executors"),
-                old.identity(), new.identity()) if a != b]
+                old.identity(), new.identity(), strict=True) if a != b]
             log.info("assignment changed beyond this worker, exiting to be relaunched", changed=changed,
                      version=new.version)
             return EXIT_REASSIGNED
@@ -430,7 +430,8 @@ class WorkerProcess:
             "status": self.status.value,
             "ready": worker.ready.is_set(),
             "stats": summarise_stats(worker.stats()),
-            "transfer": {**(worker.transfer.stats() if worker.transfer else {}), "misrouted": worker.misrouted},
+            "transfer": {**(worker.transfer.stats() if worker.transfer else {}),
+                         "misrouted": worker.misrouted},
         }
 
     def _write_heartbeat(self) -> None:

@@ -16,7 +16,6 @@ from squall.acker import ACKER_COMPONENT
 from squall.topology.topology import ComponentDef, TopologyDef
 
 
-
 @dataclass(frozen=True)
 class ExecutorDef:
     component: str

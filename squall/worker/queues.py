@@ -50,7 +50,7 @@ class Backpressure:
 
 
 class ExecutorQueue:
-    __slots__ = ("data", "control", "size", "high", "low", "congested", "_lock", "_bp", "wakeup")
+    __slots__ = ("_bp", "_lock", "congested", "control", "data", "high", "low", "size", "wakeup")
 
     def __init__(self, capacity: int, backpressure: Backpressure) -> None:
         self.data: deque[tuple[int, list[Any]]] = deque()

@@ -31,9 +31,7 @@ def _ok(value: Any, depth: int = 0) -> bool:
         return all(_ok(v, depth + 1) for v in value)
     if t is dict:
         return all(_ok(k, depth + 1) and _ok(v, depth + 1) for k, v in value.items())
-    if t is bytearray:
-        return True
-    return False
+    return t is bytearray
 
 
 def check_values(values: Any, fields: tuple[str, ...], component: str, stream: str) -> None:
@@ -47,7 +45,7 @@ def check_values(values: Any, fields: tuple[str, ...], component: str, stream: s
 
 
 def _refuse(values: Any, fields: tuple[str, ...], component: str, stream: str) -> None:
-    for name, value in zip(fields, values):
+    for name, value in zip(fields, values, strict=False):
         if not _ok(value):
             what = type(value).__name__
             if type(value) is int:

@@ -20,7 +20,7 @@ LATENCY_SAMPLES = 200_000
 
 
 class SpoutTask:
-    __slots__ = ("task", "spout", "next_tuple", "state")
+    __slots__ = ("next_tuple", "spout", "state", "task")
 
     def __init__(self, task: int, spout: Any, state: TaskState) -> None:
         self.task = task

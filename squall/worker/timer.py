@@ -17,7 +17,7 @@ log = structlog.get_logger("squall.worker.timer")
 
 
 class _Job:
-    __slots__ = ("due", "period", "action")
+    __slots__ = ("action", "due", "period")
 
     def __init__(self, due: float, period: float, action: Callable[[], None]) -> None:
         self.due = due

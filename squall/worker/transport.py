@@ -59,7 +59,7 @@ class Transport(ABC):
     @abstractmethod
     def connect(self, address: str) -> Sender: ...
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op default: a transport that holds nothing needn't override
         """Release what the transport holds once its receivers and senders are closed."""
 
 

@@ -92,8 +92,9 @@ class Worker:
             if transport is None:
                 msg = f"worker {address} has remote tasks but no transport"
                 raise ValueError(msg)
-            self.transfer = Transfer(transport, address, remote, self.deliver, plan.task_component.__getitem__,
-                                     self._record_of, self._transfer_died, backpressure=self.backpressure,
+            self.transfer = Transfer(transport, address, remote, self.deliver,
+                                     plan.task_component.__getitem__, self._record_of, self._transfer_died,
+                                     backpressure=self.backpressure,
                                      bp_resend=self.conf["worker.backpressure.resend.secs"])
             self.backpressure.on_change = self.transfer.local_congestion
         self.misrouted = 0

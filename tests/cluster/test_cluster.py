@@ -60,8 +60,8 @@ def test_bad_submissions_get_clear_errors_and_change_nothing(make_cluster: Any, 
     for raw, fragment in ((b"{not json", "not valid JSON"), (b"[1, 2]", "JSON object"),
                           (b'{"name": "x"}', "topology"),
                           (b'{"name": "bad/name", "topology": {}}', "name"),
-                          (b'{"name": "x", "topology": {"name": "x", "components": [{"name": "s", "kind": '
-                           b'"spout", "class": "m:C", "par": 0}]}}', "par must be")):
+                          ((b'{"name": "x", "topology": {"name": "x", "components": [{"name": "s", "kind": '
+                            b'"spout", "class": "m:C", "par": 0}]}}'), "par must be")):
         status, body = http(cluster, "POST", "topologies", raw)
         assert status == 400, (raw, body)
         assert fragment in body["error"], (raw, body)
@@ -95,7 +95,8 @@ def _quiet(run: WordCountRun) -> bool:
 
 
 @pytest.mark.parametrize("workers", [2])
-def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_path: Path, workers: int) -> None:
+def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_path: Path,
+                                                      workers: int) -> None:
     cluster = make_cluster(supervisors=2, slots=2)
     run = WordCountRun(tmp_path / "wc", sentences=3000)
     run.submit(cluster, "rb", "topology.workers=1", "squall.test.rate=500")

@@ -40,7 +40,8 @@ def test_multilang_word_count_on_the_cluster_is_exact(make_cluster: Any, tmp_pat
         os.kill(pid, signal.SIGKILL)
         # the supervisor relaunches the worker and kills the children it left (their pid files)
         poll_for(lambda: cluster.worker_pids().get(slot) not in (None, pid), timeout=30, message="relaunched")
-        poll_for(lambda: not any(_alive(c) for c in children), timeout=10, message="the orphaned children killed")
+        poll_for(lambda: not any(_alive(c) for c in children), timeout=10,
+                 message="the orphaned children killed")
     finally:
         for child in children:  # whatever happened above, no stopped process outlives the test
             with contextlib.suppress(psutil.Error):

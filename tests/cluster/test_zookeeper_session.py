@@ -35,7 +35,8 @@ def expire(client: KazooClient, hosts: str) -> None:
     twin.close()
 
 
-def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZookeeper, tmp_path: Path) -> None:
+def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZookeeper,
+                                                                 tmp_path: Path) -> None:
     conf: dict[str, Any] = config_mod.merge({
         "storm.zookeeper.port": zookeeper.port, "storm.zookeeper.session.timeout": 4000,
         "nimbus.http.port": 0, "nimbus.monitor.freq.secs": 0.5, "storm.local.dir": str(tmp_path / "sup"),
@@ -54,8 +55,10 @@ def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZo
         expire(supervisor.zk, zookeeper.address)
         # Then they come back on new sessions: ephemeral nodes re-created, and
         # nimbus, having stepped down with its session, wins a new term
-        poll_for(lambda: supervisor.node in state.supervisors(), timeout=20, message="supervisor re-registered")
-        poll_for(lambda: nimbus.leader_terms == 2 and nimbus.is_leader, timeout=20, message="nimbus leads again")
+        poll_for(lambda: supervisor.node in state.supervisors(), timeout=20,
+                 message="supervisor re-registered")
+        poll_for(lambda: nimbus.leader_terms == 2 and nimbus.is_leader, timeout=20,
+                 message="nimbus leads again")
         poll_for(lambda: len(state.nimbuses()) == 1, timeout=20, message="nimbus re-registered")
     finally:
         supervisor.stop()

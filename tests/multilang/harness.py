@@ -196,7 +196,8 @@ def spout_topology(adapter: Adapter, probe: Probe, items: list[Any], conf: dict[
     sink = type("Sink", (SinkBolt,), {"probe": probe}).spec(par=2, inputs={spout: Grouping.SHUFFLE,
                                                                           spout["events"]: Grouping.SHUFFLE})
     config = {**adapter.conf, "test.spout.items": items, "test.spout.replay": replay, **(conf or {})}
-    return Topology.from_specs(f"Spout_{adapter.name.replace('-', '_')}", {"spout": spout, "sink": sink}, config)
+    return Topology.from_specs(f"Spout_{adapter.name.replace('-', '_')}", {"spout": spout, "sink": sink},
+                               config)
 
 
 def events(probe: Probe) -> list[Any]:
@@ -210,7 +211,8 @@ def shells(runner: Any, component: str = "shell") -> list[Any]:
         for executor in worker.executors if worker is not None else ():
             if executor.component != component:
                 continue
-            for holder in list(getattr(executor, "bolts", {}).values()) + list(getattr(executor, "spouts", [])):
+            for holder in (list(getattr(executor, "bolts", {}).values())
+                           + list(getattr(executor, "spouts", []))):
                 out.append(holder.bolt if hasattr(holder, "bolt") else holder.spout)
     return out
 
@@ -234,7 +236,8 @@ def errors(runner: Any, text: str = "") -> list[Any]:
 
 def transcript(tap_dir: str, codec: Any, name: str | None = None) -> list[tuple[str, float, Any]]:
     """Every message of one child's tap (the first child of the only tapped component by default)."""
-    files = sorted(f for f in os.listdir(tap_dir) if f.endswith(".tap") and (name is None or f.startswith(name)))
+    files = sorted(f for f in os.listdir(tap_dir)
+                   if f.endswith(".tap") and (name is None or f.startswith(name)))
     assert files, f"no tap files in {tap_dir}"
     return read_transcript(os.path.join(tap_dir, files[0]), codec)
 

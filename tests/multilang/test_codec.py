@@ -117,7 +117,7 @@ def test_codec_for_knows_storms_and_pyleus_class_names() -> None:
     assert codec_for(JSON_SERIALIZER).name == "json"
     assert codec_for(MSGPACK_SERIALIZER).name == "msgpack"
     assert codec_for("msgpack").name == "msgpack"
-    with pytest.raises(ValueError, match="unknown topology.multilang.serializer"):
+    with pytest.raises(ValueError, match=r"unknown topology.multilang.serializer"):
         codec_for("com.example.Nope")
 
 
@@ -126,7 +126,8 @@ def test_handshake_over_bytesio() -> None:
     child_in = io.BytesIO()
     conn = ShellConnection(JsonCodec(), child_out, child_in)
     assert conn.handshake({"topology.name": "t"}, {"taskid": 3}, "/tmp/pids") == 42
-    assert child_in.getvalue() == (b'{"conf":{"topology.name":"t"},"pidDir":"/tmp/pids","context":{"taskid":3}}'
+    assert child_in.getvalue() == (b'{"conf":{"topology.name":"t"},"pidDir":"/tmp/pids",'
+                                   b'"context":{"taskid":3}}'
                                    b"\nend\n")
     assert conn.take_pending() == [{"command": "log", "msg": "hi", "level": 2}]
     with pytest.raises(ChildWentAway, match="Pipe to subprocess seems to be broken"):
@@ -176,11 +177,13 @@ def test_write_completes_partial_writes() -> None:
 
 def test_message_shapes_are_storms() -> None:
     beat = heartbeat()
-    assert beat["comp"] is None and beat["stream"] == "__heartbeat" and beat["task"] == -1 and beat["tuple"] == []
+    assert (beat["comp"] is None and beat["stream"] == "__heartbeat" and beat["task"] == -1
+            and beat["tuple"] == [])
     assert set(beat) == {"id", "comp", "stream", "task", "tuple"}
     assert spout_command("next") == {"command": "next", "id": ""}
     assert spout_command("ack", 7) == {"command": "ack", "id": 7}
-    assert bolt_tuple("1", "c", "s", 3, [1]) == {"id": "1", "comp": "c", "stream": "s", "task": 3, "tuple": [1]}
+    assert bolt_tuple("1", "c", "s", 3, [1]) == {"id": "1", "comp": "c", "stream": "s", "task": 3,
+                                                 "tuple": [1]}
     ids = {new_id() for _ in range(1000)}
     assert len(ids) == 1000 and all(-(2 ** 63) <= int(i) < 2 ** 63 for i in ids)
 

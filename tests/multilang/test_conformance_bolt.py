@@ -223,7 +223,8 @@ def test_10_heartbeats_every_second_answered_by_sync(run: Run) -> None:
     syncs = [m for m in child_messages(run) if m.get("command") == "sync"]
     assert len(syncs) >= len(beats) - 1
     beat_ids = {m["id"] for _t, m in beats}
-    assert not [m for m in child_messages(run) if m.get("command") in ("ack", "fail") and m.get("id") in beat_ids]
+    assert not [m for m in child_messages(run)
+                if m.get("command") in ("ack", "fail") and m.get("id") in beat_ids]
 
 
 def test_12_ticks_reach_the_child_and_its_acks_are_accepted(run: Run) -> None:

@@ -106,7 +106,8 @@ def test_15_activate_first_then_one_command_at_a_time(run: Run) -> None:
             waiting = False
     # What the child said before its first command (its start-up emit) was taken in.
     assert any(e[0] == "started" for e in events(run.probe))
-    assert not [m for m in parent(run) if isinstance(m, dict) and m.get("stream") in ("__heartbeat", "__tick")]
+    assert not [m for m in parent(run)
+                if isinstance(m, dict) and m.get("stream") in ("__heartbeat", "__tick")]
 
 
 def test_15_an_idle_spout_is_not_asked_in_a_busy_loop(run: Run) -> None:

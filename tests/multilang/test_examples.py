@@ -16,7 +16,8 @@ def test_multilang_word_count_example_counts_every_word() -> None:
     assert NODE is not None, "node is required for the Node.js multilang example"
     topology = load_topology(EXAMPLE)
     with running(topology, "example", {"sentences.limit": 300}) as runner:
-        poll_for(lambda: runner.stats().get("sentences", {}).get("acked", 0) == 300, 20, "300 sentences acked")
+        poll_for(lambda: runner.stats().get("sentences", {}).get("acked", 0) == 300, 20,
+                 "300 sentences acked")
         poll_for(runner.idle, 5, "the topology to go idle")
         stats = runner.stats()
         split = shells(runner, "split")

@@ -120,7 +120,7 @@ def test_14_a_child_that_stops_reading_blocks_execute_at_max_pending(name: str, 
     assert [int(s.split(":")[0]) for s in sent] == list(range(30))  # in order
 
 
-@pytest.mark.parametrize("name", PYTHON_ADAPTERS + ["node"])
+@pytest.mark.parametrize("name", [*PYTHON_ADAPTERS, "node"])
 def test_14_task_id_replies_are_not_held_back_by_the_bound(name: str) -> None:
     probe = Probe()
     with running(bolt_topology(ADAPTERS[name], probe, {"topology.shellbolt.max.pending": 1})) as runner:
@@ -228,7 +228,8 @@ def test_23_a_child_that_exits_is_reported_with_its_stderr_and_replaced(name: st
         assert probe.failed == [gone]
         restarted(bolt, pid)
         assert not os.path.exists(pid_file)
-        poll_for(lambda: bolt.proc is not None and os.path.exists(os.path.join(bolt.pid_dir, str(bolt.proc.pid))),
+        poll_for(lambda: bolt.proc is not None
+                 and os.path.exists(os.path.join(bolt.pid_dir, str(bolt.proc.pid))),
                  5, "the new pid file")
 
 
@@ -243,7 +244,8 @@ def test_child_output_is_logged_with_component_and_pid(name: str) -> None:
         if name.startswith("squall"):
             # Squall's adapter sends print() to stderr.  (pystorm 3.1.4 means to turn it into
             # log commands, but in JSON mode its check misses and the text stays in stdout's buffer.)
-            poll_for(lambda: [e for e in list(logs) if e.get("line") == "printed hello"], 5, "the printed line")
+            poll_for(lambda: [e for e in list(logs) if e.get("line") == "printed hello"], 5,
+                     "the printed line")
     line = next(e for e in logs if e.get("line") == "stderr hello")
     assert line["component"] == "shell" and line["pid"] == pid
 
@@ -292,7 +294,8 @@ def test_19_a_spout_sending_ack_breaks_the_protocol(name: str) -> None:
     probe = Probe()
     with running(spout_topology(ADAPTERS[name], probe, [["i", "ILLEGAL"]], FAST)) as runner:
         spout = shell(runner, "spout")
-        [report] = poll_for(lambda: errors(runner, "Unknown command received: 'ack'")[:1], 5, "the protocol error")
+        [report] = poll_for(lambda: errors(runner, "Unknown command received: 'ack'")[:1], 5,
+                            "the protocol error")
         # (The first child may be gone before the test could look at it: take its pid from the report.)
         pid = int(re.search(r"pid: (\d+)", report.error).group(1))
         restarted(spout, pid)

@@ -51,8 +51,8 @@ class Owner:
 
 
 def launch(clock: FakeClock, owner: Owner, *args: str) -> ShellProcess:
-    proc = ShellProcess([sys.executable, "-c", CHILD, *args], codec=JsonCodec(), cwd=None, env=None, timeout=30,
-                        heartbeat_secs=1.0, owner_alive=threading.main_thread().is_alive,
+    proc = ShellProcess([sys.executable, "-c", CHILD, *args], codec=JsonCodec(), cwd=None, env=None,
+                        timeout=30, heartbeat_secs=1.0, owner_alive=threading.main_thread().is_alive,
                         on_messages=owner.on_messages, on_exit=owner.on_exit, now=clock.now)
     assert proc.start({}, {}, "/tmp") == []
     proc.run()

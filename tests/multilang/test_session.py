@@ -19,7 +19,8 @@ class Calls:
         self.refuse = refuse
 
     def emit(self, values: Any, *args: Any, **kw: Any) -> Any:
-        kw.update(zip(("anchors", "stream", "direct_task"), args))  # the bolt fast path is positional
+        # the bolt fast path is positional
+        kw.update(zip(("anchors", "stream", "direct_task"), args, strict=False))
         if self.refuse is not None:
             raise self.refuse
         self.log.append(("emit", values, kw))
@@ -150,7 +151,8 @@ def test_spout_sends_one_command_at_a_time() -> None:
     s.handle({"command": "emit", "tuple": ["a"], "id": "m1"})
     s.handle({"command": "emit", "tuple": ["b"], "need_task_ids": False})
     s.handle({"command": "sync"})
-    assert calls.named("emit")[0] == ("emit", ["a"], {"tup_id": "m1", "stream": "default", "direct_task": None})
+    assert calls.named("emit")[0] == ("emit", ["a"],
+                                      {"tup_id": "m1", "stream": "default", "direct_task": None})
     assert calls.named("reply") == [("reply", [4])]
     assert not s.idle
 

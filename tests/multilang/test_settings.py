@@ -23,7 +23,8 @@ from tests.multilang.harness import ADAPTERS, CHILDREN, Probe, bolt_topology, ru
 def test_argv_from_command_script_and_args() -> None:
     s = resolve({"command": "node", "script": "split.js", "args": ["-x", 3]}, {}, "c")
     assert s.argv == ["node", "split.js", "-x", "3"]
-    assert resolve({"command": ["python3", "-u"], "script": "a.py"}, {}, "c").argv == ["python3", "-u", "a.py"]
+    assert (resolve({"command": ["python3", "-u"], "script": "a.py"}, {}, "c").argv
+            == ["python3", "-u", "a.py"])
     with pytest.raises(ConfigError, match="needs command="):
         resolve({}, {}, "c")
 
@@ -33,7 +34,8 @@ def test_storm_defaults_and_config_keys() -> None:
     assert (s.codec.name, s.timeout, s.max_pending, s.heartbeat_secs) == ("json", 30.0, 100, 1.0)
     s = resolve({"command": "x"}, {"supervisor.worker.timeout.secs": 12}, "c")
     assert s.timeout == 12.0
-    s = resolve({"command": "x"}, {"topology.subprocess.timeout.secs": 3, "supervisor.worker.timeout.secs": 12,
+    s = resolve({"command": "x"}, {"topology.subprocess.timeout.secs": 3,
+                                   "supervisor.worker.timeout.secs": 12,
                                    "topology.shellbolt.max.pending": 7,
                                    "topology.multilang.serializer": "msgpack"}, "c")
     assert (s.codec.name, s.timeout, s.max_pending) == ("msgpack", 3.0, 7)
@@ -90,7 +92,8 @@ def test_context_has_storms_shape_for_every_grouping() -> None:
 
     class T(Topology):
         s = S.spec()
-        x = ShellBolt.spec(command="x", outputs=["y"], inputs={s: Grouping.fields("a"), s["other"]: Grouping.direct()})
+        x = ShellBolt.spec(command="x", outputs=["y"],
+                           inputs={s: Grouping.fields("a"), s["other"]: Grouping.direct()})
         g = ShellBolt.spec(command="x", inputs={x: Grouping.global_()})
         p = ShellBolt.spec(command="x", inputs={x: Grouping.partial_key("y")}, par=2)
         al = ShellBolt.spec(command="x", inputs={x: Grouping.all()})
@@ -111,7 +114,8 @@ def test_context_has_storms_shape_for_every_grouping() -> None:
 
 
 def test_wire_conf_is_plain_data() -> None:
-    conf = wire_conf({"a": 1, "b": float("nan"), "c": object, "d": (1, [2]), "topology.auto.task.hooks": []}, "t")
+    conf = wire_conf({"a": 1, "b": float("nan"), "c": object, "d": (1, [2]), "topology.auto.task.hooks": []},
+                     "t")
     assert conf["topology.name"] == "t" and conf["storm.cluster.mode"] == "local"
     assert conf["b"] == "nan" and conf["c"] == "object" and conf["d"] == [1, [2]]
     json.dumps(conf)

@@ -44,7 +44,7 @@ def test_local_runs_the_word_count_and_prints_stats() -> None:
     assert header.split()[:5] == ["component", "emitted", "executed", "acked", "failed"]
     assert "--- WordCount after" in result.stdout
     rows = last_stats(result.stdout)
-    assert COMPONENTS <= set(rows)
+    assert set(rows) >= COMPONENTS
     emitted, _executed, acked, _failed = (int(v) for v in rows["sentences"][:4])
     assert acked > 0 and emitted >= acked
     assert int(rows["split"][1]) > 0  # split executed sentences
@@ -104,7 +104,7 @@ def test_conf_overrides_reach_the_topology() -> None:
     assert "inproc://WordCount/worker-0" in result.stderr
     assert "inproc://WordCount/worker-1" in result.stderr
     rows = last_stats(result.stdout)
-    assert COMPONENTS <= set(rows)
+    assert set(rows) >= COMPONENTS
     assert int(rows["sentences"][2]) > 0
 
 

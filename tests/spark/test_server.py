@@ -31,7 +31,7 @@ def test_the_server_listens_on_loopback_only_and_wants_its_token(spark_server: A
     spark = SparkSession.builder.remote(remote_url(spark_server.port, None)).create()
     try:
         spark.client.set_retry_policies([retry_policy(0)])
-        with pytest.raises(Exception, match="UNAUTHENTICATED|authentication"):
+        with pytest.raises(Exception, match=r"UNAUTHENTICATED|authentication"):
             spark.range(1).collect()
     finally:
         spark.release_session_on_close = False

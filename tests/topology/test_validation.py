@@ -518,7 +518,8 @@ def test_definition_is_json_serializable() -> None:
     assert set(comps) == {"multi", "router", "direct", "pk", "custom", "everyone", "loop"}
     assert comps["multi"]["kind"] == "spout"
     assert comps["multi"]["class"] == f"{MultiStream.__module__}:MultiStream"
-    assert {s["name"]: s["fields"] for s in comps["multi"]["streams"]} == {"words": ["word"], "numbers": ["n"]}
+    assert ({s["name"]: s["fields"] for s in comps["multi"]["streams"]}
+            == {"words": ["word"], "numbers": ["n"]})
     assert comps["router"]["streams"] == [{"name": "d", "fields": ["x"], "direct": True}]
     assert comps["direct"]["inputs"] == [
         {"component": "router", "stream": "d", "grouping": {"type": "direct"}}

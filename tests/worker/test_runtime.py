@@ -481,7 +481,8 @@ def test_leaving_the_cluster_context_stops_every_thread_in_order() -> None:
         assert sorted(t.name.split("-")[1] for t in executors) == ["__acker", "sink", "source"]
 
     # Then every thread the topology started is gone, and it was shut down orderly
-    poll_for(lambda: not any(t.is_alive() for t in started), timeout=5, message="the topology's threads to end")
+    poll_for(lambda: not any(t.is_alive() for t in started), timeout=5,
+             message="the topology's threads to end")
     assert not [t.name for t in threading.enumerate() if t.name.startswith("executor-") and t in started]
     assert rec.items("spout")[-1] == "close"
     assert len(rec.items("cleanup")) == 2
@@ -520,7 +521,8 @@ def test_named_streams_reach_only_their_subscribers_with_field_access(cluster: L
 
     class Words(Bolt):
         def process(self, tup: Any) -> None:
-            rec.add("words", (tup.stream, tup.component, tup.task, tup.values.word, tup["word"], tup.values[0]))
+            rec.add("words", (tup.stream, tup.component, tup.task, tup.values.word, tup["word"],
+                              tup.values[0]))
 
     class Numbers(Bolt):
         def process(self, tup: Any) -> None:

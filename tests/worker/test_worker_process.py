@@ -228,7 +228,8 @@ def two_workers(workers: Workers, conf: dict[str, Any] | None = None) -> tuple[P
 def one_worker(workers: Workers, conf: dict[str, Any] | None = None, **kw: Any) -> Path:
     address = f"zmq+tcp://127.0.0.1:{free_port()}"
     routes = {1: address, 2: address, 3: address}
-    return workers.write("solo", workers.assignment("solo", address, [ACKER, SINK, SOURCE], routes, conf, **kw))
+    return workers.write("solo", workers.assignment("solo", address, [ACKER, SINK, SOURCE], routes, conf,
+                                                    **kw))
 
 
 def test_reliable_tuples_cross_two_worker_processes_and_all_are_acked(workers: Workers) -> None:
@@ -324,8 +325,8 @@ def test_moving_a_peer_re_routes_its_tasks_without_a_restart(workers: Workers) -
     # Given worker a whose sink task points to a port nobody listens on
     a_addr, nowhere, b_addr = (f"zmq+tcp://127.0.0.1:{free_port()}" for _ in range(3))
     conf = {"test.count": 100, "topology.message.timeout.secs": 1}
-    a = workers.write("a", workers.assignment("a", a_addr, [SOURCE, ACKER], {1: a_addr, 3: a_addr, 2: nowhere},
-                                              conf))
+    a = workers.write("a", workers.assignment("a", a_addr, [SOURCE, ACKER],
+                                              {1: a_addr, 3: a_addr, 2: nowhere}, conf))
     a_proc = workers.launch(a)
     poll_for(lambda: heartbeat(a), timeout=10, message="a to start")
     assert not workers.acked()
@@ -384,7 +385,8 @@ def unknown_executor(workers: Workers) -> str:
 
 
 @pytest.mark.parametrize("content", [None, lambda w: "{not json", lambda w: json.dumps({"topology_id": "x"}),
-                                     unknown_executor], ids=["missing", "not-json", "incomplete", "unknown-executor"])
+                                     unknown_executor],
+                         ids=["missing", "not-json", "incomplete", "unknown-executor"])
 def test_a_missing_or_invalid_assignment_exits_with_its_own_code(workers: Workers, content: Any) -> None:
     d = workers.root / "bad"
     d.mkdir()

@@ -9,7 +9,9 @@ import random
 
 from squall.multilang.child import Spout
 
-WORDS = ["the", "cow", "jumped", "over", "the", "moon", "an", "apple", "a", "day", "keeps", "the", "doctor", "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "and", "the", "seven", "dwarfs", "i", "am", "at", "two", "with", "nature"]
+WORDS = ["the", "cow", "jumped", "over", "the", "moon", "an", "apple", "a", "day", "keeps", "the",
+         "doctor", "away", "four", "score", "and", "seven", "years", "ago", "snow", "white", "and",
+         "the", "seven", "dwarfs", "i", "am", "at", "two", "with", "nature"]
 
 
 class Sentences(Spout):

@@ -1,9 +1,9 @@
 """A topology whose bolt names a class the code package does not have."""
 
+from durable_wordcount import DurableSentences
+
 from squall import Topology
 from squall.topology.component import ComponentSpec
-
-from durable_wordcount import DurableSentences
 
 
 class Broken(Topology):
