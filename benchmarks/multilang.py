@@ -59,10 +59,8 @@ class Echo(Bolt):
 Echo().run()
 '''
 
-PYSTORM_SPOUT = '''
-import sys
-from pystorm import Spout
-
+# The same spout for both adapters: only the import and the start differ.
+_SPOUT_CLASS = '''
 class Words(Spout):
     def initialize(self, conf, context):
         self.i = 0
@@ -70,23 +68,10 @@ class Words(Spout):
     def next_tuple(self):
         self.i += 1
         self.emit(["word%d" % (self.i % 1000)], tup_id=self.i)
-
-Words(serializer=sys.argv[1]).run()
 '''
-
-SQUALL_SPOUT = '''
-from squall.multilang.child import Spout
-
-class Words(Spout):
-    def initialize(self, conf, context):
-        self.i = 0
-
-    def next_tuple(self):
-        self.i += 1
-        self.emit(["word%d" % (self.i % 1000)], tup_id=self.i)
-
-Words().run()
-'''
+PYSTORM_SPOUT = (f"import sys\nfrom pystorm import Spout\n{_SPOUT_CLASS}\n"
+                 "Words(serializer=sys.argv[1]).run()\n")
+SQUALL_SPOUT = f"from squall.multilang.child import Spout\n{_SPOUT_CLASS}\nWords().run()\n"
 
 NODE_BOLT = '''
 const {BasicBolt} = require(process.argv[2]);
