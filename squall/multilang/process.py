@@ -136,6 +136,7 @@ class ShellProcess:
         self._dead = False  # the child is given up: threads stop
         self._spin = True  # unthreaded: poll briefly for answers (see receive)
         self._sent_at = 0.0
+        self._urgent_answer = True
 
     # -- start ---------------------------------------------------------------
 
@@ -204,10 +205,14 @@ class ShellProcess:
 
     # -- the owner's side, unthreaded (spouts: strict request/response) ---------
 
-    def send_now(self, data: bytes) -> None:
-        """Write in the caller's thread; the child's answer is due within ``timeout``."""
+    def send_now(self, data: bytes, spin: bool = True) -> None:
+        """Write in the caller's thread; the child's answer is due within ``timeout``.
+
+        ``spin=False``: the answer is not urgent (an idle spout), do not poll for it.
+        """
         self.last_heard = self.now()
         self._sent_at = time.perf_counter()
+        self._urgent_answer = spin
         self._write(data)
 
     def receive(self, wait: float) -> list[Any]:
@@ -218,7 +223,7 @@ class ShellProcess:
         without spinning.
         """
         messages: list[Any] = []
-        if self._spin:
+        if self._spin and self._urgent_answer:
             spin_until = time.perf_counter() + SPIN_SECS
             while not messages and time.perf_counter() < spin_until:
                 messages = self._read_once(0)

@@ -52,6 +52,7 @@ class ShellSpout(ShellComponent, Spout):
         self.session: SpoutSession | None = None
         self._idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms") or 1) / 1000.0
         self._idle_until = 0.0
+        self._poll_answers = True
         self._shell_start()
 
     def close(self) -> None:
@@ -66,7 +67,8 @@ class ShellSpout(ShellComponent, Spout):
         session = self.session
         if self.proc is None or session is None:
             return
-        if session.idle:
+        idle = session.idle
+        if idle:
             # The child had nothing last time: give it a moment (Storm's spout wait strategy).
             # Real time, not the worker's clock: this pause saves CPU, it times nothing out.
             now = time.monotonic()
@@ -75,8 +77,14 @@ class ShellSpout(ShellComponent, Spout):
             if now < self._idle_until:
                 return
             self._idle_until = 0.0
-        if session.next():
-            self._drive()
+        # An idle child is asked again only after a pause anyway: its answer is not
+        # worth polling for (see process.SPIN_SECS).
+        self._poll_answers = not idle
+        try:
+            if session.next():
+                self._drive()
+        finally:
+            self._poll_answers = True
 
     def ack(self, tup_id: Any) -> None:
         self._want("ack", tup_id)
@@ -127,7 +135,7 @@ class ShellSpout(ShellComponent, Spout):
         if proc is None:
             return
         try:
-            proc.send_now(self.codec.encode(message))
+            proc.send_now(self.codec.encode(message), spin=self._poll_answers)
         except OSError:
             pass  # the child is gone: the read that follows finds out and reports it
 
