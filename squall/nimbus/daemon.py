@@ -45,6 +45,10 @@ class Nimbus:
         self.leader_terms = 0  # how many times this nimbus became leader
         self._stop = threading.Event()
         self._lost = threading.Event()
+        # Sessions lost so far.  A term ends when this changes, even if the session
+        # came back (and _lost was cleared) before the leader looked: its lock node
+        # died with the old session, so another nimbus may lead already.
+        self._sessions_lost = 0
         self._threads: list[threading.Thread] = []
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
@@ -99,6 +103,7 @@ class Nimbus:
         # Listeners run on kazoo's thread and must not block: hand work off.
         if state == KazooState.LOST:
             log.warning("zookeeper session lost: stepping down")
+            self._sessions_lost += 1
             self._lost.set()
         elif state == KazooState.CONNECTED and self._lost.is_set() and not self._stop.is_set():
             threading.Thread(target=self._recover, name="nimbus-recover", daemon=True).start()
@@ -128,6 +133,7 @@ class Nimbus:
                     self._stop.wait(1)
 
     def _lead(self) -> None:
+        session = self._sessions_lost
         self.leader_terms += 1
         self.is_leader = True
         log.info("nimbus is the leader", url=self.url)
@@ -135,7 +141,7 @@ class Nimbus:
             self.service.reconcile_all()
         except Exception:  # noqa: BLE001
             log.exception("first reconciliation failed")
-        while not self._stop.is_set() and not self._lost.is_set():
+        while not self._stop.is_set() and not self._lost.is_set() and self._sessions_lost == session:
             self._stop.wait(0.2)
         self.is_leader = False
         log.info("nimbus is no longer the leader", url=self.url)

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.protocol.states import KazooState
 
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
@@ -65,3 +66,25 @@ def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZo
         nimbus.stop()
         observer.stop()
         observer.close()
+
+
+def test_a_leader_whose_session_came_back_before_it_looked_still_steps_down(zookeeper: DevZookeeper,
+                                                                            tmp_path: Path) -> None:
+    # (Regression: the leader polled a "lost" flag every 0.2 s; a session lost and
+    # re-established in between cleared the flag unseen, and nimbus went on leading
+    # without its lock, which had died with the old session.)
+    conf: dict[str, Any] = config_mod.merge({
+        "storm.zookeeper.port": zookeeper.port, "nimbus.http.port": 0, "nimbus.monitor.freq.secs": 0.5,
+    })
+    nimbus = Nimbus(conf)
+    try:
+        nimbus.start()
+        poll_for(lambda: nimbus.is_leader, message="leading")
+        # When kazoo reports the session lost, and the recovery runs at once (as
+        # when the reconnect is immediate), before the leader's next look
+        nimbus._on_zk_state(KazooState.LOST)
+        nimbus._recover()
+        # Then the term still ends, and nimbus leads again in a new term
+        poll_for(lambda: nimbus.leader_terms == 2 and nimbus.is_leader, timeout=10, message="a second term")
+    finally:
+        nimbus.stop()
