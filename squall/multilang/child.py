@@ -253,6 +253,22 @@ class Component:
             raise RuntimeError(msg)
         self.pipe.send(message)
 
+    def _send_emit(self, message: dict[str, Any], direct_task: int | None,
+                   need_task_ids: bool) -> list[int] | None:
+        """Send a bolt's or spout's emit; the task ids when asked for (a direct
+        emit knows its one task; any other waits for the parent's reply)."""
+        if direct_task is not None:
+            message["task"] = direct_task
+            self._send(message)
+            return [direct_task] if need_task_ids else None
+        if not need_task_ids:
+            message["need_task_ids"] = False
+            self._send(message)
+            return None
+        self._send(message)
+        assert self.pipe is not None
+        return self.pipe.next_task_ids()
+
     def _failed(self, what: str) -> None:
         self.report_error(f"{what}\n{traceback.format_exc()}")
         if self.exit_on_exception:
@@ -296,17 +312,7 @@ class Bolt(Component):
         if anchors is None:
             anchors = [self._current] if self.auto_anchor and self._current is not None else []
         message["anchors"] = [a.id if isinstance(a, Tuple) else a for a in anchors]
-        if direct_task is not None:
-            message["task"] = direct_task
-            self._send(message)
-            return [direct_task] if need_task_ids else None
-        if not need_task_ids:
-            message["need_task_ids"] = False
-            self._send(message)
-            return None
-        self._send(message)
-        assert self.pipe is not None
-        return self.pipe.next_task_ids()
+        return self._send_emit(message, direct_task, need_task_ids)
 
     def ack(self, tup: Tuple | str) -> None:
         self._send({"command": "ack", "id": tup.id if isinstance(tup, Tuple) else tup})
@@ -382,17 +388,7 @@ class Spout(Component):
             message["id"] = tup_id
         if stream is not None:
             message["stream"] = stream
-        if direct_task is not None:
-            message["task"] = direct_task
-            self._send(message)
-            return [direct_task] if need_task_ids else None
-        if not need_task_ids:
-            message["need_task_ids"] = False
-            self._send(message)
-            return None
-        self._send(message)
-        assert self.pipe is not None
-        return self.pipe.next_task_ids()
+        return self._send_emit(message, direct_task, need_task_ids)
 
     def _serve_one(self) -> None:
         pipe = self.pipe

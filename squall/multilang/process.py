@@ -136,7 +136,6 @@ class ShellProcess:
         self._dead = False  # the child is given up: threads stop
         self._spin = True  # unthreaded: poll briefly for answers (see receive)
         self._sent_at = 0.0
-        self._urgent_answer = True
 
     # -- start ---------------------------------------------------------------
 
@@ -205,25 +204,21 @@ class ShellProcess:
 
     # -- the owner's side, unthreaded (spouts: strict request/response) ---------
 
-    def send_now(self, data: bytes, spin: bool = True) -> None:
-        """Write in the caller's thread; the child's answer is due within ``timeout``.
-
-        ``spin=False``: the answer is not urgent (an idle spout), do not poll for it.
-        """
+    def send_now(self, data: bytes) -> None:
+        """Write in the caller's thread; the child's answer is due within ``timeout``."""
         self.last_heard = self.now()
         self._sent_at = time.perf_counter()
-        self._urgent_answer = spin
         self._write(data)
 
-    def receive(self, wait: float) -> list[Any]:
+    def receive(self, wait: float, poll: bool = True) -> list[Any]:
         """Messages the child wrote within ``wait`` (maybe none); raises as the reader would.
 
-        Polls for up to :data:`SPIN_SECS` first, while the child answers that
-        fast; a slow child (a spout polling a remote queue) is waited for
-        without spinning.
+        With ``poll``, looks for up to :data:`SPIN_SECS` first, while the child
+        answers that fast; a slow child (a spout polling a remote queue) is
+        waited for without spinning.  ``poll=False``: the answer is not urgent.
         """
         messages: list[Any] = []
-        if self._spin and self._urgent_answer:
+        if poll and self._spin:
             spin_until = time.perf_counter() + SPIN_SECS
             while not messages and time.perf_counter() < spin_until:
                 messages = self._read_once(0)

@@ -52,7 +52,6 @@ class ShellSpout(ShellComponent, Spout):
         self.session: SpoutSession | None = None
         self._idle_secs = float(conf.get("topology.sleep.spout.wait.strategy.time.ms") or 1) / 1000.0
         self._idle_until = 0.0
-        self._poll_answers = True
         self._shell_start()
 
     def close(self) -> None:
@@ -77,14 +76,10 @@ class ShellSpout(ShellComponent, Spout):
             if now < self._idle_until:
                 return
             self._idle_until = 0.0
-        # An idle child is asked again only after a pause anyway: its answer is not
-        # worth polling for (see process.SPIN_SECS).
-        self._poll_answers = not idle
-        try:
-            if session.next():
-                self._drive()
-        finally:
-            self._poll_answers = True
+        if session.next():
+            # An idle child is asked again only after a pause anyway: its answer is
+            # not worth polling for (see process.SPIN_SECS).
+            self._drive(poll=not idle)
 
     def ack(self, tup_id: Any) -> None:
         self._want("ack", tup_id)
@@ -104,15 +99,16 @@ class ShellSpout(ShellComponent, Spout):
 
     # -- talking to the child ------------------------------------------------
 
-    def _drive(self) -> None:
-        """Serve the child until no command awaits its sync (Storm's querySubprocess)."""
+    def _drive(self, poll: bool = True) -> None:
+        """Serve the child until no command awaits its sync (Storm's querySubprocess);
+        ``poll``: look for its answers briefly before blocking (``ShellProcess.receive``)."""
         session = self.session
         while session is not None and session.awaiting is not None:
             proc = self.proc
             if proc is None:
                 return
             try:
-                messages = proc.receive(POLL_SECS)
+                messages = proc.receive(POLL_SECS, poll)
             except ProtocolError as e:
                 if e.decoded and not self._handle_batch(proc, e.decoded):
                     return
@@ -135,7 +131,7 @@ class ShellSpout(ShellComponent, Spout):
         if proc is None:
             return
         try:
-            proc.send_now(self.codec.encode(message), spin=self._poll_answers)
+            proc.send_now(self.codec.encode(message))
         except OSError:
             pass  # the child is gone: the read that follows finds out and reports it
 
