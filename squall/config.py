@@ -61,6 +61,14 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # <storm.local.dir>/workers/<worker id>/pids, and the supervisor kills any
     # a dead worker left behind.
     "squall.worker.dir": (None, (str, type(None)), None),
+    # -- transactional topologies (squall.transactional) ----------------------
+    # Their state's key; None: the topology's name.
+    "topology.transactional.id": (None, (str, type(None)), None),
+    # Where the state lives: this root in the cluster's ZooKeeper, or in another
+    # ensemble when servers (and port) are set (Storm's keys and defaults).
+    "transactional.zookeeper.root": ("/transactional", (str,), None),
+    "transactional.zookeeper.servers": (None, (list, type(None)), None),
+    "transactional.zookeeper.port": (None, (int, type(None)), 1),
     # -- cluster daemons (squall.yaml) --------------------------------------
     "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),
     "storm.zookeeper.port": (2181, (int,), 1),

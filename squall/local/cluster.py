@@ -19,6 +19,7 @@ from squall.local.runner import LocalTopology
 from squall.spark.batching import warn_on_submit
 from squall.topology.loading import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
+from squall.transactional.state import BACKEND_RESOURCE, MemoryBackend
 from squall.worker.plan import plan_topology
 from squall.worker.reporting import ErrorRecord
 
@@ -45,6 +46,11 @@ class LocalCluster:
         self.clock = clock or Clock()
         self.node = node
         self._topologies: dict[str, LocalTopology] = {}
+        # Transactional topologies' state (current txids, batch metadata): kept
+        # for the life of this cluster, so a resubmission continues where the
+        # killed topology stopped, as it would with ZooKeeper.
+        root = self.conf.get("transactional.zookeeper.root") or "/transactional"
+        self.transactional_state = MemoryBackend(root)
         self._lock = threading.Lock()
 
     def __enter__(self) -> LocalCluster:
@@ -67,7 +73,8 @@ class LocalCluster:
             if name in self._topologies:
                 msg = f"a topology named {name!r} is already running"
                 raise TopologyValidationError(msg)
-            runner = LocalTopology(plan, self.clock, node=self.node, capture=capture)
+            runner = LocalTopology(plan, self.clock, node=self.node, capture=capture,
+                                   resources={BACKEND_RESOURCE: self.transactional_state})
             self._topologies[name] = runner
         runner.start()
         return runner

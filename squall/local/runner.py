@@ -26,12 +26,14 @@ log = structlog.get_logger("squall.local.LocalTopology")
 
 class LocalTopology:
     def __init__(self, plan: TopologyPlan, clock: Clock, *, node: str = "local",
-                 capture: Callable[[str, str, Any], None] | None = None) -> None:
+                 capture: Callable[[str, str, Any], None] | None = None,
+                 resources: dict[str, Any] | None = None) -> None:
         self.plan = plan
         self.name = plan.name
         self.clock = clock
         self.node = node
         self.capture = capture
+        self.resources = dict(resources or {})  # seeds each worker's (a restart gets a fresh copy)
         self.errors: list[ErrorRecord] = []
         self.restarts = 0
         self.active = True
@@ -65,6 +67,7 @@ class LocalTopology:
             self.plan, self.placement[slot], self.addresses[slot], self.task_address, self.transport,
             self.clock, node=self.node, active=self.active, error_sink=self.errors.append,
             on_death=lambda w, slot=slot: self._deaths.put((slot, self.clock.now())), capture=self.capture,
+            resources=dict(self.resources),
         )
         self.workers[slot] = worker
         self._started_at[slot] = self.clock.now()

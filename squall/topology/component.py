@@ -193,6 +193,10 @@ class Component:
 class Spout(Component):
     """A source of tuples.  ``next_tuple`` emits; ``ack``/``fail`` get message ids."""
 
+    # next_tuple is called only while fewer than topology.max.spout.pending trees
+    # are pending; a spout that limits itself (the transactional coordinator) opts out.
+    throttled_by_pending = True
+
     @classmethod
     def spec(
         cls,

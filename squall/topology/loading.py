@@ -44,6 +44,11 @@ def verify_loadable(defn: TopologyDef) -> None:
         if not (isinstance(cls, type) and issubclass(cls, base)):
             msg = f"{where}: {cdef.cls!r} is not a {base.__name__} subclass"
             raise TopologyValidationError(msg)
+        verify = getattr(cls, "verify_options", None)
+        if verify is not None:
+            # A wrapper component checks what it will load from its options
+            # (a transactional topology's user classes) before the submit is accepted.
+            verify(cdef.options, where)
         for inp in cdef.inputs:
             if inp.grouping.type != "custom":
                 continue

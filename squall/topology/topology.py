@@ -63,7 +63,8 @@ class ComponentDef:
                 {"component": i.component, "stream": i.stream, "grouping": i.grouping.to_dict()}
                 for i in self.inputs
             ],
-            "options": self.options,
+            # Classes in options (a wrapped user class, in local mode) travel as paths.
+            "options": {k: class_path(v) if isinstance(v, type) else v for k, v in self.options.items()},
         }
 
 
@@ -89,6 +90,8 @@ class Topology:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        if vars(cls).get("_abstract"):
+            return  # a base for topologies of a kind (TransactionalTopology), not one itself
         specs: dict[str, ComponentSpec] = {}
         for klass in reversed(cls.__mro__):
             for attr, value in vars(klass).items():
@@ -99,7 +102,12 @@ class Topology:
                     specs[attr] = value
         if not isinstance(cls.config, Mapping):
             _fail(f"topology {cls.__name__}: config must be a dict, got {cls.config!r}")
-        cls._definition = build_definition(cls.__name__, specs, dict(cls.config))
+        cls._definition = cls._build(specs)
+
+    @classmethod
+    def _build(cls, specs: dict[str, ComponentSpec]) -> TopologyDef:
+        """The definition of this class body's specs (a kind of topology may rewrite them)."""
+        return build_definition(cls.__name__, specs, dict(cls.config))
 
     @classmethod
     def definition(cls) -> TopologyDef:
@@ -118,7 +126,7 @@ class Topology:
         return type(name, (Topology,), namespace)
 
 
-_RESERVED = frozenset({"config", "definition", "from_specs"})
+_RESERVED = frozenset({"config", "definition", "from_specs", "transactional_id"})
 
 
 def _fail(message: str) -> None:
@@ -163,6 +171,9 @@ def _component_def(topo: str, cname: str, spec: ComponentSpec) -> ComponentDef:
     if not isinstance(cls, str):
         base = Spout if spec.kind == "spout" else Bolt
         if not (isinstance(cls, type) and issubclass(cls, base)):
+            if getattr(cls, "transactional_kind", None) or hasattr(cls, "finish_batch"):
+                _fail(f"{where}: {cls.__name__} is a transactional component; "
+                      "it belongs in a squall.transactional.TransactionalTopology")
             _fail(f"{where}: {cls!r} is not a {base.__name__} subclass")
     for key, value in (("par", spec.par), ("tasks", spec.tasks)):
         if not isinstance(value, int) or isinstance(value, bool) or value < 1:

@@ -17,6 +17,7 @@ from typing import Any
 from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
+from squall.transactional.attempt import TransactionAttempt
 
 
 class StreamOut:
@@ -56,7 +57,7 @@ class TaskState:
 
 
 # Values of these types need no further check to cross the wire.
-_PLAIN = frozenset({str, float, bool, type(None), bytes})
+_PLAIN = frozenset({str, float, bool, type(None), bytes, TransactionAttempt})
 
 
 def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values: Any,

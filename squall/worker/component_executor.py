@@ -16,7 +16,7 @@ from squall.worker.executor import Executor
 
 class ComponentExecutor(Executor):
     def make_context(self, task: int) -> TopologyContext:
-        return TopologyContext(self.plan, self.component, task, self.worker.address)
+        return TopologyContext(self.plan, self.component, task, self.worker.address, self.worker.resources)
 
     def make_instance(self, task: int) -> tuple[Any, TopologyContext, TaskState]:
         cdef = self.plan.components[self.component]

@@ -6,8 +6,12 @@ from typing import Any
 
 
 class TopologyContext:
-    def __init__(self, plan: Any, component: str, task_id: int, worker: str) -> None:
+    def __init__(self, plan: Any, component: str, task_id: int, worker: str,
+                 resources: dict[str, Any] | None = None) -> None:
         self.plan = plan
+        # Objects the worker shares between its tasks (Storm's worker resources):
+        # a transactional state backend, one ZooKeeper client per worker process.
+        self.resources: dict[str, Any] = resources if resources is not None else {}
         self.topology_name: str = plan.name
         self.component_id = component
         self.task_id = task_id

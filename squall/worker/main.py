@@ -79,9 +79,11 @@ import structlog
 
 from squall import config
 from squall.clock import Clock
+from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.errors import SquallError, TransportError
 from squall.ops.logging import configure_logging
 from squall.topology.topology import definition_from_dict
+from squall.transactional.state import BACKEND_RESOURCE, Lazy
 from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
 from squall.worker.transport import Transport, transport_for
@@ -298,9 +300,14 @@ class WorkerProcess:
             self.transport = transport_for(assignment.address)
             if isinstance(self.transport, ZmqTransport):
                 self.transport.send_hwm = plan.conf["zmq.hwm"]
+            # Transactional components keep their state in the cluster's ZooKeeper
+            # (Storm's TransactionalState): one client per worker process, made
+            # only if a transactional component asks for it.
+            resources = {BACKEND_RESOURCE: Lazy(lambda: ZooKeeperBackend.for_cluster_conf(plan.conf))}
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
-                                 error_sink=self._append_error, on_death=self._on_death)
+                                 error_sink=self._append_error, on_death=self._on_death,
+                                 resources=resources)
             self.worker.bind()
         except TransportError as e:
             raise StartupError(str(e), EXIT_BIND_FAILED) from e

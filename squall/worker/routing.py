@@ -16,6 +16,7 @@ from typing import Any
 import msgpack
 
 from squall.topology.grouping import CustomGrouping, GroupingSpec
+from squall.worker.serialization import pack_ext
 
 Choose = Callable[[Any, Any], Sequence[int]]
 # Choosers return tuples: shared, so they must be immutable, and emit hands
@@ -40,7 +41,8 @@ def stable_hash(key: Any, seed: int = 0) -> int:
         return (((key ^ seed) * 0x9E3779B97F4A7C15) & 0xFFFFFFFFFFFFFFFF) >> 32
     if type(key) is bytes:
         return zlib.crc32(key, seed)
-    return zlib.crc32(msgpack.packb(key, use_bin_type=True), seed)
+    # pack_ext: a grouping on a transactional topology's attempt field.
+    return zlib.crc32(msgpack.packb(key, use_bin_type=True, default=pack_ext), seed)
 
 
 def _key_fn(indices: Sequence[int]) -> Callable[[Any], Any]:

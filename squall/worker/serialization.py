@@ -13,8 +13,11 @@ import msgpack
 
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple
+from squall.transactional.attempt import EXT_CODE, TransactionAttempt, pack, unpacker
 
-_SCALARS = frozenset({str, float, bool, type(None), bytes})
+# TransactionAttempt crosses as a msgpack extension type: the first value of
+# every tuple of a transactional topology.
+_SCALARS = frozenset({str, float, bool, type(None), bytes, TransactionAttempt})
 _INT_MIN = -(1 << 63)
 _INT_MAX = (1 << 64) - 1
 
@@ -52,7 +55,8 @@ def _refuse(values: Any, fields: tuple[str, ...], component: str, stream: str) -
                 what = f"int {value} (outside the 64-bit range)"
             msg = (
                 f"component {component!r} emitted {what} in field {name!r} of stream {stream!r}; "
-                "only None, bool, int (64-bit), float, str, bytes, list, tuple and dict can be emitted"
+                "only None, bool, int (64-bit), float, str, bytes, list, tuple, dict "
+                "and a TransactionAttempt can be emitted"
             )
             raise SerializationError(msg)
 
@@ -61,7 +65,7 @@ def try_serialize(values: Any, fields: tuple[str, ...], component: str, stream: 
     """The full check (``topology.testing.always.try.serialize``): really pack it."""
     check_values(values, fields, component, stream)
     try:
-        msgpack.packb(list(values), use_bin_type=True)
+        msgpack.packb(list(values), use_bin_type=True, default=pack_ext)
     except Exception as e:
         msg = f"component {component!r} emitted values on stream {stream!r} that msgpack cannot pack: {e}"
         raise SerializationError(msg) from e
@@ -79,9 +83,17 @@ def encode(messages: list[tuple[str, int, Any]]) -> bytes:
             payload = None
         out.append((kind, task, payload))
     try:
-        return msgpack.packb(out, use_bin_type=True)
+        return msgpack.packb(out, use_bin_type=True, default=pack_ext)
     except Exception as e:
         raise _culprit(messages, e) from e
+
+
+def pack_ext(value: Any) -> Any:
+    """msgpack's hook for types it does not know: only a TransactionAttempt passes."""
+    if type(value) is TransactionAttempt:
+        return msgpack.ExtType(EXT_CODE, pack(value))
+    msg = f"cannot serialize {type(value).__name__}"
+    raise TypeError(msg)
 
 
 def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> SerializationError:
@@ -92,7 +104,7 @@ def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> Serializ
             continue
         for t in payload:
             try:
-                msgpack.packb(list(t.values), use_bin_type=True)
+                msgpack.packb(list(t.values), use_bin_type=True, default=pack_ext)
             except Exception as e:  # noqa: BLE001 - this is the one
                 err = SerializationError(
                     f"component {t.component!r} emitted values on stream {t.stream!r} that msgpack "
@@ -106,7 +118,14 @@ def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> Serializ
 def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, int, Any]]:
     """Rebuild messages; ``component_of(task)`` and ``record_of(component, stream)``
     restore what the wire leaves out."""
-    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True)
+    attempts = unpacker()
+
+    def ext_hook(code: int, data: bytes) -> Any:
+        if code == EXT_CODE:
+            return attempts(data)
+        return msgpack.ExtType(code, data)
+
+    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True, ext_hook=ext_hook)
     out: list[tuple[str, int, Any]] = []
     for kind, task, payload in messages:
         if kind == "data":

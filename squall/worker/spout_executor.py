@@ -52,6 +52,8 @@ class SpoutExecutor(ComponentExecutor):
             st = SpoutTask(task, spout, state)
             self.spouts.append(st)
             self.by_task[task] = st
+        if any(not getattr(st.spout, "throttled_by_pending", True) for st in self.spouts):
+            self.max_pending = None  # the spout limits what it has in flight itself
         if self.active:
             for st in self.spouts:
                 st.spout.activate()

@@ -23,6 +23,7 @@ import structlog
 from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
+from squall.transactional.state import Lazy
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
 from squall.worker.gc_tuning import tune_gc
@@ -66,6 +67,7 @@ class Worker:
         error_sink: Callable[[ErrorRecord], None] | None = None,
         on_death: Callable[[Worker], None] | None = None,
         capture: Callable[[str, str, Any], None] | None = None,
+        resources: dict[str, Any] | None = None,
     ) -> None:
         self.plan = plan
         self.conf = plan.conf
@@ -74,6 +76,9 @@ class Worker:
         self.clock = clock
         self.active = active
         self.capture = capture
+        # Shared by the worker's tasks through their context; a runtime may
+        # seed it (local mode: the transactional state of the LocalCluster).
+        self.resources: dict[str, Any] = resources if resources is not None else {}
         self.status = Status.INIT
         self.failure: BaseException | None = None
         self.backpressure = Backpressure()
@@ -145,11 +150,22 @@ class Worker:
             self.transfer.stop()
             self.transfer.join(max(0.0, deadline - time.monotonic()))
         self.timer.join(max(0.0, deadline - time.monotonic()))
+        self._close_resources()
         stuck = [e.thread.name for e in self.executors if e.thread.is_alive()
                  and e.thread is not threading.current_thread()]
         if stuck:
             log.warning("executor threads did not stop in time", worker=self.address, threads=stuck)
         self.status = Status.FAILED if failed else Status.STOPPED
+
+    def _close_resources(self) -> None:
+        """Close what the worker made on demand (a ZooKeeper client); what a
+        runtime handed in (local mode's state) outlives the worker."""
+        for resource in self.resources.values():
+            if isinstance(resource, Lazy):
+                try:
+                    resource.close()
+                except Exception as e:  # noqa: BLE001 - stopping anyway
+                    log.warning("closing a worker resource failed", error=str(e))
 
     def executor_ready(self) -> None:
         with self._lock:

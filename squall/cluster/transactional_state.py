@@ -1,0 +1,197 @@
+"""Transactional topologies' state in ZooKeeper (Storm's ``TransactionalState``).
+
+What it holds: a transactional spout's coordinator keeps the current txid and
+each open transaction's metadata; partitioned emitters keep each partition's
+metadata per transaction.  Layout (paths given to the state are relative to
+``<subdir>``)::
+
+    <transactional.zookeeper.root>/<transactional id>/<subdir>/
+        currtx                  the next txid
+        meta/<txid>             a transaction's coordinator metadata
+        <partition>/<txid>      a partition's emitter metadata
+
+Values are JSON text (``squall.transactional.state.encode_value``), as in
+every backend: local mode refuses exactly what this one does, and a value read
+back after a worker restart is what any reader gets (tuples become lists).
+Writes are one small znode per transaction or partition, never one per tuple:
+ZooKeeper is a coordination service, not a data store.
+
+Every ZooKeeper failure (connection loss, an expired session, a timeout) comes
+out as :class:`~squall.errors.CoordinationError`, within a bounded time: the
+caller fails the batch and retries it later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.states import KeeperState
+from kazoo.retry import KazooRetry
+
+from squall import config
+from squall.cluster.zookeeper import connect, make_client
+from squall.errors import ConfigError, CoordinationError
+from squall.transactional.state import decode_value, encode_value
+
+# Ride out a short connection blip (~3 s of backoff), then give up: a batch
+# that cannot reach ZooKeeper fails and replays rather than stalling its bolt.
+_RETRY = {"max_tries": 5, "delay": 0.1, "backoff": 2, "max_delay": 2}
+
+
+def _components(path: str, what: str) -> list[str]:
+    """The '/'-separated parts of ``path`` (outer slashes ignored), each valid as a znode name."""
+    parts = path.strip("/").split("/") if path.strip("/") else []
+    for part in parts:
+        if part in ("", ".", ".."):
+            msg = f"invalid {what} {path!r}: empty, '.' and '..' components are not allowed"
+            raise ValueError(msg)
+    return parts
+
+
+class ZooKeeperState:
+    """The TransactionalState protocol over a started KazooClient, below ``base``."""
+
+    def __init__(self, client: KazooClient, base: str, request_timeout: float = 30.0) -> None:
+        self.zk = client
+        self.base = base
+        self.request_timeout = request_timeout
+
+    def _path(self, path: str) -> str:
+        return "/".join([self.base, *_components(path, "state path")])
+
+    def _wait(self, start: Callable[[], Any]) -> Any:
+        # kazoo queues a request made while disconnected until it reconnects
+        # (forever if it never does), and would then apply a write the caller
+        # already saw fail: refuse instead (ConnectionLoss is retried), and
+        # bound the wait for the rare request queued just before a drop.
+        if not self.zk.connected:
+            raise ConnectionLoss("not connected to ZooKeeper")
+        return start().get(timeout=self.request_timeout)
+
+    def _run(self, op: str, full: str, func: Callable[[], Any]) -> Any:
+        if self.zk.client_state == KeeperState.CLOSED:
+            msg = f"transactional state: cannot {op} {full}: the ZooKeeper client is closed"
+            raise CoordinationError(msg)
+        try:
+            return KazooRetry(**_RETRY)(func)
+        except (KazooException, KazooTimeoutError) as e:
+            msg = f"transactional state: cannot {op} {full} in ZooKeeper: {type(e).__name__}: {e}"
+            raise CoordinationError(msg) from e
+
+    def set_data(self, path: str, value: Any) -> None:
+        full = self._path(path)
+        data = encode_value(value, f"the value at {full!r}")  # refused before anything is written
+
+        def write() -> None:
+            try:
+                self._wait(lambda: self.zk.set_async(full, data))
+            except NoNodeError:
+                try:
+                    self._wait(lambda: self.zk.create_async(full, data, makepath=True))
+                except NodeExistsError:  # another writer, or our own create retried after a drop
+                    self._wait(lambda: self.zk.set_async(full, data))
+
+        self._run("write", full, write)
+
+    def get_data(self, path: str) -> Any:
+        full = self._path(path)
+
+        def read() -> bytes | None:
+            try:
+                return self._wait(lambda: self.zk.get_async(full))[0]
+            except NoNodeError:
+                return None
+
+        return decode_value(self._run("read", full, read))
+
+    def _children(self, full: str) -> list[str]:
+        try:
+            return sorted(self._wait(lambda: self.zk.get_children_async(full)))
+        except NoNodeError:
+            return []
+
+    def list(self, path: str) -> list[str]:
+        full = self._path(path)
+        return self._run("list", full, lambda: self._children(full))
+
+    def delete(self, path: str) -> None:
+        full = self._path(path)
+
+        def remove(node: str) -> None:
+            # Depth first, each request bounded (kazoo's recursive delete is not).
+            for child in self._children(node):
+                remove(f"{node}/{child}")
+            try:
+                self._wait(lambda: self.zk.delete_async(node))
+            except NoNodeError:
+                pass
+
+        self._run("delete", full, lambda: remove(full))
+
+
+class ZooKeeperBackend:
+    """Opens ZooKeeperStates on one client; closes the client if it owns it."""
+
+    def __init__(self, client: KazooClient, root: str = "/transactional", owns_client: bool = True,
+                 request_timeout: float = 30.0) -> None:
+        self.zk = client
+        parts = _components(root, "transactional.zookeeper.root")
+        self.root = "/" + "/".join(parts) if parts else ""
+        self.owns_client = owns_client
+        self.request_timeout = request_timeout
+        self._closed = False
+
+    def open(self, transactional_id: str, subdir: str) -> ZooKeeperState:
+        if not transactional_id or "/" in transactional_id or transactional_id in (".", ".."):
+            msg = f"invalid transactional id {transactional_id!r}: it must be one non-empty znode name"
+            raise ValueError(msg)
+        if not subdir or subdir != subdir.strip("/"):
+            msg = f"invalid transactional state subdir {subdir!r}: it must be a non-empty relative path"
+            raise ValueError(msg)
+        base = "/".join([self.root, transactional_id, *_components(subdir, "transactional state subdir")])
+        return ZooKeeperState(self.zk, base, self.request_timeout)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self.owns_client:
+            self.zk.stop()
+            self.zk.close()
+
+    @classmethod
+    def for_transactional_conf(cls, conf: dict[str, Any]) -> ZooKeeperBackend:
+        """Storm's rule: the transactional.zookeeper.* servers and port, each
+        falling back to storm.zookeeper.* when unset."""
+
+        def pick(key: str, fallback: str) -> Any:
+            value = conf.get(key)
+            if value is None or value == []:
+                value = conf.get(fallback, config.DEFAULTS[fallback])
+            return value
+
+        servers = pick("transactional.zookeeper.servers", "storm.zookeeper.servers")
+        if not isinstance(servers, (list, tuple)) or not servers:
+            msg = f"ZooKeeper servers for transactional state must be a non-empty list, got {servers!r}"
+            raise ConfigError(msg)
+        zk_conf = {
+            "storm.zookeeper.servers": list(servers),
+            "storm.zookeeper.port": pick("transactional.zookeeper.port", "storm.zookeeper.port"),
+            **{key: conf.get(key, config.DEFAULTS[key])
+               for key in ("storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout")},
+        }
+        client = make_client(zk_conf)
+        connect(client, zk_conf, who="transactional state")
+        # A request unanswered for a whole session timeout is on a dead connection.
+        return cls(client, conf.get("transactional.zookeeper.root") or "/transactional",
+                   request_timeout=zk_conf["storm.zookeeper.session.timeout"] / 1000.0)
+
+    @classmethod
+    def for_cluster_conf(cls, conf: dict[str, Any]) -> ZooKeeperBackend:
+        """What a cluster worker uses: the cluster's ZooKeeper unless the
+        transactional.zookeeper.* keys name another."""
+        return cls.for_transactional_conf(conf)

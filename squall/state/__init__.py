@@ -1,0 +1,40 @@
+"""State that transactional topologies' committer bolts update exactly once.
+
+    from squall.state import SQLiteStore, OpaqueMap
+
+    counts = OpaqueMap(SQLiteStore("/var/squall/state/wordcount.db", namespace="counts"))
+    counts.increment(attempt, {"the": 3, "cat": 1})   # in the committer's finish_batch
+
+Stores (:class:`Store`: in memory, SQLite) keep JSON values under string keys
+and update a set of keys atomically; the maps and values stamp each value
+with the txid that wrote it, under Storm's "transactional" or "opaque" rule.
+"""
+
+from typing import TYPE_CHECKING
+
+from squall.lazy import lazy_exports
+
+_EXPORTS = {
+    "MemoryStore": "squall.state.store",
+    "Store": "squall.state.store",
+    "SQLiteStore": "squall.state.sqlite",
+    "OpaqueMap": "squall.state.values",
+    "OpaqueValue": "squall.state.values",
+    "TransactionalMap": "squall.state.values",
+    "TransactionalValue": "squall.state.values",
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = [
+    "MemoryStore",
+    "OpaqueMap",
+    "OpaqueValue",
+    "SQLiteStore",
+    "Store",
+    "TransactionalMap",
+    "TransactionalValue",
+]
+
+if TYPE_CHECKING:
+    from squall.state.sqlite import SQLiteStore
+    from squall.state.store import MemoryStore, Store
+    from squall.state.values import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue

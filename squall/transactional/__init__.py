@@ -1,0 +1,44 @@
+"""Transactional topologies: exactly-once processing on Storm's model.
+
+See squall.transactional.topology for how a TransactionalTopology becomes
+an ordinary topology, and the README's section for users.
+"""
+
+from typing import TYPE_CHECKING
+
+from squall.lazy import lazy_exports
+
+_EXPORTS = {
+    "BatchBolt": "squall.transactional.bolts",
+    "Committer": "squall.transactional.bolts",
+    "MemoryTransactionalSpout": "squall.transactional.memory",
+    "OpaqueMemoryTransactionalSpout": "squall.transactional.memory",
+    "OpaquePartitionedTransactionalSpout": "squall.transactional.spouts",
+    "PartitionedTransactionalSpout": "squall.transactional.spouts",
+    "TransactionAttempt": "squall.transactional.attempt",
+    "TransactionalSpout": "squall.transactional.spouts",
+    "TransactionalTopology": "squall.transactional.topology",
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = [
+    "BatchBolt",
+    "Committer",
+    "MemoryTransactionalSpout",
+    "OpaqueMemoryTransactionalSpout",
+    "OpaquePartitionedTransactionalSpout",
+    "PartitionedTransactionalSpout",
+    "TransactionAttempt",
+    "TransactionalSpout",
+    "TransactionalTopology",
+]
+
+if TYPE_CHECKING:
+    from squall.transactional.attempt import TransactionAttempt
+    from squall.transactional.bolts import BatchBolt, Committer
+    from squall.transactional.memory import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
+    from squall.transactional.spouts import (
+        OpaquePartitionedTransactionalSpout,
+        PartitionedTransactionalSpout,
+        TransactionalSpout,
+    )
+    from squall.transactional.topology import TransactionalTopology

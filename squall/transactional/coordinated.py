@@ -1,0 +1,214 @@
+"""The bolt every user bolt of a transactional topology runs inside (Storm's
+CoordinatedBolt wrapped around a BatchBoltExecutor).
+
+It routes each arriving tuple: a batch tuple to the batch's own bolt
+instance (a fresh :class:`BatchBolt` per attempt, or the task's one plain
+:class:`~squall.Bolt`), a count tuple or the commit tuple to the
+:class:`~squall.transactional.tracking.BatchTracker`, and carries out what
+the tracker decides: finish the batch, report counts downstream, ack or
+fail what it held.  The user never acks or anchors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.errors import FailedException, SerializationError
+from squall.topology.component import Bolt
+from squall.topology.loading import resolve_class
+from squall.transactional.output import COMMIT_STREAM, COUNT_STREAM, BatchOutput, count_sources, count_targets
+from squall.transactional.tracking import BatchTracker, Step, Track
+
+
+class CoordinatedBolt(Bolt):
+    # Squall acks and anchors; user emits go out untracked and counted.
+    auto_ack = False
+    auto_anchor = False
+    auto_fail = False
+
+    @classmethod
+    def verify_options(cls, options: dict[str, Any], where: str) -> None:
+        from squall.transactional.bolts import BatchBolt
+
+        user = resolve_class(options["bolt"])
+        if not (isinstance(user, type) and issubclass(user, (BatchBolt, Bolt))):
+            from squall.errors import TopologyValidationError
+
+            msg = f"{where}: {options['bolt']!r} is neither a BatchBolt nor a Bolt"
+            raise TopologyValidationError(msg)
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        from squall.transactional.bolts import BatchBolt
+
+        opts = self.options
+        self.user_cls = resolve_class(opts["bolt"])
+        self.user_options = dict(opts.get("bolt_options") or {})
+        self.batch = issubclass(self.user_cls, BatchBolt)
+        self.timeout = conf["topology.message.timeout.secs"]
+        self.out = BatchOutput(context.component_id, self.emit, count_targets(context))
+        self.coordinator = opts["coordinator"]
+        late = set(opts.get("late_sources") or ())
+        sources = count_sources(context)
+        self.late_sources = frozenset(c for c in sources if c in late)
+        self.tracker = BatchTracker(sum(n for c, n in sources.items() if c not in late),
+                                    sum(n for c, n in sources.items() if c in late),
+                                    bool(opts.get("committer")))
+        self.last: Track | None = None
+        self.plain: Any = None
+        if not self.batch:
+            self.plain = self._make_user(conf, context)
+            self.plain.initialize(conf, context)
+
+    def _make_user(self, conf: dict[str, Any], context: Any) -> Any:
+        user = self.user_cls()
+        user.conf = conf
+        user.context = context
+        user.options = dict(self.user_options)
+        user.logger = user.logger.bind(component=context.component_id, task=context.task_id)
+        user.clock = self.clock
+        user.call_soon = self.call_soon
+        user.stopping = self.stopping
+        user.report_error = self.report_error
+        user.emit = self.out.emit
+        # Squall acks and anchors: a plain bolt's own ack/fail calls change nothing.
+        user.ack = user.fail = _ignore
+        return user
+
+    # -- arrivals --------------------------------------------------------------
+
+    def process(self, tup: Any) -> None:
+        stream = tup.stream
+        if stream == COUNT_STREAM:
+            tr = self._track(tup.values[0])
+            if tr is None:
+                self.fail(tup)
+                return
+            self._apply(tr, self.tracker.count(tr, tup.values[1], tup, tup.component in self.late_sources,
+                                               self.clock.now()))
+        elif stream == COMMIT_STREAM and tup.component == self.coordinator:
+            tr = self._track(tup.values[0])
+            if tr is None:
+                self.fail(tup)
+                return
+            self._apply(tr, self.tracker.commit(tr, tup, self.clock.now()))
+        else:
+            attempt = tup.values[0]
+            tr = self.last
+            if tr is None or attempt is not tr.attempt:
+                tr = self._track(attempt)
+                if tr is None:
+                    return
+            late = tup.component in self.late_sources
+            if late:
+                tr.received_late += 1
+            else:
+                tr.received += 1
+            if tr.failed:
+                return
+            out = self.out
+            out.current = tr
+            try:
+                if tr.bolt is not None:
+                    tr.bolt.process(tup)
+                else:
+                    self.plain.process(tup)
+            except Exception as e:  # noqa: BLE001 - user code: the batch fails, the worker lives
+                self._failed(tr, e)
+            finally:
+                out.current = None
+            tracker = self.tracker
+            # The last tuple may complete the batch (its counts came first).
+            if ((tr.received_late == tr.expected_late and tr.reports_late == tracker.late_sources) if late
+                    else (tr.received == tr.expected and tr.reports == tracker.sources)):
+                self._apply(tr, tracker.step(tr))  # the last tuple may complete the batch
+
+    def _track(self, attempt: Any) -> Track | None:
+        """The track of ``attempt``, made (with its batch bolt) when new."""
+        from squall.transactional.attempt import TransactionAttempt
+
+        if type(attempt) is not TransactionAttempt:
+            self.report_error(ValueError(f"a tuple's first value is not a TransactionAttempt: {attempt!r}"))
+            return None
+        tracker = self.tracker
+        existing = tracker.tracks.get(attempt.attempt_id)
+        if existing is not None:
+            self.last = existing
+            return existing
+        now = self.clock.now()
+        for old in tracker.expire(now - self.timeout):
+            self._drop(old)
+        tr, superseded = tracker.track(attempt, now)
+        for old in superseded:
+            self._drop(old)
+        if self.batch:
+            tr.bolt = self._make_user(self.conf, self.context)
+            self.out.current = tr
+            try:
+                tr.bolt.initialize(self.conf, self.context, attempt)
+            except Exception as e:  # noqa: BLE001
+                self._failed(tr, e)
+            finally:
+                self.out.current = None
+        self.last = tr
+        return tr
+
+    def _drop(self, tr: Track) -> None:
+        """A track nobody will finish: fail what it held so its tree ends now."""
+        for tup in tr.held + tr.held_late + ([tr.commit_tuple] if tr.commit_tuple is not None else []):
+            self.fail(tup)
+        if self.last is tr:
+            self.last = None
+
+    # -- decisions -------------------------------------------------------------
+
+    def _failed(self, tr: Track, error: Exception) -> None:
+        if isinstance(error, SerializationError):
+            raise error  # fatal, as for any bolt: the worker restarts
+        if not isinstance(error, FailedException):
+            self.report_error(error)
+        self._apply(tr, self.tracker.fail(tr))
+
+    def _apply(self, tr: Track, step: Step) -> None:
+        for tup in step.release:
+            self.ack(tup)
+        if step.fail:
+            for tup in step.done:
+                self.fail(tup)
+            return
+        if not step.finish:
+            return
+        out = self.out
+        if tr.bolt is not None:
+            out.current = tr
+            try:
+                tr.bolt.finish_batch()
+            except Exception as e:  # noqa: BLE001
+                # Not done after all: fail what it held, and whatever comes later.
+                for tup in step.done:
+                    self.fail(tup)
+                tr.finished, tr.failed = False, True
+                if isinstance(e, SerializationError):
+                    raise
+                if not isinstance(e, FailedException):
+                    self.report_error(e)
+                return
+            finally:
+                out.current = None
+        out.send_counts(tr.attempt, tr.sent, step.anchor)
+        for tup in step.done:
+            self.ack(tup)
+        self.tracker.forget(tr)
+        if self.last is tr:
+            self.last = None
+
+    def process_tick(self, tup: Any) -> None:
+        if self.plain is not None:
+            self.plain.process_tick(tup)
+
+    def cleanup(self) -> None:
+        if self.plain is not None:
+            self.plain.cleanup()
+
+
+def _ignore(*_args: Any, **_kwargs: Any) -> None:
+    return None

@@ -1,0 +1,138 @@
+"""The coordinator: a regular spout of one task, the I/O shell of
+:class:`~squall.transactional.coordinator.TransactionCoordinator`.
+
+It emits each transaction's batch tuple ``(attempt, metadata, committed
+txid)`` on the batch stream (all-grouped to the emitters) and its commit
+tuple on the commit stream (all-grouped to the committers), each with the
+attempt as message id: the acker tells it when a phase succeeded or failed.
+It stores the current txid and each transaction's metadata (a rotating
+state) under ``<transactional.zookeeper.root>/<transactional id>/coordinator``
+before anything that depends on them is emitted.
+
+``topology.max.spout.pending`` is the number of transactions in flight
+(default 1, as in Storm); the core enforces it, so this spout is exempt
+from the executor's own limit on pending tuple trees.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+from squall.errors import CoordinationError, SerializationError, TopologyValidationError
+from squall.topology.component import Spout, Stream
+from squall.transactional.coordinator import NOT_READY, StartBatch, TransactionCoordinator
+from squall.transactional.emitter import make_user_spout
+from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM
+from squall.transactional.rotating import RotatingState
+from squall.transactional.state import open_backend
+
+CURRENT_TXID = "currtx"
+
+
+class CoordinatorSpout(Spout):
+    outputs = [Stream(["tx", "meta", "committed"], name=BATCH_STREAM), Stream(["tx"], name=COMMIT_STREAM)]
+    throttled_by_pending = False  # the core limits transactions in flight itself
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        if not context.plan.tracking:
+            msg = ("a transactional topology needs ackers: the acker tells the coordinator when a "
+                   "batch is processed or committed (topology.acker.executors must not be 0)")
+            raise TopologyValidationError(msg)
+        opts = self.options
+        self.spout = make_user_spout(self, opts, conf, context)
+        self.kind = self.spout.transactional_kind
+        self.transactional_id = opts.get("transactional_id") or context.topology_name
+        self.state = open_backend(conf, context.resources).open(self.transactional_id, "coordinator")
+        self.meta = RotatingState(self.state, "meta", "coordinator metadata")
+        current = self.state.get_data(CURRENT_TXID) or 1
+        rng = random.Random(int.from_bytes(os.urandom(16), "little"))
+        self.core = TransactionCoordinator(current, conf["topology.max.spout.pending"] or 1,
+                                           lambda: rng.getrandbits(63))
+        self.active = True
+        self.dirty_current = False  # the current txid could not be stored yet
+        self.logger.info("transactional coordinator started", transactional_id=self.transactional_id,
+                         current_txid=current, max_active=self.core.max_active)
+
+    # -- the spout callbacks: every one ends in sync() -----------------------------
+
+    def next_tuple(self) -> None:
+        self.sync()
+
+    def ack(self, tup_id: Any) -> None:
+        committed = self.core.ack(tup_id)
+        if committed is not None:
+            self.on_committed(committed)
+        self.sync()
+
+    def fail(self, tup_id: Any) -> None:
+        dropped = self.core.fail(tup_id)
+        if dropped:
+            self.logger.info("transactions replayed", txids=dropped, failed_attempt=tup_id.attempt_id)
+        self.sync()
+
+    def activate(self) -> None:
+        self.active = True
+
+    def deactivate(self) -> None:
+        # In-flight transactions still commit; no new one starts.
+        self.active = False
+
+    def close(self) -> None:
+        self.spout.close()
+
+    # -- the shell -----------------------------------------------------------------
+
+    def sync(self) -> None:
+        if self.dirty_current:
+            self.store_current()
+        for action in self.core.sync(self.start, may_start=self.active and not self.dirty_current):
+            if isinstance(action, StartBatch):
+                self.emit([action.attempt, action.metadata, self.core.current - 1],
+                          tup_id=action.attempt, stream=BATCH_STREAM)
+            else:
+                self.emit([action.attempt], tup_id=action.attempt, stream=COMMIT_STREAM)
+
+    def start(self, txid: int) -> Any:
+        """The metadata of ``txid``: stored (a replay), or made now and stored first."""
+        if txid not in self.meta and not self.spout.is_ready():
+            return NOT_READY
+        try:
+            value, _existed = self.meta.get_or_make(txid, lambda prev: self.new_metadata(txid, prev))
+        except CoordinationError as e:
+            self.logger.warning("cannot store transaction metadata; retried", txid=txid, error=str(e))
+            return NOT_READY
+        except SerializationError:
+            raise  # metadata that cannot be stored is a bug in the spout: the worker dies, loudly
+        except Exception as e:  # noqa: BLE001 - user code: reported, tried again on the next call
+            self.report_error(e)
+            return NOT_READY
+        return value
+
+    def new_metadata(self, txid: int, prev: Any) -> Any:
+        if self.kind == "transactional":
+            return self.spout.initialize_transaction(txid, prev)
+        n = self.spout.num_partitions()
+        if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+            msg = f"{type(self.spout).__name__}.num_partitions() must return an int >= 0, got {n!r}"
+            raise TypeError(msg)
+        return n
+
+    def on_committed(self, txid: int) -> None:
+        self.store_current()
+        try:
+            self.meta.cleanup_before(txid)
+        except CoordinationError as e:
+            self.logger.warning("cleanup of committed metadata failed; retried later", error=str(e))
+
+    def store_current(self) -> None:
+        """Persist the first uncommitted txid.  Until it is, nothing new starts:
+        a restart would replay a committed txid, which committers skip, but the
+        metadata of newer ones must not run ahead of it."""
+        try:
+            self.state.set_data(CURRENT_TXID, self.core.current)
+            self.dirty_current = False
+        except CoordinationError as e:
+            self.dirty_current = True
+            self.logger.warning("cannot store the current txid; retried", error=str(e))

@@ -1,0 +1,206 @@
+"""The emitter bolt: the user's transactional spout, on the batch stream.
+
+Each emitter task gets every batch tuple (all grouping), emits its share of
+the batch through the spout, reports its counts downstream anchored to the
+batch tuple, and acks it.  How it finds what to emit depends on the kind:
+
+- transactional: the coordinator's metadata says it all;
+- partitioned: each owned partition's metadata per txid is stored here
+  (made by ``emit_new_batch`` once, replayed by ``emit_batch`` ever after);
+- opaque: each owned partition starts from the previous txid's metadata as
+  this task produced it, or the last committed one; the metadata of a
+  transaction is stored when it commits (this task also gets the commit
+  tuple), so that a restarted task resumes from what was committed.
+
+A ``FailedException`` (or a ZooKeeper outage) fails the batch, which is
+replayed; any other error is reported and fails it too.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.errors import CoordinationError, FailedException, SerializationError
+from squall.topology.component import Bolt
+from squall.topology.loading import resolve_class
+from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
+from squall.transactional.rotating import MissingPredecessor, RotatingState
+from squall.transactional.state import decode_value, encode_value, open_backend
+
+
+class _Batch:
+    """What BatchOutput counts against while the spout emits one batch."""
+
+    __slots__ = ("attempt", "sent")
+
+    def __init__(self, attempt: Any) -> None:
+        self.attempt = attempt
+        self.sent: dict[int, int] = {}
+
+
+class EmitterBolt(Bolt):
+    auto_ack = False
+    auto_anchor = False
+    auto_fail = False
+
+    @classmethod
+    def verify_options(cls, options: dict[str, Any], where: str) -> None:
+        from squall.transactional.spouts import SPOUT_KINDS
+
+        spout = resolve_class(options["spout"])
+        if not (isinstance(spout, type) and issubclass(spout, SPOUT_KINDS)):
+            from squall.errors import TopologyValidationError
+
+            msg = f"{where}: {options['spout']!r} is not a transactional spout"
+            raise TopologyValidationError(msg)
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        opts = self.options
+        self.spout = make_user_spout(self, opts, conf, context)
+        self.kind = self.spout.transactional_kind
+        self.out = BatchOutput(context.component_id, self.emit, count_targets(context))
+        self.index = context.this_task_index
+        self.ntasks = len(context.this_component_tasks)
+        self.state: Any = None
+        if self.kind != "transactional":
+            tid = opts.get("transactional_id") or context.topology_name
+            self.state = open_backend(conf, context.resources).open(tid, "user")
+        self.partitions: dict[int, RotatingState] = {}  # partitioned: per owned partition
+        # opaque: partition -> txid -> (attempt id, metadata) as this task made it
+        self.cache: dict[int, dict[int, tuple[int, Any]]] = {}
+        self.committed: dict[int, tuple[int, Any] | None] = {}  # opaque: partition -> (txid, meta) stored
+        self.emitted: dict[int, int] = {}  # txid -> attempt id this task last emitted
+
+    def owned(self, num_partitions: int) -> range:
+        return range(self.index, num_partitions, self.ntasks)
+
+    def process(self, tup: Any) -> None:
+        if tup.stream == BATCH_STREAM:
+            self.on_batch(tup)
+        elif tup.stream == COMMIT_STREAM:
+            self.on_commit(tup)
+
+    def on_batch(self, tup: Any) -> None:
+        attempt, metadata, committed = tup.values
+        batch = _Batch(attempt)
+        self.out.current = batch
+        try:
+            if self.kind == "transactional":
+                self.spout.emit_batch(attempt, metadata, self.out.emit)
+            elif self.kind == "partitioned":
+                self.emit_partitioned(attempt, metadata)
+            else:
+                self.emit_opaque(attempt, metadata, committed)
+        except Exception as e:  # noqa: BLE001 - user code or state: the batch fails, the worker lives
+            if isinstance(e, SerializationError):
+                raise
+            if not isinstance(e, (FailedException, MissingPredecessor, CoordinationError)):
+                self.report_error(e)
+            else:
+                self.logger.debug("batch failed at the emitter", txid=attempt.txid, reason=str(e))
+            self.fail(tup)
+            return
+        finally:
+            self.out.current = None
+        self.out.send_counts(attempt, batch.sent, tup)
+        self.ack(tup)
+        self.emitted[attempt.txid] = attempt.attempt_id
+        if committed:
+            self.forget_before(committed)
+
+    def forget_before(self, committed: int) -> None:
+        try:
+            if self.kind == "transactional":
+                self.spout.cleanup_before(committed)
+            for rs in self.partitions.values():
+                rs.cleanup_before(committed)
+        except CoordinationError as e:
+            self.logger.warning("cleanup of committed state failed; retried later", error=str(e))
+        for cache in self.cache.values():
+            for txid in [t for t in cache if t < committed]:
+                del cache[txid]
+        for txid in [t for t in self.emitted if t < committed]:
+            del self.emitted[txid]
+
+    # -- partitioned: exact replays from stored per-partition metadata ----------
+
+    def emit_partitioned(self, attempt: Any, num_partitions: int) -> None:
+        spout, emit, txid = self.spout, self.out.emit, attempt.txid
+        for p in self.owned(num_partitions):
+            rs = self.partitions.get(p)
+            if rs is None:
+                rs = self.partitions[p] = RotatingState(self.state, f"partition_{p}", f"partition {p}")
+            if txid in rs:
+                spout.emit_batch(attempt, emit, p, rs.get(txid))
+            else:
+                rs.get_or_make(txid, lambda prev, p=p: spout.emit_new_batch(attempt, emit, p, prev))
+
+    # -- opaque: from the previous txid's metadata; committed metadata stored on commit
+
+    def emit_opaque(self, attempt: Any, num_partitions: int, committed: int | None) -> None:
+        spout, emit, txid = self.spout, self.out.emit, attempt.txid
+        for p in self.owned(num_partitions):
+            cache = self.cache.setdefault(p, {})
+            prev = cache.get(txid - 1)
+            if prev is not None:
+                last = prev[1]
+            elif committed == txid - 1:
+                # txid - 1 is committed (0: nothing is yet): start from what was stored.
+                stored = self.stored(p)
+                last = stored[1] if stored is not None else None
+            else:
+                # txid - 1 is in flight but this task never made it (restarted, or its
+                # batch tuple was lost): starting from older metadata would overlap it.
+                msg = f"partition {p}: txid {txid - 1} is not known here; txid {txid} waits for its replay"
+                raise FailedException(msg)
+            meta = spout.emit_batch(attempt, emit, p, last)
+            cache[txid] = (attempt.attempt_id, decode_value(encode_value(meta, f"partition {p} metadata")))
+
+    def stored(self, p: int) -> tuple[int, Any] | None:
+        if p not in self.committed:
+            value = self.state.get_data(f"partition_{p}")
+            self.committed[p] = (value["txid"], value["meta"]) if value is not None else None
+        return self.committed[p]
+
+    def on_commit(self, tup: Any) -> None:
+        attempt = tup.values[0]
+        if self.kind != "opaque":
+            self.ack(tup)
+            return
+        txid = attempt.txid
+        if self.emitted.get(txid) != attempt.attempt_id:
+            # This task did not emit this attempt (it restarted since): the
+            # transaction is replayed, and its batch made here anew.
+            self.logger.info("commit of a batch this task did not emit; replayed", txid=txid)
+            self.fail(tup)
+            return
+        try:
+            for p, cache in self.cache.items():
+                if txid not in cache:
+                    continue  # a partition this transaction did not read
+                meta = cache[txid][1]
+                self.state.set_data(f"partition_{p}", {"txid": txid, "meta": meta})
+                self.committed[p] = (txid, meta)
+        except CoordinationError as e:
+            self.logger.warning("storing committed metadata failed; replayed", error=str(e))
+            self.fail(tup)
+            return
+        self.ack(tup)
+
+    def cleanup(self) -> None:  # type: ignore[override]
+        self.spout.close()
+
+
+def make_user_spout(host: Any, opts: dict[str, Any], conf: dict[str, Any], context: Any) -> Any:
+    """The user's transactional spout, set up like any component of the task."""
+    spout = resolve_class(opts["spout"])()
+    spout.conf = conf
+    spout.context = context
+    spout.options = dict(opts.get("spout_options") or {})
+    spout.logger = spout.logger.bind(component=context.component_id, task=context.task_id)
+    spout.clock = host.clock
+    spout.call_soon = host.call_soon
+    spout.stopping = host.stopping
+    spout.report_error = host.report_error
+    spout.initialize(conf, context)
+    return spout

@@ -1,0 +1,159 @@
+"""Where a transactional topology keeps its own state (Storm's TransactionalState).
+
+The coordinator keeps the current txid and each transaction's metadata here,
+partitioned emitters each partition's metadata: JSON values at paths under
+``<transactional.zookeeper.root>/<transactional id>/<subdir>/``.  On a
+cluster that is ZooKeeper (``squall.cluster.transactional_state``); local
+mode keeps it in a :class:`MemoryBackend` that lives as long as the
+``LocalCluster``, unless ``transactional.zookeeper.servers`` is set.
+
+Values are stored as JSON text in every backend, so that local mode refuses
+exactly what ZooKeeper would, and a value read back is the same whether it
+was just written or read after a restart (tuples come back as lists).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any, Protocol
+
+from squall.errors import SerializationError, TopologyValidationError
+
+# The worker resource under which a runtime offers its backend (see Worker.resources).
+BACKEND_RESOURCE = "transactional.state"
+
+
+def encode_value(value: Any, what: str) -> bytes:
+    """JSON bytes of ``value``, or a SerializationError naming ``what`` it was."""
+    try:
+        return json.dumps(value, separators=(",", ":"), allow_nan=False).encode()
+    except (TypeError, ValueError) as e:
+        msg = (f"{what} cannot be stored as transactional state: {e}; "
+               "use None, bool, int, float, str, lists and dicts with string keys")
+        raise SerializationError(msg) from e
+
+
+def decode_value(data: bytes | None) -> Any:
+    return json.loads(data.decode()) if data else None
+
+
+class TransactionalState(Protocol):
+    """JSON values at '/'-separated paths relative to one subtree."""
+
+    def set_data(self, path: str, value: Any) -> None: ...
+
+    def get_data(self, path: str) -> Any:
+        """The value, or None when the path does not exist."""
+
+    def list(self, path: str) -> list[str]:
+        """The children's names, [] when the path does not exist."""
+
+    def delete(self, path: str) -> None:
+        """Remove the path and everything below it; absent is fine."""
+
+
+class StateBackend(Protocol):
+    def open(self, transactional_id: str, subdir: str) -> TransactionalState: ...
+
+    def close(self) -> None: ...
+
+
+class MemoryState:
+    def __init__(self, store: dict[str, bytes], lock: threading.Lock, prefix: str) -> None:
+        self._store = store
+        self._lock = lock
+        self._prefix = prefix
+
+    def _key(self, path: str) -> str:
+        return f"{self._prefix}/{path.strip('/')}" if path.strip("/") else self._prefix
+
+    def set_data(self, path: str, value: Any) -> None:
+        data = encode_value(value, f"the value at {path!r}")
+        with self._lock:
+            self._store[self._key(path)] = data
+
+    def get_data(self, path: str) -> Any:
+        with self._lock:
+            data = self._store.get(self._key(path))
+        return decode_value(data)
+
+    def list(self, path: str) -> list[str]:
+        base = self._key(path) + "/"
+        with self._lock:
+            names = {key[len(base):].split("/", 1)[0] for key in self._store if key.startswith(base)}
+        return sorted(names)
+
+    def delete(self, path: str) -> None:
+        key = self._key(path)
+        with self._lock:
+            for k in [k for k in self._store if k == key or k.startswith(key + "/")]:
+                del self._store[k]
+
+
+class MemoryBackend:
+    """Transactional state in this process, for local mode: it outlives the
+    topologies of one LocalCluster, so a resubmission continues its txids."""
+
+    def __init__(self, root: str = "/transactional") -> None:
+        self.root = root.rstrip("/")
+        self._store: dict[str, bytes] = {}
+        self._lock = threading.Lock()
+
+    def open(self, transactional_id: str, subdir: str) -> MemoryState:
+        return MemoryState(self._store, self._lock, f"{self.root}/{transactional_id}/{subdir}")
+
+    def paths(self) -> list[str]:
+        """Every stored path (for tests and debugging)."""
+        with self._lock:
+            return sorted(self._store)
+
+    def close(self) -> None:
+        """Nothing to release: the state lives as long as the object."""
+
+
+class Lazy:
+    """A resource made on first use, once, whichever thread asks first (a
+    worker's executors start together; only one ZooKeeper client is wanted)."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
+
+    def close(self) -> None:
+        with self._lock:
+            if self._value is not None:
+                self._value.close()
+                self._value = None
+
+
+def open_backend(conf: dict[str, Any], resources: dict[str, Any]) -> StateBackend:
+    """The backend a transactional component of this worker uses.
+
+    ``transactional.zookeeper.servers`` wins everywhere (Storm's override);
+    otherwise the runtime's own backend: the cluster's ZooKeeper in a worker
+    process, memory in local mode.  One client per worker process, shared.
+    """
+    servers = conf.get("transactional.zookeeper.servers")
+    if servers:
+        key = f"{BACKEND_RESOURCE}:{','.join(map(str, servers))}:{conf.get('transactional.zookeeper.port')}"
+        if key not in resources:
+            from squall.cluster.transactional_state import ZooKeeperBackend
+
+            resources.setdefault(key, Lazy(lambda: ZooKeeperBackend.for_transactional_conf(conf)))
+        return resources[key].get()
+    backend = resources.get(BACKEND_RESOURCE)
+    if isinstance(backend, Lazy):
+        backend = backend.get()
+    if backend is None:
+        msg = ("no transactional state backend in this runtime: set transactional.zookeeper.servers "
+               "or run under a LocalCluster or a cluster worker")
+        raise TopologyValidationError(msg)
+    return backend
