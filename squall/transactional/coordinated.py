@@ -137,9 +137,7 @@ class CoordinatedBolt(Bolt):
         now = self.clock.now()
         for old in tracker.expire(now - self.timeout):
             self._drop(old)
-        tr, superseded = tracker.track(attempt, now)
-        for old in superseded:
-            self._drop(old)
+        tr = tracker.track(attempt, now)
         if self.batch:
             tr.bolt = self._make_user(self.conf, self.context)
             self.out.current = tr

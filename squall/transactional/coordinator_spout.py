@@ -99,7 +99,8 @@ class CoordinatorSpout(Spout):
         if txid not in self.meta and not self.spout.is_ready():
             return NOT_READY
         try:
-            value, _existed = self.meta.get_or_make(txid, lambda prev: self.new_metadata(txid, prev))
+            value, _existed = self.meta.get_or_make(txid, lambda prev: self.new_metadata(txid, prev),
+                                                    self.core.current - 1)
         except CoordinationError as e:
             self.logger.warning("cannot store transaction metadata; retried", txid=txid, error=str(e))
             return NOT_READY

@@ -66,9 +66,10 @@ class EmitterBolt(Bolt):
             tid = opts.get("transactional_id") or context.topology_name
             self.state = open_backend(conf, context.resources).open(tid, "user")
         self.partitions: dict[int, RotatingState] = {}  # partitioned: per owned partition
-        # opaque: partition -> txid -> (attempt id, metadata) as this task made it
-        self.cache: dict[int, dict[int, tuple[int, Any]]] = {}
-        self.committed: dict[int, tuple[int, Any] | None] = {}  # opaque: partition -> (txid, meta) stored
+        # opaque: partition -> txid -> (attempt id, metadata it started from, metadata it made)
+        self.cache: dict[int, dict[int, tuple[int, Any, Any]]] = {}
+        # opaque: partition -> the last committed {"txid", "meta", "prev"} stored (None: nothing yet)
+        self.committed: dict[int, dict[str, Any] | None] = {}
         self.emitted: dict[int, int] = {}  # txid -> attempt id this task last emitted
 
     def owned(self, num_partitions: int) -> range:
@@ -88,7 +89,7 @@ class EmitterBolt(Bolt):
             if self.kind == "transactional":
                 self.spout.emit_batch(attempt, metadata, self.out.emit)
             elif self.kind == "partitioned":
-                self.emit_partitioned(attempt, metadata)
+                self.emit_partitioned(attempt, metadata, committed)
             else:
                 self.emit_opaque(attempt, metadata, committed)
         except Exception as e:  # noqa: BLE001 - user code or state: the batch fails, the worker lives
@@ -124,7 +125,7 @@ class EmitterBolt(Bolt):
 
     # -- partitioned: exact replays from stored per-partition metadata ----------
 
-    def emit_partitioned(self, attempt: Any, num_partitions: int) -> None:
+    def emit_partitioned(self, attempt: Any, num_partitions: int, committed: int) -> None:
         spout, emit, txid = self.spout, self.out.emit, attempt.txid
         for p in self.owned(num_partitions):
             rs = self.partitions.get(p)
@@ -133,7 +134,7 @@ class EmitterBolt(Bolt):
             if txid in rs:
                 spout.emit_batch(attempt, emit, p, rs.get(txid))
             else:
-                rs.get_or_make(txid, lambda prev, p=p: spout.emit_new_batch(attempt, emit, p, prev))
+                rs.get_or_make(txid, lambda prev, p=p: spout.emit_new_batch(attempt, emit, p, prev), committed)
 
     # -- opaque: from the previous txid's metadata; committed metadata stored on commit
 
@@ -143,23 +144,29 @@ class EmitterBolt(Bolt):
             cache = self.cache.setdefault(p, {})
             prev = cache.get(txid - 1)
             if prev is not None:
-                last = prev[1]
+                last = prev[2]
             elif committed == txid - 1:
                 # txid - 1 is committed (0: nothing is yet): start from what was stored.
+                # A commit of txid itself may be stored already (its commit phase
+                # failed after this task wrote): then start from what it started from.
                 stored = self.stored(p)
-                last = stored[1] if stored is not None else None
+                if stored is None:
+                    last = None
+                elif stored["txid"] >= txid:
+                    last = stored["prev"]
+                else:
+                    last = stored["meta"]
             else:
                 # txid - 1 is in flight but this task never made it (restarted, or its
                 # batch tuple was lost): starting from older metadata would overlap it.
                 msg = f"partition {p}: txid {txid - 1} is not known here; txid {txid} waits for its replay"
                 raise FailedException(msg)
             meta = spout.emit_batch(attempt, emit, p, last)
-            cache[txid] = (attempt.attempt_id, decode_value(encode_value(meta, f"partition {p} metadata")))
+            cache[txid] = (attempt.attempt_id, last, decode_value(encode_value(meta, f"partition {p} metadata")))
 
-    def stored(self, p: int) -> tuple[int, Any] | None:
+    def stored(self, p: int) -> dict[str, Any] | None:
         if p not in self.committed:
-            value = self.state.get_data(f"partition_{p}")
-            self.committed[p] = (value["txid"], value["meta"]) if value is not None else None
+            self.committed[p] = self.state.get_data(f"partition_{p}")
         return self.committed[p]
 
     def on_commit(self, tup: Any) -> None:
@@ -178,9 +185,10 @@ class EmitterBolt(Bolt):
             for p, cache in self.cache.items():
                 if txid not in cache:
                     continue  # a partition this transaction did not read
-                meta = cache[txid][1]
-                self.state.set_data(f"partition_{p}", {"txid": txid, "meta": meta})
-                self.committed[p] = (txid, meta)
+                _attempt, base, meta = cache[txid]
+                record = {"txid": txid, "meta": meta, "prev": base}
+                self.state.set_data(f"partition_{p}", record)
+                self.committed[p] = record
         except CoordinationError as e:
             self.logger.warning("storing committed metadata failed; replayed", error=str(e))
             self.fail(tup)

@@ -46,21 +46,26 @@ class RotatingState:
         self.entries[txid] = normalized
         return normalized
 
-    def get_or_make(self, txid: int, make: Callable[[Any], Any]) -> tuple[Any, bool]:
+    def get_or_make(self, txid: int, make: Callable[[Any], Any], committed: int) -> tuple[Any, bool]:
         """(value, True) when stored; else (``make(previous value)`` stored, False).
 
-        The previous value is txid - 1's; with no entries at all it is None
-        (nothing before: the first transaction, or one after everything was
-        cleaned).  Raises MissingPredecessor when entries exist but not t - 1's.
+        The previous value is txid - 1's.  When txid - 1 is the last committed
+        transaction (``committed``; 0 before the first) and has no entry here,
+        it is None: nothing came before (the first transaction, a partition
+        that is new).  When txid - 1 is still in flight and has no entry here,
+        its batch never reached this task (lost, or the task restarted):
+        MissingPredecessor, and the caller fails txid's batch until t - 1's
+        replay has made the entry.
         """
         if txid in self.entries:
             return self.entries[txid], True
-        prev: Any = None
-        if self.entries:
-            if txid - 1 not in self.entries:
-                msg = f"{self.what}: no state for txid {txid - 1}, so txid {txid} cannot start from it"
-                raise MissingPredecessor(msg)
+        if txid - 1 in self.entries:
             prev = self.entries[txid - 1]
+        elif txid - 1 <= committed:
+            prev = None
+        else:
+            msg = f"{self.what}: txid {txid - 1} is in flight but unknown here, so txid {txid} cannot follow it"
+            raise MissingPredecessor(msg)
         return self.put(txid, make(prev)), False
 
     def cleanup_before(self, txid: int) -> None:

@@ -74,32 +74,26 @@ class BatchTracker:
         self.late_sources = late_sources
         self.committer = committer
         self.commit_phase = committer or late_sources > 0
-        self.tracks: dict[int, Track] = {}  # by attempt id
-        self.by_txid: dict[int, Track] = {}
+        # By attempt id.  An older attempt of a txid is not dropped when a newer
+        # one shows up: ids are random, so which is newer cannot be told, and a
+        # slow upstream task may still deliver the old one after the new one
+        # began.  Dead attempts expire (see expire).
+        self.tracks: dict[int, Track] = {}
 
-    def track(self, attempt: TransactionAttempt, now: float) -> tuple[Track, list[Track]]:
-        """The track of ``attempt``, made if new; with the tracks it supersedes
-        (an older attempt of the same txid: that attempt failed at the coordinator)."""
+    def track(self, attempt: TransactionAttempt, now: float) -> Track:
+        """The track of ``attempt``, made if new."""
         tr = self.tracks.get(attempt.attempt_id)
-        if tr is not None:
-            return tr, []
-        tr = Track(attempt, now)
-        superseded = []
-        old = self.by_txid.get(attempt.txid)
-        if old is not None:
-            superseded.append(old)
-            self.tracks.pop(old.attempt.attempt_id, None)
-        self.tracks[attempt.attempt_id] = tr
-        self.by_txid[attempt.txid] = tr
-        return tr, superseded
+        if tr is None:
+            tr = self.tracks[attempt.attempt_id] = Track(attempt, now)
+        return tr
 
     def forget(self, tr: Track) -> None:
         if self.tracks.get(tr.attempt.attempt_id) is tr:
             del self.tracks[tr.attempt.attempt_id]
-        if self.by_txid.get(tr.attempt.txid) is tr:
-            del self.by_txid[tr.attempt.txid]
 
     def count(self, tr: Track, n: int, tup: Any, late: bool, now: float) -> Step:
+        if tr.finished:
+            return Step([], fail=True, done=[tup])  # cannot happen with true counts: refuse it
         tr.touched = now
         if late:
             tr.reports_late += 1
@@ -112,6 +106,8 @@ class BatchTracker:
         return self.step(tr)
 
     def commit(self, tr: Track, tup: Any, now: float) -> Step:
+        if tr.finished:
+            return Step([], fail=True, done=[tup])
         tr.touched = now
         tr.commit_tuple = tup
         return self.step(tr)
@@ -141,7 +137,10 @@ class BatchTracker:
         if self.committer and tr.commit_tuple is None:
             return Step(release) if release else NOTHING
         tr.finished = True
-        anchor = tr.commit_tuple or (tr.held_late[0] if tr.held_late else (tr.held[0] if tr.held else None))
+        if tr.commit_tuple is not None:
+            anchor = tr.commit_tuple
+        else:
+            anchor = tr.held_late[0] if tr.held_late else (tr.held[0] if tr.held else None)
         done = tr.held + tr.held_late
         if tr.commit_tuple is not None:
             done.append(tr.commit_tuple)
