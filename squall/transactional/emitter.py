@@ -134,7 +134,10 @@ class EmitterBolt(Bolt):
             if txid in rs:
                 spout.emit_batch(attempt, emit, p, rs.get(txid))
             else:
-                rs.get_or_make(txid, lambda prev, p=p: spout.emit_new_batch(attempt, emit, p, prev), committed)
+                def new_batch(prev: Any, p: int = p) -> Any:
+                    return spout.emit_new_batch(attempt, emit, p, prev)
+
+                rs.get_or_make(txid, new_batch, committed)
 
     # -- opaque: from the previous txid's metadata; committed metadata stored on commit
 
@@ -162,7 +165,8 @@ class EmitterBolt(Bolt):
                 msg = f"partition {p}: txid {txid - 1} is not known here; txid {txid} waits for its replay"
                 raise FailedException(msg)
             meta = spout.emit_batch(attempt, emit, p, last)
-            cache[txid] = (attempt.attempt_id, last, decode_value(encode_value(meta, f"partition {p} metadata")))
+            made = decode_value(encode_value(meta, f"partition {p} metadata"))
+            cache[txid] = (attempt.attempt_id, last, made)
 
     def stored(self, p: int) -> dict[str, Any] | None:
         if p not in self.committed:

@@ -64,7 +64,8 @@ class RotatingState:
         elif txid - 1 <= committed:
             prev = None
         else:
-            msg = f"{self.what}: txid {txid - 1} is in flight but unknown here, so txid {txid} cannot follow it"
+            msg = (f"{self.what}: txid {txid - 1} is in flight but unknown here, "
+                   f"so txid {txid} cannot follow it")
             raise MissingPredecessor(msg)
         return self.put(txid, make(prev)), False
 
