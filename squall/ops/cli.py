@@ -111,6 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="squall", description="Storm's model, in Python.")
     parser.add_argument("--version", action="version", version=f"squall {__version__}")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
+    parser.add_argument("--config", default=None,
+                        help="squall.yaml of the cluster commands (also accepted after the command)")
     sub = parser.add_subparsers(dest="command", required=True)
     local = sub.add_parser("local", help="run a topology file in local mode (one process)")
     local.add_argument("file", help="a Python file defining a Topology subclass")

@@ -150,7 +150,9 @@ def cmd_info(args: argparse.Namespace) -> int:
 def add_commands(sub: Any) -> None:
     def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
-        p.add_argument("--config", help="squall.yaml to read (default: $SQUALL_CONF or ./squall.yaml)")
+        # SUPPRESS: a --config given before the subcommand (squall --config F submit) is kept.
+        p.add_argument("--config", default=argparse.SUPPRESS,
+                       help="squall.yaml to read (default: $SQUALL_CONF or ./squall.yaml)")
         p.set_defaults(func=func)
         return p
 

@@ -23,7 +23,7 @@ from typing import Any
 from squall.errors import CoordinationError, SerializationError, TopologyValidationError
 from squall.topology.component import Spout, Stream
 from squall.transactional.coordinator import NOT_READY, StartBatch, TransactionCoordinator
-from squall.transactional.emitter import make_user_spout
+from squall.transactional.emitter import make_user_spout, state_id
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM
 from squall.transactional.rotating import RotatingState
 from squall.transactional.state import open_backend
@@ -43,7 +43,7 @@ class CoordinatorSpout(Spout):
         opts = self.options
         self.spout = make_user_spout(self, opts, conf, context)
         self.kind = self.spout.transactional_kind
-        self.transactional_id = opts.get("transactional_id") or context.topology_name
+        self.transactional_id = state_id(opts, conf, context)
         self.state = open_backend(conf, context.resources).open(self.transactional_id, "coordinator")
         self.meta = RotatingState(self.state, "meta", "coordinator metadata")
         current = self.state.get_data(CURRENT_TXID) or 1

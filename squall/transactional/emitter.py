@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.errors import CoordinationError, FailedException, SerializationError
+from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
@@ -49,8 +49,6 @@ class EmitterBolt(Bolt):
 
         spout = resolve_class(options["spout"])
         if not (isinstance(spout, type) and issubclass(spout, SPOUT_KINDS)):
-            from squall.errors import TopologyValidationError
-
             msg = f"{where}: {options['spout']!r} is not a transactional spout"
             raise TopologyValidationError(msg)
 
@@ -63,8 +61,7 @@ class EmitterBolt(Bolt):
         self.ntasks = len(context.this_component_tasks)
         self.state: Any = None
         if self.kind != "transactional":
-            tid = opts.get("transactional_id") or context.topology_name
-            self.state = open_backend(conf, context.resources).open(tid, "user")
+            self.state = open_backend(conf, context.resources).open(state_id(opts, conf, context), "user")
         self.partitions: dict[int, RotatingState] = {}  # partitioned: per owned partition
         # opaque: partition -> txid -> (attempt id, metadata it started from, metadata it made)
         self.cache: dict[int, dict[int, tuple[int, Any, Any]]] = {}
@@ -201,6 +198,17 @@ class EmitterBolt(Bolt):
 
     def cleanup(self) -> None:  # type: ignore[override]
         self.spout.close()
+
+
+def state_id(opts: dict[str, Any], conf: dict[str, Any], context: Any) -> str:
+    """The transactional id keying this topology's state: the class's
+    ``transactional_id``, else ``topology.transactional.id``, else the
+    name the topology was submitted under."""
+    tid = opts.get("transactional_id") or conf.get("topology.transactional.id") or context.topology_name
+    if not isinstance(tid, str) or not tid or "/" in tid or tid in (".", ".."):
+        msg = f"transactional id {tid!r} must be a non-empty name without '/'"
+        raise TopologyValidationError(msg)
+    return tid
 
 
 def make_user_spout(host: Any, opts: dict[str, Any], conf: dict[str, Any], context: Any) -> Any:

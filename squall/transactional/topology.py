@@ -56,7 +56,9 @@ def build_transactional(name: str, specs: Mapping[str, ComponentSpec], conf: dic
     if transactional_id is not None and (not isinstance(transactional_id, str) or not transactional_id
                                          or "/" in transactional_id):
         _fail(f"{where}: transactional_id must be a non-empty string without '/', got {transactional_id!r}")
-    tid = transactional_id or conf.get("topology.transactional.id")
+    # The class attribute, if set; else topology.transactional.id from the
+    # config as run (a submit may set it), else the submitted name: see state_id.
+    tid = transactional_id
     if conf.get("topology.acker.executors") == 0:
         _fail(f"{where}: topology.acker.executors is 0, but the acker is how the coordinator learns "
               "that a batch was processed or committed")

@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Set up what is missing for Squall, and nothing else: Java 17 (the embedded
+# ZooKeeper and the Spark Connect server run on it) from Debian's packages,
+# and the virtualenv in .venv with Squall and its test tools.  Idempotent and
+# quick when everything is there: the venv is reinstalled only when
+# pyproject.toml changed since the last install.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+java_ok() {
+    command -v java >/dev/null 2>&1 && java -version 2>&1 | grep -qE 'version "(1[7-9]|[2-9][0-9])'
+}
+if ! java_ok; then
+    echo "bootstrap: installing Java 17 (openjdk-17-jre-headless)" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+stamp=.venv/.squall-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+    echo "bootstrap: installing the virtualenv in .venv" >&2
+    python3 -m venv .venv
+    .venv/bin/python -m pip install -q --upgrade pip
+    .venv/bin/python -m pip install -q -e '.[test]'
+    echo "$want" > "$stamp"
+fi
