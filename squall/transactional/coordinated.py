@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.errors import FailedException, SerializationError
+from squall.errors import FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
+from squall.transactional.attempt import TransactionAttempt
+from squall.transactional.bolts import BatchBolt
 from squall.transactional.output import COMMIT_STREAM, COUNT_STREAM, BatchOutput, count_sources, count_targets
 from squall.transactional.tracking import BatchTracker, Step, Track
 
@@ -28,18 +30,12 @@ class CoordinatedBolt(Bolt):
 
     @classmethod
     def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        from squall.transactional.bolts import BatchBolt
-
         user = resolve_class(options["bolt"])
         if not (isinstance(user, type) and issubclass(user, (BatchBolt, Bolt))):
-            from squall.errors import TopologyValidationError
-
             msg = f"{where}: {options['bolt']!r} is neither a BatchBolt nor a Bolt"
             raise TopologyValidationError(msg)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        from squall.transactional.bolts import BatchBolt
-
         opts = self.options
         self.user_cls = resolve_class(opts["bolt"])
         self.user_options = dict(opts.get("bolt_options") or {})
@@ -124,8 +120,6 @@ class CoordinatedBolt(Bolt):
 
     def _track(self, attempt: Any) -> Track | None:
         """The track of ``attempt``, made (with its batch bolt) when new."""
-        from squall.transactional.attempt import TransactionAttempt
-
         if type(attempt) is not TransactionAttempt:
             self.report_error(ValueError(f"a tuple's first value is not a TransactionAttempt: {attempt!r}"))
             return None

@@ -50,7 +50,7 @@ class CoordinatorSpout(Spout):
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
         self.core = TransactionCoordinator(current, conf["topology.max.spout.pending"] or 1,
                                            lambda: rng.getrandbits(63))
-        self.active = True
+        self.active = False  # the executor calls activate() when the topology is active
         self.dirty_current = False  # the current txid could not be stored yet
         self.logger.info("transactional coordinator started", transactional_id=self.transactional_id,
                          current_txid=current, max_active=self.core.max_active)

@@ -34,6 +34,9 @@ def _memory_spec(cls: Any, data: Any, fields: Any, take_per_batch: int, tx_field
                  par: int, tasks: int | None, config: Mapping[str, Any] | None,
                  options: dict[str, Any]) -> ComponentSpec:
     where = f"{cls.__name__}.spec"
+    if "inputs" in options:
+        msg = f"transactional spout {cls.__name__} cannot have inputs"
+        raise TopologyValidationError(msg)
     if not isinstance(take_per_batch, int) or isinstance(take_per_batch, bool) or take_per_batch < 1:
         msg = f"{where}: take_per_batch must be an integer >= 1, got {take_per_batch!r}"
         raise TopologyValidationError(msg)

@@ -92,7 +92,12 @@ def build_transactional(name: str, specs: Mapping[str, ComponentSpec], conf: dic
             _fail(f"{here}: {cls!r} is neither a BatchBolt nor a Bolt")
         if issubclass(cls, Spout):
             _fail(f"{here}: only the transactional spout may be a spout")
-        if _is_committer(spec) and not issubclass(cls, BatchBolt):
+        if issubclass(cls, Bolt) and not cls.auto_ack:
+            # Its emits must happen inside process(), counted against the batch;
+            # one that acks by hand later (ShellBolt, SparkBolt) cannot be counted.
+            _fail(f"{here}: {cls.__name__} acks by hand (auto_ack = False); inside a transactional "
+                  "topology Squall acks, and a plain bolt must emit from process() itself")
+        if (_is_committer(spec) or "committer" in spec.options) and not issubclass(cls, BatchBolt):
             _fail(f"{here}: only a BatchBolt can be a committer (its finish_batch is the commit)")
         if spec.raw_inputs is None:
             _fail(f"{here}: a bolt needs inputs")

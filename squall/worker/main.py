@@ -79,7 +79,6 @@ import structlog
 
 from squall import config
 from squall.clock import Clock
-from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.errors import SquallError, TransportError
 from squall.ops.logging import configure_logging
 from squall.topology.topology import definition_from_dict
@@ -303,7 +302,7 @@ class WorkerProcess:
             # Transactional components keep their state in the cluster's ZooKeeper
             # (Storm's TransactionalState): one client per worker process, made
             # only if a transactional component asks for it.
-            resources = {BACKEND_RESOURCE: Lazy(lambda: ZooKeeperBackend.for_cluster_conf(plan.conf))}
+            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf))}
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
@@ -507,3 +506,11 @@ def main(argv: list[str] | None = None) -> int:
     except StartupError as e:
         return e.exit_code
     return process.run()
+
+
+def _zookeeper_backend(conf: dict[str, Any]) -> Any:
+    """The cluster's ZooKeeper as transactional state (kazoo is imported only
+    by a worker that runs a transactional component)."""
+    from squall.cluster.transactional_state import ZooKeeperBackend
+
+    return ZooKeeperBackend.for_cluster_conf(conf)
