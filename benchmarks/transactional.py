@@ -95,7 +95,7 @@ class Run:
 # -- at-least-once ---------------------------------------------------------------------
 
 def run_at_least_once(n: int, workers: int, timeout: float) -> dict[str, Any]:
-    from squall import Bolt, Grouping, LocalCluster, Spout, Topology
+    from squall import Grouping, LocalCluster, Spout, Topology
     from squall.ops.logging import configure_logging
 
     configure_logging("error")
@@ -129,21 +129,16 @@ def run_at_least_once(n: int, workers: int, timeout: float) -> dict[str, Any]:
             Run.failed += 1
             self.replay.append(tup_id)
 
-    class Split(Bolt):
-        outputs = ["word"]
+    # The same split and count bolts as the other word count benchmarks.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+    from bench_wordcount import Count as BenchCount
+    from bench_wordcount import Split
 
-        def process(self, tup: Any) -> None:
-            for word in tup.values[0].split():
-                self.emit([word])
-
-    class Count(Bolt):
+    class Count(BenchCount):
         def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.counts: Counter[str] = Counter()
+            super().initialize(conf, context)
             with Run.lock:
                 Run.task_counts.append(self.counts)
-
-        def process(self, tup: Any) -> None:
-            self.counts[tup.values[0]] += 1
 
     class WordCount(Topology):
         config = {"topology.max.spout.pending": 5000}

@@ -65,6 +65,13 @@ def _memory_spec(cls: Any, data: Any, fields: Any, take_per_batch: int, tx_field
 class _MemoryData:
     options: dict[str, Any]
 
+    @classmethod
+    def spec(cls, name: str | None = None, par: int = 1, tasks: int | None = None,
+             config: Mapping[str, Any] | None = None, *, data: Any, fields: Any, take_per_batch: int = 1,
+             tx_field: str = "tx", **options: Any) -> ComponentSpec:
+        """``data``: partitions of value lists; at most ``take_per_batch`` of each per batch."""
+        return _memory_spec(cls, data, fields, take_per_batch, tx_field, name, par, tasks, config, options)
+
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.partitions: list[list[list[Any]]] = self.options["data"]
         self.take: int = self.options["take_per_batch"]
@@ -85,12 +92,6 @@ class _MemoryData:
 
 
 class MemoryTransactionalSpout(_MemoryData, PartitionedTransactionalSpout):
-    @classmethod
-    def spec(cls, name: str | None = None, par: int = 1, tasks: int | None = None,  # type: ignore[override]
-             config: Mapping[str, Any] | None = None, *, data: Any, fields: Any, take_per_batch: int = 1,
-             tx_field: str = "tx", **options: Any) -> ComponentSpec:
-        return _memory_spec(cls, data, fields, take_per_batch, tx_field, name, par, tasks, config, options)
-
     def emit_new_batch(self, attempt: Any, emit: Emit, partition: int, last_metadata: Any) -> Any:
         start = 0 if last_metadata is None else last_metadata["index"] + last_metadata["amount"]
         end = min(start + self.take, len(self.partitions[partition]))
@@ -103,12 +104,6 @@ class MemoryTransactionalSpout(_MemoryData, PartitionedTransactionalSpout):
 
 
 class OpaqueMemoryTransactionalSpout(_MemoryData, OpaquePartitionedTransactionalSpout):
-    @classmethod
-    def spec(cls, name: str | None = None, par: int = 1, tasks: int | None = None,  # type: ignore[override]
-             config: Mapping[str, Any] | None = None, *, data: Any, fields: Any, take_per_batch: int = 1,
-             tx_field: str = "tx", **options: Any) -> ComponentSpec:
-        return _memory_spec(cls, data, fields, take_per_batch, tx_field, name, par, tasks, config, options)
-
     def batch_size(self, attempt: Any, partition: int) -> int:
         """How many tuples this attempt takes (a test may vary it per attempt:
         an opaque batch need not be the same on replay)."""

@@ -45,7 +45,9 @@ class BatchOutput:
         holder = self
         component = self.component
 
-        def emit(values: Any, stream: str = DEFAULT_STREAM, direct_task: int | None = None) -> Any:
+        def emit(values: Any, stream: str | None = DEFAULT_STREAM, direct_task: int | None = None) -> Any:
+            if stream is None:
+                stream = DEFAULT_STREAM
             tr = holder.current
             if tr is None:
                 msg = f"component {component!r} emitted outside a batch"

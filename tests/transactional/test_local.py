@@ -4,9 +4,7 @@ that outlives a kill.  Real workers, real queues, the real acker."""
 
 from __future__ import annotations
 
-import itertools
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -18,30 +16,12 @@ from squall.worker.worker import Worker
 from tests.helpers import stay
 from tests.transactional.topologies import (
     NUMBERS,
-    RUNS,
     GlobalTotal,
     OpaqueSum,
     Run,
     WordCount,
     expected_counts,
 )
-
-_names = itertools.count()
-
-
-@pytest.fixture
-def run() -> Iterator[Any]:
-    made: list[str] = []
-
-    def make(**knobs: Any) -> Run:
-        name = f"run-{next(_names)}"
-        made.append(name)
-        return Run(name, **knobs)
-
-    yield make
-    for name in made:
-        RUNS[name].commit_gate.set()
-        del RUNS[name]
 
 
 def assert_strictly_ordered(r: Run) -> None:

@@ -5,8 +5,7 @@ running topology can know."""
 
 from __future__ import annotations
 
-import itertools
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -31,7 +30,7 @@ from squall.transactional import (
     TransactionalSpout,
     TransactionalTopology,
 )
-from tests.transactional.topologies import RUNS, BatchSum, OpaqueTotal, Run, run_of
+from tests.transactional.topologies import BatchSum, OpaqueTotal, Run
 
 DATA = [[[1], [2], [3]], [[4], [5]]]
 
@@ -308,17 +307,8 @@ class SetMetadata(Counting):
         return {"seen": {txid}}
 
 
-class BadEmit(BatchBolt):
+class BadEmit(BatchSum):
     """Sums its batch; on the first attempt of txid 1 it emits without the attempt."""
-
-    outputs = ["tx", "sum"]
-
-    def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:
-        self.run = run_of(conf)
-        self.attempt, self.task, self.sum = attempt, context.task_id, 0
-
-    def process(self, tup: Any) -> None:
-        self.sum += tup.values.n
 
     def finish_batch(self) -> None:
         if self.run.chance("bad_emit", self.attempt, self.task):
@@ -326,17 +316,8 @@ class BadEmit(BatchBolt):
         self.emit([self.attempt, self.sum])
 
 
-class FailFirst(BatchBolt):
+class FailFirst(BatchSum):
     """Sums its batch, but fails the first attempt of every txid."""
-
-    outputs = ["tx", "sum"]
-
-    def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:
-        self.run = run_of(conf)
-        self.attempt, self.task, self.sum = attempt, context.task_id, 0
-
-    def process(self, tup: Any) -> None:
-        self.sum += tup.values.n
 
     def finish_batch(self) -> None:
         if self.run.chance("fail_first", self.attempt, self.task):
@@ -353,21 +334,6 @@ def counting_topology(spout: type, partial: type) -> type[TransactionalTopology]
     })
 
 
-_names = itertools.count()
-
-
-@pytest.fixture
-def run() -> Iterator[Callable[..., Run]]:
-    made: list[str] = []
-
-    def make(**knobs: Any) -> Run:
-        name = f"validation-run-{next(_names)}"
-        made.append(name)
-        return Run(name, **knobs)
-
-    yield make
-    for name in made:
-        RUNS.pop(name, None)
 
 
 @pytest.mark.parametrize("spout", [ObjectMetadata, SetMetadata])

@@ -5,7 +5,6 @@ ZooKeeper reported as a CoordinationError in bounded time."""
 
 from __future__ import annotations
 
-import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
@@ -21,7 +20,7 @@ from squall import config as config_mod
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.state import OpaqueValue
 from squall.testing import poll_for
-from tests.transactional.topologies import NUMBERS, RUNS, GlobalTotal, Run
+from tests.transactional.topologies import NUMBERS, GlobalTotal, Run
 
 TX_ID = "global-total-id"
 MAX_PENDING = GlobalTotal.config["topology.max.spout.pending"]
@@ -52,22 +51,6 @@ def kazoo(zookeeper: DevZookeeper) -> Iterator[KazooClient]:
     client.close()
 
 
-_names = itertools.count()
-
-
-@pytest.fixture
-def run() -> Iterator[Callable[..., Run]]:
-    made: list[str] = []
-
-    def make(**knobs: Any) -> Run:
-        name = f"zk-run-{next(_names)}"
-        made.append(name)
-        return Run(name, **knobs)
-
-    yield make
-    for name in made:
-        RUNS[name].commit_gate.set()
-        del RUNS[name]
 
 
 def cluster_conf(zookeeper: DevZookeeper, root: str) -> dict[str, Any]:
