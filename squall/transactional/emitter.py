@@ -114,6 +114,8 @@ class EmitterBolt(Bolt):
                 rs.cleanup_before(committed)
         except CoordinationError as e:
             self.logger.warning("cleanup of committed state failed; retried later", error=str(e))
+        except Exception as e:  # noqa: BLE001 - the user's cleanup_before: reported, the worker lives
+            self.report_error(e)
         for cache in self.cache.values():
             for txid in [t for t in cache if t < committed]:
                 del cache[txid]
