@@ -96,7 +96,10 @@ class DevZookeeper:
         if java is None:
             msg = "java not found on PATH: the embedded ZooKeeper needs Java 17"
             raise CoordinationError(msg)
-        return [java, "-Xmx256m", "-Dzookeeper.admin.enableServer=false",
+        # forceSync=no: a development server need not fsync its log on every write;
+        # on a busy disk a stalled fsync held up new sessions past their timeout.
+        # What it wrote still survives a restart of the server (the page cache keeps it).
+        return [java, "-Xmx256m", "-Dzookeeper.admin.enableServer=false", "-Dzookeeper.forceSync=no",
                 "-Dlog4j2.level=WARN", "-cp", zookeeper_classpath(),
                 "org.apache.zookeeper.server.ZooKeeperServerMain", str(self.port), str(self.data_dir)]
 
