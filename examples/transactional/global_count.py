@@ -59,12 +59,14 @@ class UpdateGlobalCount(Committer, BatchBolt):
     def initialize(self, conf: dict[str, Any], context: Any, attempt: TransactionAttempt) -> None:
         self.attempt, self.sum = attempt, 0
         self.total = TransactionalValue(open_store(conf, context.topology_name), "global-count")
+        self.commits = self.metrics.counter("commits")  # the task's own metric, shown by `squall info`
 
     def process(self, tup: Any) -> None:
         self.sum += tup.values.count
 
     def finish_batch(self) -> None:
         total = self.total.increment(self.attempt.txid, self.sum)
+        self.commits.inc()
         print(f"txid {self.attempt.txid} committed: global count = {total}", flush=True)
         self.emit([self.attempt, total])
 

@@ -105,6 +105,10 @@ class LocalCluster:
     def stats(self, name: str) -> dict[str, dict[str, Any]]:
         return self.topology(name).stats()
 
+    def metrics(self, name: str) -> dict[str, dict[str, Any]]:
+        """component -> task -> the task's own metrics (``self.metrics`` in components)."""
+        return self.topology(name).metrics()
+
     def errors(self, name: str) -> list[ErrorRecord]:
         return list(self.topology(name).errors)
 

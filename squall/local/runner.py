@@ -118,6 +118,15 @@ class LocalTopology:
     def idle(self) -> bool:
         return all(w is not None and w.idle() for w in self.workers)
 
+    def metrics(self) -> dict[str, dict[str, Any]]:
+        """component -> task -> that task's own metrics (counters, gauges, histograms)."""
+        out: dict[str, dict[str, Any]] = {}
+        for worker in self.workers:
+            if worker is not None:
+                for component, tasks in worker.user_metrics().items():
+                    out.setdefault(component, {}).update(tasks)
+        return out
+
     def stats(self) -> dict[str, dict[str, Any]]:
         """Per component: emitted, executed, acked, failed, pending, complete latency."""
         total: dict[str, dict[str, Any]] = {}

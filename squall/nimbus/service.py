@@ -76,6 +76,7 @@ class NimbusService:
         assignment = self.state.assignment(record["id"]) or {}
         beats = self.state.worker_beats()
         stats: dict[str, dict[str, Any]] = {}
+        metrics: dict[str, dict[str, Any]] = {}  # component -> task -> the task's own metrics
         workers = []
         for w in assignment.get("workers", []):
             beat = beats.get(w["node"], {}).get(str(w["port"]))
@@ -83,6 +84,8 @@ class NimbusService:
             workers.append({**w, "alive": alive, "beat_age_secs":
                             round(self.now() - beat["time"], 1) if alive else None})
             if alive:
+                for component, tasks in (beat.get("metrics") or {}).items():
+                    metrics.setdefault(component, {}).update(tasks)
                 for component, s in (beat.get("stats") or {}).items():
                     total = stats.setdefault(component, {})
                     for key, value in s.items():
@@ -90,7 +93,7 @@ class NimbusService:
                             total[key] = total.get(key, 0) + value
         return {"name": record["name"], "id": record["id"], "status": record["status"],
                 "conf": record["conf"], "definition": record["definition"], "workers": workers,
-                "stats": stats, "errors": self.state.errors(record["id"])}
+                "stats": stats, "metrics": metrics, "errors": self.state.errors(record["id"])}
 
     # -- submit --------------------------------------------------------------
 

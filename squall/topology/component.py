@@ -158,6 +158,8 @@ class Component:
         # The worker's clock once running: read time through it, not time.monotonic(),
         # so a test driving a FakeClock drives the component's timeouts too.
         self.clock: Clock = Clock()
+        # The task's metrics (counters, gauges, histograms): register in initialize.
+        self.metrics: Any = _UnboundMetrics()
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         """Called once in the executor thread before any tuple."""
@@ -188,6 +190,14 @@ class Component:
         """
         msg = f"{type(self).__name__}.call_soon called outside a running topology"
         raise RuntimeError(msg)
+
+
+class _UnboundMetrics:
+    """``metrics`` before the component runs: registering there is an error."""
+
+    def __getattr__(self, name: str) -> Any:
+        msg = "metrics are registered once the component runs: in initialize(), not in __init__"
+        raise AttributeError(msg)
 
 
 class Spout(Component):

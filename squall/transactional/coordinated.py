@@ -65,6 +65,7 @@ class CoordinatedBolt(Bolt):
         user.call_soon = self.call_soon
         user.stopping = self.stopping
         user.report_error = self.report_error
+        user.metrics = self.metrics  # the task's, whatever the batch
         user.emit = self.out.emit
         # Squall acks and anchors: a plain bolt's own ack/fail calls change nothing.
         user.ack = user.fail = _ignore

@@ -224,5 +224,6 @@ def make_user_spout(host: Any, opts: dict[str, Any], conf: dict[str, Any], conte
     spout.call_soon = host.call_soon
     spout.stopping = host.stopping
     spout.report_error = host.report_error
+    spout.metrics = host.metrics
     spout.initialize(conf, context)
     return spout

@@ -29,6 +29,8 @@ class ComponentExecutor(Executor):
         instance.stopping = self.stopping
         instance.clock = self.worker.clock
         instance.report_error = lambda error, task=task: self.report(error, task)
+        # The task's own metrics (Storm's registerMetric), shipped with the worker's stats.
+        instance.metrics = self.worker.metrics_of(self.component, task)
         # Component-type settings given to spec(...) (a shell command, a schema, ...).
         instance.options = dict(cdef.options)
         return instance, context, TaskState()

@@ -436,6 +436,7 @@ class WorkerProcess:
             "status": self.status.value,
             "ready": worker.ready.is_set(),
             "stats": summarise_stats(worker.stats()),
+            "metrics": worker.user_metrics(),
             "transfer": {**(worker.transfer.stats() if worker.transfer else {}),
                          "misrouted": worker.misrouted},
         }

@@ -22,6 +22,7 @@ import structlog
 
 from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
+from squall.metrics.registry import MetricsRegistry
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
 from squall.transactional.state import Lazy
 from squall.worker.bolt_executor import BoltExecutor
@@ -79,6 +80,9 @@ class Worker:
         # Shared by the worker's tasks through their context; a runtime may
         # seed it (local mode: the transactional state of the LocalCluster).
         self.resources: dict[str, Any] = resources if resources is not None else {}
+        # (component, task) -> the task's MetricsRegistry: kept by the worker, so a
+        # component made anew per batch (a transactional BatchBolt) shares its task's.
+        self.metrics: dict[tuple[str, int], MetricsRegistry] = {}
         self.status = Status.INIT
         self.failure: BaseException | None = None
         self.backpressure = Backpressure()
@@ -276,6 +280,22 @@ class Worker:
         if self.transfer is not None and not self.transfer.empty():
             return False
         return all(e.waiting and e.queue.empty() for e in self.executors)
+
+    def metrics_of(self, component: str, task: int) -> MetricsRegistry:
+        key = (component, task)
+        registry = self.metrics.get(key)
+        if registry is None:
+            registry = self.metrics[key] = MetricsRegistry(f"{component}[{task}]")
+        return registry
+
+    def user_metrics(self) -> dict[str, dict[str, Any]]:
+        """component -> task (as a string: JSON) -> the task's metrics snapshot."""
+        out: dict[str, dict[str, Any]] = {}
+        for (component, task), registry in list(self.metrics.items()):
+            snap = registry.snapshot()
+            if any(snap.values()):
+                out.setdefault(component, {})[str(task)] = snap
+        return out
 
     def stats(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}

@@ -128,3 +128,9 @@ def test_the_readme_global_count_example_runs_on_a_cluster(make_cluster: Any, tm
             return TransactionalValue(store, "global-count").get()
 
     poll_for(lambda: total() == 16, timeout=60, message=f"the global count committed (now {total()})")
+    # and the committer's own metric reaches nimbus with the workers' heartbeats
+    def commits() -> int:
+        info = cluster.api("GET", "topologies/TransactionalGlobalCount")
+        return sum(t["counters"].get("commits", 0) for t in info.get("metrics", {}).get("total", {}).values())
+
+    poll_for(lambda: commits() >= 2, timeout=60, message="the committer's metric in nimbus's topology info")
