@@ -82,6 +82,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "nimbus.host": ("127.0.0.1", (str,), None),
     "nimbus.http.port": (6627, (int,), 0),
     "nimbus.monitor.freq.secs": (10, (int, float), 0.01),
+    # How often every nimbus (standbys too) reads the workers' statistics into its windows.
+    "nimbus.stats.freq.secs": (5, (int, float), 0.01),
     "nimbus.supervisor.timeout.secs": (60, (int, float), 0.01),
     "nimbus.task.timeout.secs": (30, (int, float), 0.01),
     "nimbus.task.launch.secs": (120, (int, float), 0.01),

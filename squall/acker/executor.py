@@ -47,6 +47,11 @@ class AckerExecutor(Executor):
         self.acked += ok_count
         self.failed += len(outcomes) - ok_count
 
+    def stats_snapshot(self) -> dict[str, Any]:
+        out = super().stats_snapshot()
+        out.update(acked=self.acked, failed=self.failed, pending=len(self.ledger))
+        return out
+
     @property
     def pending(self) -> int:
         return len(self.ledger)

@@ -16,6 +16,7 @@ from typing import Any
 import structlog
 
 from squall.clock import Clock
+from squall.metrics.book import StatsBook, window_id
 from squall.worker.plan import TopologyPlan, spread
 from squall.worker.reporting import ErrorRecord
 from squall.worker.transport import InprocTransport
@@ -35,6 +36,7 @@ class LocalTopology:
         self.capture = capture
         self.resources = dict(resources or {})  # seeds each worker's (a restart gets a fresh copy)
         self.errors: list[ErrorRecord] = []
+        self.book = StatsBook()  # windows of the workers' statistics (filled when read)
         self.restarts = 0
         self.active = True
         self.transport = InprocTransport()
@@ -117,6 +119,14 @@ class LocalTopology:
 
     def idle(self) -> bool:
         return all(w is not None and w.idle() for w in self.workers)
+
+    def component_stats(self, window: str = "600") -> dict[str, dict[str, Any]]:
+        """component -> Storm's statistics over ``window``, as nimbus serves them."""
+        now = self.clock.now()
+        for worker in self.workers:
+            if worker is not None:
+                self.book.ingest(self.name, id(worker), worker.executor_stats(), now)
+        return self.book.components(self.name, window_id(window), now)
 
     def metrics(self) -> dict[str, dict[str, Any]]:
         """component -> task -> that task's own metrics (counters, gauges, histograms)."""

@@ -69,7 +69,8 @@ class Nimbus:
         self.state.setup()
         self._register()
         self.api.start()
-        for target, name in ((self._elect, "nimbus-election"), (self._monitor, "nimbus-monitor")):
+        for target, name in ((self._elect, "nimbus-election"), (self._monitor, "nimbus-monitor"),
+                             (self._gather_stats, "nimbus-stats")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -168,6 +169,17 @@ class Nimbus:
                 self.service.reconcile_all()
             except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
                 log.exception("monitor round failed")
+
+    def _gather_stats(self) -> None:
+        # Every nimbus, leader or not: a standby that takes over has the windows already.
+        period = self.conf["nimbus.stats.freq.secs"]
+        while not self._stop.wait(period):
+            if self._lost.is_set():
+                continue
+            try:
+                self.service.ingest_stats()
+            except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
+                log.warning("reading the workers' statistics failed; next round", exc_info=True)
 
     def cluster_info(self) -> dict[str, Any]:
         supervisors = self.state.supervisors()

@@ -11,6 +11,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -20,6 +21,7 @@ import structlog
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.metrics.book import StatsBook
 from squall.nimbus.scheduler import Slot, schedule
 from squall.ops.package import extract
 from squall.spark.batching import warn_on_submit
@@ -46,10 +48,13 @@ def bad_request(message: str) -> ApiError:
 
 class NimbusService:
     def __init__(self, state: ClusterState, conf: dict[str, Any],
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time, stats: StatsBook | None = None) -> None:
         self.state = state
         self.conf = conf
         self.now = now
+        # Windows of the workers' statistics (every nimbus keeps them: see ingest_stats).
+        self.stats = stats if stats is not None else StatsBook()
+        self._stats_lock = threading.Lock()
 
     # -- lookups -------------------------------------------------------------
 
@@ -93,7 +98,31 @@ class NimbusService:
                             total[key] = total.get(key, 0) + value
         return {"name": record["name"], "id": record["id"], "status": record["status"],
                 "conf": record["conf"], "definition": record["definition"], "workers": workers,
-                "stats": stats, "metrics": metrics, "errors": self.state.errors(record["id"])}
+                "stats": stats, "metrics": metrics, "errors": self.state.errors(record["id"]),
+                # Storm's numbers over the last 10 minutes (the windows nimbus keeps).
+                "components": self.component_stats(name, "600")}
+
+    # -- statistics ----------------------------------------------------------
+
+    def ingest_stats(self) -> None:
+        """Read every worker's cumulative statistics from ZooKeeper into the windows.
+        A worker's incarnation is (node, port, pid): a restarted one counts from zero."""
+        live = {r["id"] for r in self.state.topologies()}
+        now = self.now()
+        with self._stats_lock:
+            for node, ports in self.state.worker_beats().items():
+                for port, beat in ports.items():
+                    tid = beat.get("topology_id")
+                    if tid in live and beat.get("executor_stats"):
+                        self.stats.ingest(tid, (node, port, beat.get("pid")), beat["executor_stats"], now)
+            for tid in set(self.stats.first_seen) - live:
+                self.stats.forget(tid)
+
+    def component_stats(self, name: str, window: str) -> dict[str, dict[str, Any]]:
+        """component -> Storm's statistics over ``window`` ("600", "10800", "86400", ":all-time")."""
+        record = self._by_name(name)
+        with self._stats_lock:
+            return self.stats.components(record["id"], window, self.now())
 
     # -- submit --------------------------------------------------------------
 

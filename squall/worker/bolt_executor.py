@@ -19,6 +19,9 @@ from squall.worker.component_executor import ComponentExecutor
 # A stopping executor notices within this many tuples of a long batch; a
 # check per tuple would cost ~10% of the word count's throughput.
 STOP_CHECK_EVERY = 256
+# Executed tuples per input stream are sampled, one in this many (Storm samples
+# 5% by default, topology.stats.sample.rate); the executor's totals are exact.
+SAMPLE_EVERY = 20
 
 
 class BoltTask:
@@ -42,6 +45,8 @@ class BoltExecutor(ComponentExecutor):
         self.executed = 0
         self.acked = 0
         self.failed = 0
+        self.executed_by: dict[tuple[str, str], int] = {}  # (source, stream) -> sampled count
+        self.sample_at = 0
         self.bolts: dict[int, BoltTask] = {}
         capture = self.worker.capture
         for task in self.tasks:
@@ -128,9 +133,25 @@ class BoltExecutor(ComponentExecutor):
             if bt.auto_ack:
                 self.acked += len(tuples) - errors
         state.current = None
-        self.executed += len(tuples)
+        n = len(tuples)
+        self.executed += n
+        i = self.sample_at
+        if i < n:
+            by = self.executed_by
+            while i < n:
+                tup = tuples[i]
+                key = (tup.component, tup.stream)
+                by[key] = by.get(key, 0) + SAMPLE_EVERY
+                i += SAMPLE_EVERY
+        self.sample_at = i - n
         if bt.batch_done is not None:
             bt.batch_done()
+
+    def stats_snapshot(self) -> dict[str, Any]:
+        out = super().stats_snapshot()
+        out.update(executed=self.executed, acked=self.acked, failed=self.failed,
+                   executed_by={f"{c}:{s}": n for (c, s), n in list(self.executed_by.items())})
+        return out
 
     @staticmethod
     def chunks(tuples: list[Tuple]) -> list[list[Tuple]]:

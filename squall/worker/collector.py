@@ -23,7 +23,7 @@ from squall.transactional.attempt import TransactionAttempt
 class StreamOut:
     """One output stream of a task: record type, router, direct flag."""
 
-    __slots__ = ("direct", "fields", "name", "nfields", "record", "route")
+    __slots__ = ("counts", "direct", "fields", "name", "nfields", "record", "route")
 
     def __init__(self, name: str, record: type, fields: tuple[str, ...], route: Callable, direct: bool):
         self.name = name
@@ -32,14 +32,18 @@ class StreamOut:
         self.nfields = len(fields)
         self.route = route
         self.direct = direct
+        # [emitted, transferred] on this stream: tuples emitted, and copies sent
+        # (one per target task), as Storm counts them.  Read by the stats snapshot.
+        self.counts = [0, 0]
 
-    def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...], Any]:
+    def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...], Any, list[int]]:
         """What the emit closures read, as one tuple: a single unpack per emit.
 
-        The last item is the target tasks when they never vary (one
-        subscriber task, or an all grouping), so that no router is called.
+        Item 6 is the target tasks when they never vary (one subscriber
+        task, or an all grouping), so that no router is called; item 7 the
+        stream's counters.
         """
-        return (self.record, self.nfields, self.route, self.direct, self.fields, self.constant)
+        return (self.record, self.nfields, self.route, self.direct, self.fields, self.constant, self.counts)
 
     @property
     def constant(self) -> Any:
@@ -90,7 +94,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
         so = table.get(stream)
         if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        record, nfields, route, direct, fields, constant = so
+        record, nfields, route, direct, fields, constant, counts = so
         if len(values) != nfields or direct is (direct_task is None):
             raise _bad_emit(component, stream, streams, values, direct_task)
         if always_check:
@@ -103,6 +107,8 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
         vals = new(record, values)
         tasks = constant if constant is not None else route(vals, direct_task)
         state.emitted += 1
+        counts[0] += 1
+        counts[1] += len(tasks)
         if capture is not None:
             capture(component, stream, vals)
         if anchors is None:
@@ -181,7 +187,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
         so = table.get(stream)
         if so is None or type(values) not in seq:
             raise _bad_emit(component, stream, streams, values, direct_task)
-        record, nfields, route, direct, fields, constant = so
+        record, nfields, route, direct, fields, constant, counts = so
         if len(values) != nfields or direct is (direct_task is None):
             raise _bad_emit(component, stream, streams, values, direct_task)
         if always_check:
@@ -194,6 +200,8 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
         vals = new(record, values)
         tasks = constant if constant is not None else route(vals, direct_task)
         state.emitted += 1
+        counts[0] += 1
+        counts[1] += len(tasks)
         if capture is not None:
             capture(component, stream, vals)
         if tup_id is None or not n_ackers or not tasks:

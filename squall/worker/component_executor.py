@@ -61,4 +61,5 @@ class ComponentExecutor(Executor):
                         self.appends[t] = self.out[t].append
             streams[name] = StreamOut(name, record_type(stream.fields), stream.fields,
                                       routing.combine(choosers), stream.direct)
+            self.stream_outs.append(streams[name])
         return streams

@@ -14,6 +14,7 @@ import functools
 import os
 import random
 import threading
+import time
 from typing import TYPE_CHECKING, Any
 
 import structlog
@@ -48,6 +49,10 @@ class Executor:
         self.out: dict[int, list[Any]] = {}
         self.appends: dict[int, Any] = {}
         self.control_out: list[tuple[str, int, Any]] = []
+        # Statistics (read by the worker's stats snapshot from another thread:
+        # plain numbers, read racily, which is fine for counters).
+        self.busy_secs = 0.0  # time spent in on_data: capacity = busy / window
+        self.stream_outs: list[Any] = []  # every StreamOut of this executor's tasks
         # Random 64-bit tuple ids, never counters: Storm's odds of a false
         # completion rest on them.  One generator per executor, no lock shared.
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
@@ -106,6 +111,8 @@ class Executor:
         on_control = self.on_control
         on_data = self.on_data
         pop_data = q.pop_data
+        # Real time, not the worker's clock: this measures work, it times nothing out.
+        perf = time.perf_counter
         while self.running:
             busy = False
             while control:
@@ -117,7 +124,9 @@ class Executor:
                 item = pop_data()
                 if item is None:
                     break
+                t0 = perf()
                 on_data(item[0], item[1])
+                self.busy_secs += perf() - t0
                 done += len(item[1])
             if self.turn() or done:
                 busy = True
@@ -172,6 +181,22 @@ class Executor:
                 send_control(kind, task, payload)
 
     # -- errors --------------------------------------------------------------
+
+    def stats_snapshot(self) -> dict[str, Any]:
+        """Cumulative statistics of this executor, as plain data (Storm's names).
+
+        ``emitted``/``transferred`` per output stream (transferred counts a
+        copy per target task); ``busy_secs`` the time spent executing.
+        Subclasses add what they count.
+        """
+        emitted: dict[str, int] = {}
+        transferred: dict[str, int] = {}
+        for so in list(self.stream_outs):
+            emitted[so.name] = emitted.get(so.name, 0) + so.counts[0]
+            transferred[so.name] = transferred.get(so.name, 0) + so.counts[1]
+        return {"component": self.component, "executor": list(self.tasks[:1] + self.tasks[-1:]),
+                "emitted": emitted, "transferred": transferred, "busy_secs": self.busy_secs,
+                "queue_depth": self.queue.size}
 
     def report(self, exc: BaseException, task: int) -> None:
         if self.errors.allow():

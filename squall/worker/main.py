@@ -437,6 +437,7 @@ class WorkerProcess:
             "ready": worker.ready.is_set(),
             "stats": summarise_stats(worker.stats()),
             "metrics": worker.user_metrics(),
+            "executor_stats": worker.executor_stats(),
             "transfer": {**(worker.transfer.stats() if worker.transfer else {}),
                          "misrouted": worker.misrouted},
         }

@@ -297,6 +297,10 @@ class Worker:
                 out.setdefault(component, {})[str(task)] = snap
         return out
 
+    def executor_stats(self) -> list[dict[str, Any]]:
+        """Every executor's cumulative statistics (see Executor.stats_snapshot)."""
+        return [e.stats_snapshot() for e in self.executors]
+
     def stats(self) -> dict[str, dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         for executor in self.executors:

@@ -134,3 +134,9 @@ def test_the_readme_global_count_example_runs_on_a_cluster(make_cluster: Any, tm
         return sum(t["counters"].get("commits", 0) for t in info.get("metrics", {}).get("total", {}).values())
 
     poll_for(lambda: commits() >= 2, timeout=60, message="the committer's metric in nimbus's topology info")
+    # and nimbus's windows hold Storm's numbers per component, from the workers' statistics
+    def executed() -> int:
+        info = cluster.api("GET", "topologies/TransactionalGlobalCount")
+        return info["components"].get("partial", {}).get("executed", 0)
+
+    poll_for(lambda: executed() > 0, timeout=60, message="the batch bolt's tuples in nimbus's window")
