@@ -74,7 +74,9 @@ class ShellComponent:
         self._conf_msg = wire_conf(self.conf, self.context.topology_name)
         self.pid_dir, self._own_pid_dir = settings_mod.pid_dir(self.conf, self.context.topology_name,
                                                               str(self.context.worker))
-        self.metrics: dict[str, Any] = {}
+        # What the child reported with its "metrics" command (Storm's
+        # CountShellMetric values); also fed into the task's metrics registry.
+        self.child_metrics: dict[str, Any] = {}
         self.proc: ShellProcess | None = None
         self.restarts = 0
         self._failures = 0
@@ -262,8 +264,8 @@ class ShellComponent:
             getattr(self.logger, level)(text, pid=pid)
 
     def _common(self) -> dict[str, Any]:
-        return {"log": self._child_log, "report": self.report_error, "metrics": self.metrics,
-                "registered": self.settings.metrics}
+        return {"log": self._child_log, "report": self.report_error, "metrics": self.child_metrics,
+                "registered": self.settings.metrics, "registry": getattr(self, "metrics", None)}
 
     # -- hooks ---------------------------------------------------------------
 

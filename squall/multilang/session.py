@@ -42,11 +42,13 @@ class Common:
     """log, error and metrics: the same for bolts and spouts."""
 
     def __init__(self, *, log: Callable[[str, str], None], report: Callable[[BaseException], None],
-                 metrics: dict[str, Any], registered: frozenset[str] | None) -> None:
+                 metrics: dict[str, Any], registered: frozenset[str] | None, registry: Any = None) -> None:
         self._log = log
         self._report = report
         self.metrics = metrics
         self.registered = registered
+        # The task's MetricsRegistry, where a child's metrics join the component's own.
+        self.registry = registry if hasattr(registry, "counter") else None
 
     def on_log(self, message: dict[str, Any]) -> None:
         self._log(protocol.log_level(message.get("level")), str(message.get("msg", "")))
@@ -74,6 +76,14 @@ class Common:
         else:
             self.metrics[name] = params
         self._log("debug", f"metric {name} = {self.metrics[name]!r}")
+        if self.registry is not None:
+            try:
+                if type(params) in numeric and params >= 0:
+                    self.registry.counter(name).inc(params)
+                else:
+                    self.registry.gauge(name).set(params)
+            except ValueError as e:  # a name used before as another kind, or a bad name
+                self._report(ProtocolError(f"metric {name!r}: {e}"))
 
 
 class BoltSession(Common):

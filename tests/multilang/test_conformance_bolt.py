@@ -86,7 +86,8 @@ def _scenario(adapter: Any, tmp: str) -> Run:
                              if d == "P" and isinstance(m, dict) and m.get("stream") == "__heartbeat") >= 2,
                  5, "two heartbeats")
         run.after_error_pid = bolt.proc.pid
-        run.metrics = dict(bolt.metrics)
+        run.metrics = dict(bolt.child_metrics)
+        run.registry = bolt.metrics.snapshot()
         run.pid_dir = bolt.pid_dir
         run.errors = list(runner.errors)
         run.restarts = bolt.restarts
@@ -268,6 +269,9 @@ def test_21_error_is_a_component_error_and_the_child_keeps_running(run: Run) -> 
 
 def test_22_metrics_count_like_storms_shell_metric(run: Run) -> None:
     assert run.metrics == {"m": 6, "g": {"x": 1}}
+    # and they join the task's own metrics, where nimbus and Prometheus read them
+    assert run.registry["counters"] == {"m": 6}
+    assert run.registry["gauges"] == {"g": {"x": 1}}
 
 
 def test_24_values_cross_unchanged(run: Run) -> None:
