@@ -189,7 +189,7 @@ class Supervisor:
             if beat and slot.process() is not None:
                 beats[str(port)] = {k: beat.get(k)
                                     for k in ("topology_id", "time", "executors", "stats", "metrics",
-                                              "executor_stats", "pid")}
+                                              "executor_stats", "system", "transfer", "pid")}
             errors, offset = slot.new_errors(self._error_offsets.get(port, 0))
             self._error_offsets[port] = offset
             for error in errors:

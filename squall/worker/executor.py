@@ -196,7 +196,7 @@ class Executor:
             transferred[so.name] = transferred.get(so.name, 0) + so.counts[1]
         return {"component": self.component, "executor": list(self.tasks[:1] + self.tasks[-1:]),
                 "emitted": emitted, "transferred": transferred, "busy_secs": self.busy_secs,
-                "queue_depth": self.queue.size}
+                "queue_depth": self.queue.size, "backpressure_secs": self.queue.backpressure_secs()}
 
     def report(self, exc: BaseException, task: int) -> None:
         if self.errors.allow():

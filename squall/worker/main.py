@@ -80,6 +80,7 @@ import structlog
 from squall import config
 from squall.clock import Clock
 from squall.errors import SquallError, TransportError
+from squall.metrics.system import ProcessSampler
 from squall.ops.logging import configure_logging
 from squall.topology.topology import definition_from_dict
 from squall.transactional.state import BACKEND_RESOURCE, Lazy
@@ -247,6 +248,7 @@ class WorkerProcess:
         self._wake = threading.Event()
         self._errors_lock = threading.Lock()
         self._lock = threading.Lock()
+        self.system = ProcessSampler()  # CPU, memory, GC of this process, for the heartbeat
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -438,6 +440,7 @@ class WorkerProcess:
             "stats": summarise_stats(worker.stats()),
             "metrics": worker.user_metrics(),
             "executor_stats": worker.executor_stats(),
+            "system": {**self.system.sample(), "backpressure": worker.backpressure.active},
             "transfer": {**(worker.transfer.stats() if worker.transfer else {}),
                          "misrouted": worker.misrouted},
         }

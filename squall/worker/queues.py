@@ -12,6 +12,7 @@ below the low watermark it lowers it again.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from typing import Any
@@ -50,7 +51,8 @@ class Backpressure:
 
 
 class ExecutorQueue:
-    __slots__ = ("_bp", "_lock", "congested", "control", "data", "high", "low", "size", "wakeup")
+    __slots__ = ("_bp", "_lock", "congested", "congested_secs", "congested_since", "control", "data", "high",
+                 "low", "size", "wakeup")
 
     def __init__(self, capacity: int, backpressure: Backpressure) -> None:
         self.data: deque[tuple[int, list[Any]]] = deque()
@@ -59,6 +61,10 @@ class ExecutorQueue:
         self.high = capacity
         self.low = capacity // 2
         self.congested = False
+        # Time spent over the high-water mark (its spouts held back): a statistic,
+        # so real time, read on the congestion transitions only.
+        self.congested_secs = 0.0
+        self.congested_since = 0.0
         self._lock = threading.Lock()
         self._bp = backpressure
         self.wakeup = threading.Event()
@@ -69,6 +75,7 @@ class ExecutorQueue:
             self.size += len(tuples)
             if self.size > self.high and not self.congested:
                 self.congested = True
+                self.congested_since = time.monotonic()
                 self._bp.raise_()
         self.wakeup.set()
 
@@ -84,8 +91,14 @@ class ExecutorQueue:
             self.size -= len(item[1])
             if self.congested and self.size <= self.low:
                 self.congested = False
+                self.congested_secs += time.monotonic() - self.congested_since
                 self._bp.lower()
         return item
+
+    def backpressure_secs(self) -> float:
+        """Seconds this queue has spent congested, the current stretch included."""
+        extra = time.monotonic() - self.congested_since if self.congested else 0.0
+        return self.congested_secs + extra
 
     def empty(self) -> bool:
         return not self.data and not self.control

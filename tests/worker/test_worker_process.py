@@ -266,6 +266,13 @@ def test_heartbeat_appears_and_refreshes_with_stats(workers: Workers) -> None:
     latency = later["stats"]["source"]["complete_latency_ms"]
     assert latency["count"] > 0 and 0 <= latency["p50"] <= latency["p99"] <= latency["max"]
     assert "latencies" not in later["stats"]["source"]  # summarised, no raw samples
+    # and it carries the process's own costs and every executor's cumulative statistics
+    system = later["system"]
+    assert system["rss_bytes"] > 10_000_000 and system["cpu_secs"] > 0 and system["threads"] > 3
+    assert len(system["gc_collections"]) == 3 and system["gc_secs"] >= 0
+    by_component = {e["component"]: e for e in later["executor_stats"]}
+    assert by_component["source"]["acked"] > 0 and by_component["source"]["emitted"]["default"] > 0
+    assert by_component["sink"]["executed"] > 0 and "backpressure_secs" in by_component["sink"]
 
 
 def test_deactivating_through_the_assignment_stops_emission_and_activating_resumes(workers: Workers) -> None:
