@@ -21,8 +21,9 @@ from typing import Any
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS, Deltas, RollingSum
 
 # Cumulative fields of a snapshot: plain counters, and counters per stream.
-_COUNTERS = ("executed", "acked", "failed", "busy_secs", "complete_secs")
+_COUNTERS = ("executed", "acked", "failed", "busy_secs", "complete_secs", "backpressure_secs", "progress")
 _PER_STREAM = ("emitted", "transferred", "executed_by")
+_SUMMED = ("emitted", "transferred", "acked", "failed", "executed", "progress", "backpressureSecs")
 Executor = tuple[int, int]  # Storm's executor id: [first task, last task]
 
 
@@ -109,6 +110,8 @@ class StatsBook:
                 "completeLatency": _ms(e.get("complete_secs", 0), acked),
                 "executeLatency": _ms(e.get("busy_secs", 0), executed),
                 "capacity": round(e.get("busy_secs", 0) / span, 3),
+                # Squall's own: the paper's progress (spouts) and time held back by backpressure.
+                "progress": e.get("progress", 0), "backpressureSecs": round(e.get("backpressure_secs", 0), 3),
                 "streams": {stat: {s: int(v) for s, v in streams.items()} for stat, streams in per.items()},
             }
         return out
@@ -119,9 +122,9 @@ class StatsBook:
         out: dict[str, dict[str, Any]] = {}
         for (component, _executor), e in self.executors(topology, window, now).items():
             c = out.setdefault(component, {"emitted": 0, "transferred": 0, "acked": 0, "failed": 0,
-                                           "executed": 0, "capacity": 0.0, "executors": 0,
-                                           "_complete": 0.0, "_execute": 0.0})
-            for stat in ("emitted", "transferred", "acked", "failed", "executed"):
+                                           "executed": 0, "capacity": 0.0, "executors": 0, "progress": 0,
+                                           "backpressureSecs": 0.0, "_complete": 0.0, "_execute": 0.0})
+            for stat in _SUMMED:
                 c[stat] += e[stat]
             c["executors"] += 1
             c["capacity"] = max(c["capacity"], e["capacity"])

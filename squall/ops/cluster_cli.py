@@ -60,20 +60,41 @@ def cmd_dev_zookeeper(args: argparse.Namespace) -> int:
 
 
 def cmd_dev_cluster(args: argparse.Namespace) -> int:
+    """Until SIGTERM, SIGINT (^C) or SIGHUP: then stop everything it started,
+    in order (see squall.ops.devcluster), and exit 0.  A SIGINT or SIGHUP
+    ignored when it started (``nohup``, a script's ``&``) stays ignored."""
+    import signal
+
     from squall.ops.devcluster import DevCluster
 
     cluster = DevCluster(Path(args.dir), supervisors=args.supervisors, slots=args.slots)
-    cluster.start()
-    print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n"
-          f"use it with:  squall --config {cluster.config_file} submit examples/wordcount.py\n"
-          "^C to stop everything", flush=True)
+    received: list[str] = []
+
+    def handle(signum: int, frame: Any) -> None:
+        received.append(signal.Signals(signum).name)
+        cluster.stopping.set()  # only that: the main thread stops the cluster
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        if sig == signal.SIGTERM or signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, handle)
+    dead: list[str] = []
     try:
-        while cluster.alive():
-            time.sleep(0.5)
-    except KeyboardInterrupt:
-        pass
+        cluster.start()
+        if not cluster.stopping.is_set():
+            print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n"
+                  f"use it with:  squall --config {cluster.config_file} submit examples/wordcount.py\n"
+                  "^C to stop everything", flush=True)
+        while not cluster.stopping.wait(0.5):
+            dead = cluster.dead()
+            if dead:
+                break
     finally:
         cluster.stop()
+    if dead:
+        print(f"dev cluster stopped: {', '.join(dead)} exited; see {cluster.root / 'logs'}",
+              file=sys.stderr, flush=True)
+        return 1
+    print(f"dev cluster stopped ({received[0] if received else 'stop'})", flush=True)
     return 0
 
 

@@ -3,15 +3,46 @@
 For trying Squall out (``squall dev-cluster``) and for tests: every daemon
 is a real process with its own config file and log under one directory,
 on free ports, and the handles here can kill or restart any of them.
+
+Stopping kills only processes the dev cluster knows by pid, never by a
+pattern.  It records every process it starts in ``<dir>/pids.json`` (pid
+and start time, so a recycled pid is never taken for one of ours); the
+supervisors record their workers (``supervisor-N/workers/<port>/pid``),
+the workers their multilang children (``.../<port>/pids/``) and a
+supervisor its Spark Connect server (``supervisor-N/spark-connect/server.json``).
+:meth:`DevCluster.stop` stops them in order: the supervisors (SIGTERM:
+by design a supervisor leaves its workers running), then their workers
+and what those started, then the Spark Connect servers, the nimbuses and
+ZooKeeper; what does not exit within a grace period is SIGKILLed.  It is
+idempotent.
+
+Every daemon runs in a session of its own, so a ^C or a hangup of the
+terminal reaches only ``squall dev-cluster``, which then stops the rest in
+that order (see ``cmd_dev_cluster``).  If the process owning the cluster
+dies abruptly (SIGKILL), a reaper cleans up: a small child process in a
+session of its own (``python -m squall.ops.devcluster reap``) that blocks
+reading a pipe whose only writer is the owner.  End of file (or the
+owner's pid gone) means the owner is dead, and the reaper runs the same
+ordered stop from the files above, then exits.  An orderly stop closes
+the pipe last, and the reaper, finding nothing left, exits too.  (Not
+``PR_SET_PDEATHSIG`` in the daemons: it fires when the forking *thread*
+exits, and it could not reach the workers, which by design outlive a
+supervisor's SIGTERM.)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import select
+import signal
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +50,7 @@ import psutil
 import yaml
 
 from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.supervisor.workers import Slot
 
 # Timers short enough that failures are noticed in seconds, not minutes.
 DEV_CONF: dict[str, Any] = {
@@ -34,6 +66,23 @@ DEV_CONF: dict[str, Any] = {
     "supervisor.worker.shutdown.sleep.secs": 1,
 }
 
+PIDS_FILE = "pids.json"
+GRACE_SECS = 10.0  # a stopping daemon's time to exit before SIGKILL
+
+
+class _RecordedZookeeper(DevZookeeper):
+    """The dev ZooKeeper, its JVM recorded as soon as it is launched (not
+    once it answers: the owner may die while it starts)."""
+
+    def __init__(self, *args: Any, record: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._record = record
+
+    def wait_ready(self, timeout: float) -> None:
+        if self.process is not None:
+            self._record("zookeeper", self.process.pid)
+        super().wait_ready(timeout)
+
 
 class DevCluster:
     def __init__(self, root: Path, supervisors: int = 2, slots: int = 2,
@@ -47,17 +96,29 @@ class DevCluster:
         self.nimbus_ports = [free_port() for _ in range(nimbuses)]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.conf: dict[str, Any] = {}
+        # Set (e.g. by a signal handler) to cut start() short: it returns at the next step.
+        self.stopping = threading.Event()
+        self._records_lock = threading.Lock()
+        self._reaper: subprocess.Popen[bytes] | None = None
+        self._reaper_pipe: int | None = None  # the write end; closing it tells the reaper we are gone
 
     @property
     def config_file(self) -> Path:
         return self.root / "squall.yaml"
 
     @property
+    def pids_file(self) -> Path:
+        return self.root / PIDS_FILE
+
+    @property
     def nimbus_url(self) -> str:
         return f"http://127.0.0.1:{self.nimbus_ports[0]}"
 
     def start(self, timeout: float = 60.0) -> None:
+        """Start everything and wait until it answers; returns early if
+        :attr:`stopping` is set meanwhile (then :meth:`stop` is the caller's)."""
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
+        _write_json(self.pids_file, [])  # this cluster's processes, not a previous one's
         zk_port = free_port()
         self.conf = {
             **DEV_CONF,
@@ -67,28 +128,72 @@ class DevCluster:
             **self.extra,
         }
         self.config_file.write_text(yaml.safe_dump(self.conf))
-        self.start_zookeeper()
-        for i in range(self.n_nimbus):
-            self.start_nimbus(i)
-        for i in range(self.n_supervisors):
-            self.start_supervisor(i)
+        self.start_reaper()
+        steps = [self.start_zookeeper, *(lambda i=i: self.start_nimbus(i) for i in range(self.n_nimbus)),
+                 *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
+        for step in steps:
+            if self.stopping.is_set():
+                return
+            step()
         self.wait_ready(timeout)
+
+    # -- the record of what we started ----------------------------------------
+
+    def record(self, name: str, pid: int) -> None:
+        """Remember a process this cluster started (``stop`` kills only these)."""
+        try:
+            create_time = psutil.Process(pid).create_time()
+        except psutil.Error:
+            return  # already gone
+        with self._records_lock:
+            records = _read_records(self.pids_file)
+            entry = {"name": name, "pid": pid, "create_time": create_time}
+            if entry not in records:
+                _write_json(self.pids_file, [*records, entry])
+
+    def start_reaper(self) -> None:
+        if self._reaper is not None and self._reaper.poll() is None:
+            return
+        if self._reaper_pipe is not None:
+            os.close(self._reaper_pipe)
+            self._reaper_pipe = None
+        read_end, write_end = os.pipe()  # not inherited by any other child (PEP 446)
+        me = psutil.Process()
+        try:
+            with open(self.root / "logs" / "reaper.log", "ab") as log:
+                self._reaper = subprocess.Popen(
+                    [sys.executable, "-m", "squall.ops.devcluster", "reap", str(self.root), str(me.pid),
+                     repr(me.create_time())],
+                    stdin=read_end, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
+                    start_new_session=True)
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        self._reaper_pipe = write_end
+        self.record("reaper", self._reaper.pid)
 
     # -- daemons -------------------------------------------------------------
 
     def start_zookeeper(self) -> None:
-        self.zk = DevZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper",
-                               self.root / "logs" / "zookeeper.log")
+        self.zk = _RecordedZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper",
+                                     self.root / "logs" / "zookeeper.log", record=self.record)
         self.zk.start()
+        if self.zk.process is not None:
+            self.record("zookeeper", self.zk.process.pid)
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
         path = self.root / f"{key}.yaml"
         path.write_text(yaml.safe_dump({**self.conf, **conf}))
         with open(self.root / "logs" / f"{key}.log", "ab") as log:
+            # A session of its own: a ^C in the terminal reaches only the dev
+            # cluster's owner, which stops everything in order.
             proc = subprocess.Popen([sys.executable, "-m", "squall.ops.cli", "--log-level", "info", command,
                                      "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, cwd=self.root)
+                                    stdin=subprocess.DEVNULL, cwd=self.root, start_new_session=True)
         self.procs[key] = proc
+        self.record(key, proc.pid)
         return proc
 
     def start_nimbus(self, i: int = 0) -> subprocess.Popen[bytes]:
@@ -109,7 +214,7 @@ class DevCluster:
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not self.stopping.is_set():
             self._check_alive()
             try:
                 info = self.api("GET", "cluster")
@@ -117,7 +222,9 @@ class DevCluster:
                     return
             except OSError:
                 pass
-            time.sleep(0.2)
+            self.stopping.wait(0.2)
+        if self.stopping.is_set():
+            return
         msg = f"dev cluster not ready within {timeout}s; see logs in {self.root / 'logs'}"
         raise RuntimeError(msg)
 
@@ -130,6 +237,13 @@ class DevCluster:
 
     def alive(self) -> bool:
         return all(p.poll() is None for p in self.procs.values())
+
+    def dead(self) -> list[str]:
+        """The daemons that exited (by their key), ZooKeeper included."""
+        out = [key for key, proc in self.procs.items() if proc.poll() is not None]
+        if self.zk is not None and self.zk.process is not None and self.zk.process.poll() is not None:
+            out.append("zookeeper")
+        return out
 
     def api(self, method: str, path: str, body: Any = None, url: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
@@ -145,11 +259,11 @@ class DevCluster:
         for i in range(self.n_supervisors):
             for pid_file in sorted(self.supervisor_dir(i).glob("workers/*/pid")):
                 try:
-                    pid = json.loads(pid_file.read_text())["pid"]
-                    if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE:
-                        out[(i, int(pid_file.parent.name))] = pid
-                except (OSError, ValueError, KeyError, psutil.Error):
+                    proc = Slot(int(pid_file.parent.name), pid_file.parent).process()
+                except ValueError:
                     continue
+                if proc is not None:
+                    out[(i, int(pid_file.parent.name))] = proc.pid
         return out
 
     def kill_process(self, key: str, sig: str = "kill") -> None:
@@ -165,27 +279,164 @@ class DevCluster:
                 psutil.Process(pid).kill()
 
     def stop(self) -> None:
-        for _key, proc in list(self.procs.items()):
-            if proc.poll() is None:
-                proc.terminate()
+        """Stop every process this cluster started, in order; only those (by
+        recorded pid).  Idempotent."""
+        stop_recorded(self.root, GRACE_SECS, skip={"reaper"})
         for proc in self.procs.values():
-            try:
-                proc.wait(10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(10)
-        # Supervisors leave their workers running by design: reap them here.
-        for pid in self.worker_pids().values():
-            try:
-                psutil.Process(pid).kill()
-            except psutil.Error:
-                pass
-        for proc in psutil.process_iter(["cmdline"]):
-            cmdline = proc.info.get("cmdline") or []
-            if any(str(self.root) in part for part in cmdline) and proc.pid != psutil.Process().pid:
-                try:
-                    proc.kill()
-                except psutil.Error:
-                    pass
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(5)  # collect the exit statuses: no zombies
         if self.zk is not None:
-            self.zk.stop()
+            self.zk.stop()  # already stopped: closes its log
+        # Last: the reaper sees end of file, finds nothing left to stop, exits.
+        if self._reaper_pipe is not None:
+            os.close(self._reaper_pipe)
+            self._reaper_pipe = None
+        if self._reaper is not None:
+            try:
+                self._reaper.wait(GRACE_SECS)
+            except subprocess.TimeoutExpired:
+                self._reaper.kill()
+                self._reaper.wait(5)
+
+
+# -- stopping by recorded pid (the cluster's owner, or the reaper) -------------
+
+
+def _write_json(path: Path, obj: Any) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(obj))
+    os.replace(tmp, path)
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    try:
+        records = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return []
+    return records if isinstance(records, list) else []
+
+
+def _recorded_process(pid: Any, create_time: Any) -> psutil.Process | None:
+    """The live process ``pid`` if it is still the one that was recorded."""
+    try:
+        proc = psutil.Process(int(pid))
+        if abs(proc.create_time() - float(create_time)) > 1.0 or proc.status() == psutil.STATUS_ZOMBIE:
+            return None
+    except (psutil.Error, TypeError, ValueError):
+        return None
+    return proc
+
+
+def _stop_processes(roots: Iterable[psutil.Process], grace: float, what: str = "",
+                    say: Callable[[str], None] | None = None, tree: bool = True) -> None:
+    """SIGTERM the processes and (``tree``) their descendants, SIGKILL what is
+    left after ``grace`` seconds; then SIGKILL the process groups that the
+    roots lead (a worker's or a Spark server's strays, reparented)."""
+    members: dict[int, psutil.Process] = {}
+    groups = set()
+    for root in roots:
+        try:
+            family = [root, *root.children(recursive=True)] if tree else [root]
+            if os.getpgid(root.pid) == root.pid:
+                groups.add(root.pid)
+        except (psutil.Error, OSError):
+            continue
+        members.update((p.pid, p) for p in family)
+    if say is not None and members:
+        say(f"stopping {what}: pids {sorted(members)}")
+    for p in members.values():
+        with contextlib.suppress(psutil.Error):
+            p.terminate()
+    _gone, alive = psutil.wait_procs(list(members.values()), timeout=grace)
+    for p in alive:
+        with contextlib.suppress(psutil.Error):
+            p.kill()
+    psutil.wait_procs(alive, timeout=5)
+    for group in groups:
+        with contextlib.suppress(OSError):
+            os.killpg(group, signal.SIGKILL)
+
+
+def stop_recorded(root: Path, grace: float = GRACE_SECS, skip: Iterable[str] = (),
+                  say: Callable[[str], None] | None = None) -> None:
+    """Stop what the dev cluster in ``root`` started, by the pids recorded
+    there: supervisors, then their workers (and the workers' children), the
+    supervisors' Spark Connect servers, nimbus, ZooKeeper, anything else."""
+    root = Path(root)
+    skipped = set(skip)
+    records = [r for r in _read_records(root / PIDS_FILE)
+               if isinstance(r, dict) and r.get("name") not in skipped and r.get("pid") != os.getpid()]
+
+    def live(prefix: str) -> list[psutil.Process]:
+        found = []
+        for r in records:
+            if str(r.get("name", "")).startswith(prefix):
+                proc = _recorded_process(r.get("pid"), r.get("create_time"))
+                if proc is not None:
+                    found.append(proc)
+        return found
+
+    local_dirs = sorted(p for p in root.glob("supervisor-*") if p.is_dir())
+    servers = [p for p in (_spark_server(local) for local in local_dirs) if p is not None]
+    supervisors = live("supervisor-")
+    # A supervisor's children now (workers, mostly): recorded in its pid files
+    # too, but one just launched may not be there yet.
+    children = [c for s in supervisors for c in _children(s) if c not in servers]
+    _stop_processes(supervisors, grace, "supervisors", say, tree=False)  # they leave their workers
+    slots = [Slot(int(d.name), d) for local in local_dirs for d in sorted(local.glob("workers/*"))
+             if d.is_dir() and d.name.isdigit()]
+    workers = [p for p in (slot.process() for slot in slots) if p is not None]
+    _stop_processes([*workers, *(c for c in children if c.is_running() and c not in workers)], grace,
+                    "workers", say)
+    for slot in slots:
+        slot.kill_left_children(grace=0.0)  # what a SIGKILLed worker left behind (its pids/ files)
+    # After the workers, as a supervisor does: their bolts must not see the server die first.
+    _stop_processes(servers, grace, "Spark Connect servers", say)
+    _stop_processes(live("nimbus-"), grace, "nimbus", say)
+    _stop_processes(live("zookeeper"), grace, "ZooKeeper", say)
+    _stop_processes(live(""), grace, "the rest", say)  # anything recorded that is still there
+
+
+def _children(proc: psutil.Process) -> list[psutil.Process]:
+    try:
+        return proc.children()
+    except psutil.Error:
+        return []
+
+
+def _spark_server(local_dir: Path) -> psutil.Process | None:
+    """The node's Spark Connect server a supervisor recorded, if it still runs."""
+    try:
+        server = json.loads((local_dir / "spark-connect" / "server.json").read_text())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(server, dict):
+        return None
+    return _recorded_process(server.get("pid"), server.get("create_time"))
+
+
+def reap(root: Path, owner: int, owner_created: float) -> int:
+    """The reaper: wait for the owner to die, then stop what it started.
+
+    stdin is a pipe only the owner writes to: end of file means it died (or
+    stopped the cluster and closed it).  The owner's pid is checked too, in
+    case a fork of it holds the pipe open."""
+    while True:
+        readable, _, _ = select.select([sys.stdin.fileno()], [], [], 1.0)
+        if readable and not os.read(sys.stdin.fileno(), 4096):
+            break
+        if _recorded_process(owner, owner_created) is None:
+            break
+    def say(text: str) -> None:
+        print(f"{time.strftime('%H:%M:%S')} reaper: {text}", flush=True)
+
+    say(f"owner {owner} gone: stopping what it started")
+    stop_recorded(root, GRACE_SECS, skip={"reaper"}, say=say)
+    say("done")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "reap":
+        sys.exit(reap(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
+    sys.exit("usage: python -m squall.ops.devcluster reap ROOT OWNER_PID OWNER_CREATE_TIME")

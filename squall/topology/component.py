@@ -243,6 +243,12 @@ class Spout(Component):
     def close(self) -> None:
         """The spout is being shut down in an orderly way (not called on a crash)."""
 
+    def progress(self) -> float | None:
+        """How far this spout has got, as a number that only grows (the
+        Storm@Twitter paper's "progress" metric, which an auto-tuner reads): a
+        committed offset, say.  None (the default): its acked tuple trees count."""
+        return None
+
 
 class Bolt(Component):
     """A tuple processor.

@@ -158,9 +158,21 @@ class SpoutExecutor(ComponentExecutor):
 
     def stats_snapshot(self) -> dict[str, Any]:
         out = super().stats_snapshot()
-        out.update(acked=self.acked, failed=self.failed, pending=self.tracker.count,
-                   complete_secs=self.complete_secs)
+        acked = self.acked  # read once: another thread is counting
+        out.update(acked=acked, failed=self.failed, pending=self.tracker.count,
+                   complete_secs=self.complete_secs, progress=self.progress(acked))
         return out
+
+    def progress(self, acked: int) -> float:
+        """The spouts' own progress where they report one, else the trees they got acked."""
+        total = 0.0
+        for st in self.spouts:
+            try:
+                own = st.spout.progress()
+            except Exception:  # noqa: BLE001 - a statistic never takes the worker down
+                own = None
+            total += acked / len(self.spouts) if own is None else own
+        return total
 
     def flush(self) -> None:
         inits = self.tracker.inits

@@ -29,6 +29,8 @@ def test_the_word_count_shows_storms_numbers_per_component() -> None:
     assert spout["acked"] > 0 and float(spout["completeLatency"]) > 0
     assert float(count["executeLatency"]) > 0 and 0 < count["capacity"] <= 1.5
     assert split["executors"] == 2 and count["executors"] == 2
+    # the paper's progress metric: acked trees, for a spout that reports none of its own
+    assert spout["progress"] == spout["acked"]
 
 
 def test_an_unknown_window_is_refused() -> None:
