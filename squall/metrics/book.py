@@ -41,13 +41,16 @@ class StatsBook:
         self.deltas = Deltas()
         # (topology, component, executor, stat, stream) -> RollingSum
         self.sums: dict[tuple[str, str, tuple[int, int], str, str], RollingSum] = {}
-        self.first_seen: dict[str, float] = {}  # topology -> when its first report came
+        self.first_seen: dict[str, float] = {}  # topology -> when its counters began
         self.latest: dict[tuple[str, tuple[int, int]], dict[str, Any]] = {}  # gauges: queue depth...
 
     def ingest(self, topology: str, incarnation: Any, snapshots: Iterable[Mapping[str, Any]],
                now: float) -> None:
         """One worker's report: ``incarnation`` changes when the worker restarts."""
-        self.first_seen.setdefault(topology, now)
+        snapshots = list(snapshots)
+        # The counters began when the executors did, maybe before this book heard of them.
+        began = now - max((float(s.get("uptime_secs") or 0) for s in snapshots), default=0.0)
+        self.first_seen[topology] = min(self.first_seen.get(topology, began), began)
         for snap in snapshots:
             component = snap["component"]
             executor = (int(snap["executor"][0]), int(snap["executor"][-1]))

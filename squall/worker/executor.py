@@ -52,6 +52,7 @@ class Executor:
         # Statistics (read by the worker's stats snapshot from another thread:
         # plain numbers, read racily, which is fine for counters).
         self.busy_secs = 0.0  # time spent in on_data: capacity = busy / window
+        self.started = time.monotonic()  # counters count from here (their reader needs the span)
         self.stream_outs: list[Any] = []  # every StreamOut of this executor's tasks
         # Random 64-bit tuple ids, never counters: Storm's odds of a false
         # completion rest on them.  One generator per executor, no lock shared.
@@ -196,7 +197,8 @@ class Executor:
             transferred[so.name] = transferred.get(so.name, 0) + so.counts[1]
         return {"component": self.component, "executor": list(self.tasks[:1] + self.tasks[-1:]),
                 "emitted": emitted, "transferred": transferred, "busy_secs": self.busy_secs,
-                "queue_depth": self.queue.size, "backpressure_secs": self.queue.backpressure_secs()}
+                "queue_depth": self.queue.size, "backpressure_secs": self.queue.backpressure_secs(),
+                "uptime_secs": round(time.monotonic() - self.started, 3)}
 
     def report(self, exc: BaseException, task: int) -> None:
         if self.errors.allow():
