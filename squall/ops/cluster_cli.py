@@ -9,7 +9,9 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
+from squall.ops import tables
 from squall.ops.client import NimbusClient
 from squall.ops.package import package_dir
 from squall.ops.settings import load_conf
@@ -164,7 +166,41 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    _print(_client(_conf(args)).info(args.name))
+    client = _client(_conf(args))
+    page = client.request("GET", f"topology/{quote(args.name, safe='')}?window={quote(args.window)}")
+    if args.json:
+        _print(page)
+        return 0
+    print(tables.topology_report(page))
+    errors = client.info(args.name).get("errors") or []
+    if errors:
+        print()
+        print(tables.errors_report(errors[-5:]))
+    return 0
+
+
+def cmd_monitor(args: argparse.Namespace) -> int:
+    """Storm's ``storm monitor``: throughput every interval, from the all-time counters."""
+    client = _client(_conf(args))
+    path = f"topology/{quote(args.name, safe='')}?window=:all-time"
+    before = client.request("GET", path)
+    shown = 0
+    try:
+        while args.count is None or shown < args.count:
+            started = time.monotonic()
+            time.sleep(args.interval)
+            after = client.request("GET", path)
+            print(tables.monitor_line(before, after, time.monotonic() - started, args.component), flush=True)
+            before = after
+            shown += 1
+    except KeyboardInterrupt:
+        pass
+    return 0
+
+
+def cmd_errors(args: argparse.Namespace) -> int:
+    """Storm's ``storm get-errors``: the last errors of a topology's components."""
+    print(tables.errors_report(_client(_conf(args)).info(args.name).get("errors") or []))
     return 0
 
 
@@ -201,4 +237,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--workers", type=int, default=None)
     p.add_argument("--executors", action="append", default=[], metavar="COMPONENT=N")
     command("list", cmd_list, "list running topologies")
-    command("info", cmd_info, "show a topology's status, workers, stats and errors").add_argument("name")
+    p = command("info", cmd_info, "a topology's components (rates, latencies, capacity), workers, errors")
+    p.add_argument("name")
+    p.add_argument("--window", default="600", help="600, 10800, 86400 or :all-time (default 600 s)")
+    p.add_argument("--json", action="store_true", help="the Storm REST API's JSON, for scripts")
+    p = command("monitor", cmd_monitor, "live throughput of a topology (Storm's monitor)")
+    p.add_argument("name")
+    p.add_argument("-c", "--component", help="one component only")
+    p.add_argument("-i", "--interval", type=float, default=4.0, help="seconds between lines (default 4)")
+    p.add_argument("--count", type=int, default=None, help="stop after this many lines")
+    command("errors", cmd_errors, "the last errors of a topology's components").add_argument("name")

@@ -1,0 +1,118 @@
+"""Tables a person reads, from the answers of nimbus's Storm-shaped REST API.
+
+Pure functions of the JSON nimbus gives (``/api/v1/topology/:id``, its
+component page and errors), so ``squall info``, ``squall monitor`` and
+``squall errors`` print the same numbers the API and the UI show.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[bool] | None = None) -> str:
+    """Columns sized to their content; numbers right-aligned."""
+    cells = [[str(h) for h in headers]] + [["" if v is None else str(v) for v in row] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    if right is None:
+        right = [i > 0 for i in range(len(headers))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append("  ".join(c.rjust(widths[i]) if right[i] else c.ljust(widths[i])
+                               for i, c in enumerate(row)))
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _n(value: Any) -> str:
+    return f"{int(value):,}" if isinstance(value, (int, float)) else str(value or 0)
+
+
+def _rate(value: Any, seconds: float) -> str:
+    if not isinstance(value, (int, float)) or seconds <= 0:
+        return "-"
+    return f"{value / seconds:,.1f}"
+
+
+def _span(page: dict[str, Any]) -> float:
+    """Seconds the chosen window covers (shorter for a young topology)."""
+    window = str(page.get("window", "600"))
+    uptime = float(page.get("uptimeSeconds") or 0)
+    return uptime if not window.isdigit() else min(float(window), uptime)
+
+
+def topology_report(page: dict[str, Any]) -> str:
+    span = _span(page)
+    head = (f"topology {page.get('name')} ({page.get('id')}): {page.get('status')}, "
+            f"up {page.get('uptime')}, {page.get('workersTotal')} workers, "
+            f"{page.get('executorsTotal')} executors, {page.get('tasksTotal')} tasks; "
+            f"window {page.get('windowHint') or page.get('window')}")
+    spouts = table(
+        ["spout", "executors", "emitted", "emitted/s", "acked", "acked/s", "failed", "complete ms",
+         "last error"],
+        [[s["spoutId"], s.get("executors"), _n(s.get("emitted")), _rate(s.get("emitted"), span),
+          _n(s.get("acked")), _rate(s.get("acked"), span), _n(s.get("failed")), s.get("completeLatency"),
+          _short(s.get("lastError"))]
+         for s in page.get("spouts", [])])
+    bolts = table(
+        ["bolt", "executors", "executed", "executed/s", "emitted", "acked", "failed", "execute ms",
+         "process ms", "capacity", "last error"],
+        [[b["boltId"], b.get("executors"), _n(b.get("executed")), _rate(b.get("executed"), span),
+          _n(b.get("emitted")), _n(b.get("acked")), _n(b.get("failed")), b.get("executeLatency"),
+          b.get("processLatency"), b.get("capacity"), _short(b.get("lastError"))]
+         for b in page.get("bolts", [])])
+    workers = table(
+        ["host", "port", "executors", "uptime", "components"],
+        [[w.get("host"), w.get("port"), w.get("executorsTotal"), w.get("uptime"),
+          ", ".join(f"{c}:{n}" for c, n in sorted((w.get("componentNumTasks") or {}).items()))]
+         for w in page.get("workers", [])], right=[False, True, True, True, False])
+    return "\n\n".join([head, spouts, bolts, workers])
+
+
+def errors_report(errors: Sequence[dict[str, Any]], now: float | None = None) -> str:
+    if not errors:
+        return "no errors reported"
+    now = time.time() if now is None else now
+    rows = []
+    for e in errors:
+        when = e.get("errorTime") or e.get("time")
+        ago = f"{int(now - when)}s ago" if isinstance(when, (int, float)) else "-"
+        where = e.get("worker") or (f"{e.get('errorHost') or e.get('node') or '-'}:"
+                                    f"{e.get('errorPort') or e.get('port') or '-'}")
+        error = ("FATAL " if e.get("fatal") else "") + _short(e.get("error"), 100)
+        component = e.get("component") or e.get("componentId") or "-"
+        rows.append([ago, component, e.get("task", "-"), where, error])
+    return table(["when", "component", "task", "where", "error"], rows,
+                 right=[True, False, True, False, False])
+
+
+def monitor_line(before: dict[str, Any], after: dict[str, Any], seconds: float,
+                 component: str | None) -> str:
+    """One line of ``squall monitor``: what each component did between two all-time snapshots."""
+    def counts(page: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
+        out = {s["spoutId"]: (s.get("emitted", 0), s.get("acked", 0), s.get("failed", 0))
+               for s in page.get("spouts", [])}
+        out.update({b["boltId"]: (b.get("executed", 0), b.get("acked", 0), b.get("failed", 0))
+                    for b in page.get("bolts", [])})
+        return out
+
+    old, new = counts(before), counts(after)
+    names = [component] if component else sorted(new)
+    parts = []
+    for name in names:
+        if name not in new:
+            parts.append(f"{name}: unknown")
+            continue
+        o = old.get(name, (0, 0, 0))
+        n = new[name]
+        rates = [(n[i] - o[i]) / seconds for i in range(3)]
+        parts.append(f"{name} {rates[0]:,.0f}/s acked {rates[1]:,.0f}/s failed {rates[2]:,.0f}/s")
+    return time.strftime("%H:%M:%S ") + "  ".join(parts)
+
+
+def _short(text: Any, limit: int = 40) -> str:
+    text = str(text or "").splitlines()[0] if text else ""
+    return text if len(text) <= limit else text[: limit - 1] + "…"
