@@ -150,6 +150,15 @@ class ClusterState:
     def put_worker_beats(self, node: str, beats: dict[str, Any]) -> None:
         self._put(self.path("workerbeats", node), beats, ephemeral=True)
 
+    def supervisors_started(self) -> dict[str, float]:
+        """node -> when its supervisor registered (its ephemeral node's creation, wall seconds)."""
+        out = {}
+        for node in self._children(self.path("supervisors")):
+            stat = self.zk.exists(self.path("supervisors", node))
+            if stat is not None:
+                out[node] = stat.ctime / 1000.0
+        return out
+
     def worker_beats(self) -> dict[str, dict[str, Any]]:
         out = {}
         for node in self._children(self.path("workerbeats")):

@@ -9,6 +9,21 @@
     POST /api/v1/topologies/<name>/deactivate
     POST /api/v1/topologies/<name>/rebalance      {workers, executors: {component: n}}
 
+Storm's UI REST API besides (its docs/STORM-UI-REST-API.md; the shapes and
+what Squall approximates are in squall.nimbus.storm_api), ``:id`` being a
+topology's id or its name, ``?window=`` one of 600, 10800, 86400, :all-time::
+
+    GET  /api/v1/cluster/summary | cluster/configuration | supervisor/summary | nimbus/summary
+    GET  /api/v1/topology/summary
+    GET  /api/v1/topology/:id?window=600          (&sys=1: the acker too)
+    GET  /api/v1/topology/:id/component/:component?window=600   (a '/' in it URL-encoded)
+    GET  /api/v1/topology/:id/metrics?window=600
+    GET  /api/v1/topology-workers/:id
+    POST /api/v1/topology/:id/activate | deactivate | rebalance/:wait | kill/:wait
+         rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
+
+    GET  /metrics                                 Prometheus (see squall.nimbus.prometheus)
+
 Errors are ``{"error": message}`` with 400 (bad input), 404 (no such
 topology), 409 (conflict), 503 (this nimbus is not the leader; the body
 names the leader's URL).  Only the leader changes anything.
@@ -20,9 +35,16 @@ import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qs, unquote, urlsplit
 
 import structlog
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client.registry import CollectorRegistry
 
+from squall import __version__
+from squall.metrics.book import window_id
+from squall.nimbus import prometheus
+from squall.nimbus import storm_api as api
 from squall.nimbus.service import ApiError
 
 if TYPE_CHECKING:
@@ -32,28 +54,36 @@ log = structlog.get_logger("squall.nimbus.http")
 
 MAX_BODY = 64 * 1024 * 1024
 PREFIX = "/api/v1/"
+STORM_ROOTS = ("supervisor", "nimbus", "topology", "topology-workers")  # and cluster/<what>
+STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
 
 
 class _Handler(BaseHTTPRequestHandler):
     server_version = "squall-nimbus"
     nimbus: Nimbus
+    metrics: CollectorRegistry
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("http", request=format % args)
 
     def _reply(self, status: int, body: Any) -> None:
-        data = json.dumps(body).encode()
+        self._send(status, json.dumps(body).encode(), "application/json")
+
+    def _send(self, status: int, data: bytes, content_type: str) -> None:
         self.send_response(status)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _body(self) -> Any:
+    def _raw_body(self) -> bytes:
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
             raise ApiError(413, f"request body over {MAX_BODY} bytes")
-        raw = self.rfile.read(length) if length else b""
+        return self.rfile.read(length) if length else b""
+
+    def _body(self) -> Any:
+        raw = self._raw_body()
         if not raw:
             return {}
         try:
@@ -63,9 +93,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _route(self, method: str) -> None:
         try:
+            url = urlsplit(self.path)
+            if url.path in ("/metrics", "/metrics/"):
+                if method != "GET":
+                    msg = f"{method} /metrics is not supported"
+                    raise ApiError(405, msg)
+                self._send(200, generate_latest(self.metrics), CONTENT_TYPE_LATEST)
+                return
             if not self.path.startswith(PREFIX):
                 raise ApiError(404, f"no such endpoint {self.path!r}")
             parts = [p for p in self.path[len(PREFIX):].split("?")[0].split("/") if p]
+            if parts and (parts[0] in STORM_ROOTS or (parts[0] == "cluster" and len(parts) > 1)):
+                # Path segments decoded one by one: an encoded '/' stays inside its component id.
+                storm = [unquote(p) for p in url.path[len(PREFIX):].split("/") if p]
+                self._reply(200, self._storm(method, storm, parse_qs(url.query)))
+                return
             self._reply(200, self._dispatch(method, parts))
         except ApiError as e:
             body: dict[str, Any] = {"error": str(e)}
@@ -103,6 +145,73 @@ class _Handler(BaseHTTPRequestHandler):
             return service.rebalance(name, body)
         raise ApiError(404, f"no such action {action!r} (kill, activate, deactivate, rebalance)")
 
+    # -- Storm's UI REST API ----------------------------------------------------
+
+    def _storm(self, method: str, parts: list[str], query: dict[str, list[str]]) -> Any:
+        service = self.nimbus.service
+        head, rest = parts[0], parts[1:]
+        if head == "topology" and len(rest) >= 2 and rest[1] in STORM_ACTIONS:
+            return self._storm_action(method, rest)
+        if method != "GET":
+            msg = f"{method} {self.path} is not supported"
+            raise ApiError(405, msg)
+        now = service.now()
+        if rest == ["summary"] and head in ("cluster", "supervisor", "nimbus", "topology"):
+            return self._storm_summary(head, now)
+        if parts == ["cluster", "configuration"]:
+            return self.nimbus.conf
+        if head == "topology-workers" and len(rest) == 1:
+            return api.topology_workers(service.view(service.resolve(rest[0])))
+        if head == "topology" and len(rest) in (1, 2, 3):
+            try:
+                window = window_id(query.get("window", [None])[0])
+            except ValueError as e:
+                raise ApiError(400, str(e)) from e
+            sys = query.get("sys", ["0"])[0].lower() in ("1", "true")
+            view = service.view(service.resolve(rest[0]), details=True)
+            if len(rest) == 1:
+                return api.topology_page(view, window, now, sys)
+            if rest[1:] == ["metrics"]:
+                return api.topology_metrics(view, window, sys)
+            if len(rest) == 3 and rest[1] == "component":
+                if rest[2] not in view.components:
+                    msg = f"topology {view.name!r} has no component {rest[2]!r}"
+                    raise ApiError(404, msg)
+                return api.component_page(view, rest[2], window, now, sys)
+        msg = f"no such endpoint {self.path!r}"
+        raise ApiError(404, msg)
+
+    def _storm_summary(self, head: str, now: float) -> Any:
+        state, service = self.nimbus.state, self.nimbus.service
+        supervisors = state.supervisors()
+        used = {(w["node"], w["port"]) for a in state.assignments().values() for w in a["workers"]}
+        if head == "supervisor":
+            return api.supervisor_summary(supervisors, service.supervisors_started(), used, __version__, now)
+        if head == "nimbus":
+            return api.nimbus_summary(state.nimbuses().values(), self.nimbus.leader_url(), __version__, now)
+        views = [service.view(record) for record in state.topologies()]
+        if head == "cluster":
+            return api.cluster_summary(views, supervisors, used, __version__)
+        return api.topology_summary(views, now)
+
+    def _storm_action(self, method: str, rest: list[str]) -> Any:
+        ident, action, args = rest[0], rest[1], rest[2:]
+        if method != "POST":
+            msg = f"{method} {self.path} is not supported: POST it"
+            raise ApiError(405, msg)
+        if len(args) != STORM_ACTIONS[action]:
+            usage = "/api/v1/topology/:id/" + action + ("/:wait-time" if STORM_ACTIONS[action] else "")
+            msg = f"no such endpoint {self.path!r} (it is {usage})"
+            raise ApiError(404, msg)
+        try:
+            wait = api.wait_secs(args[0]) if args else 0
+        except ValueError as e:
+            raise ApiError(400, str(e)) from e
+        # Storm's clients may send a form or nothing: only rebalance's body is read as JSON.
+        body = self._body() if action == "rebalance" else self._raw_body()
+        self.nimbus.require_leader()
+        return self.nimbus.service.storm_action(ident, action, wait, body)
+
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
         self._route("GET")
 
@@ -112,7 +221,8 @@ class _Handler(BaseHTTPRequestHandler):
 
 class ApiServer:
     def __init__(self, nimbus: Nimbus, host: str, port: int) -> None:
-        handler = type("Handler", (_Handler,), {"nimbus": nimbus})
+        metrics = prometheus.registry(nimbus.service.prometheus_snapshot)
+        handler = type("Handler", (_Handler,), {"nimbus": nimbus, "metrics": metrics})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="nimbus-http", daemon=True)

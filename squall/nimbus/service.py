@@ -22,7 +22,10 @@ from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.errors import ConfigError, SquallError, TopologyValidationError
 from squall.metrics.book import StatsBook
+from squall.metrics.windows import ALL_TIME, WINDOW_IDS
+from squall.nimbus import storm_api
 from squall.nimbus.scheduler import Slot, schedule
+from squall.nimbus.storm_api import TopologyView
 from squall.ops.package import extract
 from squall.spark.batching import warn_on_submit
 from squall.topology.topology import definition_from_dict
@@ -124,6 +127,104 @@ class NimbusService:
         with self._stats_lock:
             return self.stats.components(record["id"], window, self.now())
 
+    # -- Storm's UI API: topologies by id or name (storm_api shapes the answers) ---
+
+    def resolve(self, ident: str) -> dict[str, Any]:
+        """A topology by Storm's ``:id`` (Squall's topology id) or by its name."""
+        records = self.state.topologies()
+        for record in records:
+            if record["id"] == ident:
+                return record
+        named = [r for r in records if r["name"] == ident]
+        if not named:
+            msg = f"no topology with id or name {ident!r} is running"
+            raise ApiError(404, msg)
+        # A name killed and submitted again while the old one waits out its kill: the new one.
+        return min(named, key=lambda r: r["status"] == "killing")
+
+    def view(self, record: dict[str, Any], details: bool = False) -> TopologyView:
+        """What nimbus knows of a topology; with ``details`` its errors and every window."""
+        plan = plan_topology(definition_from_dict(record["definition"]), overrides=record["conf"])
+        assignment = self.state.assignment(record["id"]) or {}
+        hosts = assignment.get("hosts") or {}
+        components = {name: {"kind": c.kind, "tasks": plan.component_tasks.get(name, []),
+                             "executors": [e.id for e in plan.executors if e.component == name],
+                             "inputs": [(i.component, i.stream) for i in c.inputs],
+                             "streams": list(c.streams)}
+                      for name, c in plan.components.items()}
+        view = TopologyView(
+            id=record["id"], name=record["name"], status=record["status"], submitted=record["submitted"],
+            conf=plan.conf, components=components,
+            workers=[{**w, "host": hosts.get(w["node"], w["node"])} for w in assignment.get("workers", [])],
+            # The code lives in ZooKeeper: every nimbus has it.
+            replication=max(len(self.state.nimbuses()), 1))
+        if details:
+            view.errors = self.state.errors(record["id"])
+            now = self.now()
+            with self._stats_lock:
+                for window in WINDOW_IDS:
+                    view.stats[window] = self.stats.components(record["id"], window, now)
+                    view.executor_stats[window] = self.stats.executors(record["id"], window, now)
+        return view
+
+    def supervisors_started(self) -> dict[str, float]:
+        """node -> when its supervisor registered: the creation of its ephemeral node."""
+        return self.state.supervisors_started()
+
+    def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
+        """Storm's POST /topology/:id/<action>; Storm's answer."""
+        record = self.resolve(ident)
+        if action in ("activate", "deactivate"):
+            self._set_status(record, "active" if action == "activate" else "inactive")
+        elif action == "kill":
+            self._kill(record, wait)
+        elif action == "rebalance":
+            # Squall moves executors at once: Storm's wait (spouts paused first) has no counterpart.
+            try:
+                request = storm_api.rebalance_request(body)
+            except ValueError as e:
+                raise bad_request(str(e)) from e
+            self._rebalance(record, request)
+        else:
+            msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
+            raise ApiError(404, msg)
+        return storm_api.op_response(record["id"], action)
+
+    def prometheus_snapshot(self) -> dict[str, Any]:
+        """Plain data for squall.nimbus.prometheus: the cluster's slots, and per topology
+        its executors' counters (all time), latencies and capacity (10 minutes), gauges and
+        the components' own metrics, with where each executor runs."""
+        supervisors = self.state.supervisors()
+        assignments = self.state.assignments()
+        beats = self.state.worker_beats()
+        used = {(w["node"], w["port"]) for a in assignments.values() for w in a["workers"]}
+        now = self.now()
+        topologies = []
+        for record in self.state.topologies():
+            view = self.view(record)
+            placement = {e: {"node": w["node"], "worker": f"{w['host']}:{w['port']}"}
+                         for e, w in view.placement().items()}
+            user = [{"node": node, "worker": f"{view.hosts.get(node, node)}:{port}",
+                     "metrics": beat["metrics"]}
+                    for node, ports in beats.items() for port, beat in ports.items()
+                    if beat.get("topology_id") == record["id"] and beat.get("metrics")]
+            with self._stats_lock:
+                all_time = self.stats.executors(record["id"], ALL_TIME, now)
+                recent = self.stats.executors(record["id"], "600", now)
+                latest = {e: dict(v) for (tid, e), v in self.stats.latest.items() if tid == record["id"]}
+            topologies.append({
+                "id": record["id"], "name": record["name"], "status": record["status"],
+                "uptime": now - record["submitted"], "workers": len(view.workers),
+                "executors": sum(len(w["executors"]) for w in view.workers),
+                "tasks": sum(len(c["tasks"]) for c in view.components.values()),
+                "kinds": {name: c["kind"] for name, c in view.components.items()},
+                "placement": placement, "all_time": all_time, "recent": recent, "latest": latest,
+                "user_metrics": user})
+        return {"supervisors": len(supervisors),
+                "slots_total": sum(len(s["ports"]) for s in supervisors.values()),
+                "slots_used": sum(1 for n, s in supervisors.items() for p in s["ports"] if (n, p) in used),
+                "topologies": topologies}
+
     # -- submit --------------------------------------------------------------
 
     def submit(self, body: Any) -> dict[str, Any]:
@@ -192,7 +293,10 @@ class NimbusService:
     # -- lifecycle -----------------------------------------------------------
 
     def set_status(self, name: str, status: str) -> dict[str, Any]:
-        record = self._by_name(name)
+        return self._set_status(self._by_name(name), status)
+
+    def _set_status(self, record: dict[str, Any], status: str) -> dict[str, Any]:
+        name = record["name"]
         if record["status"] == "killing":
             raise ApiError(409, f"topology {name!r} is being killed")
         record["status"] = status
@@ -201,7 +305,10 @@ class NimbusService:
         return {"name": name, "status": status}
 
     def kill(self, name: str, wait: Any = None) -> dict[str, Any]:
-        record = self._by_name(name)
+        return self._kill(self._by_name(name), wait)
+
+    def _kill(self, record: dict[str, Any], wait: Any = None) -> dict[str, Any]:
+        name = record["name"]
         if wait is None:
             wait = record["conf"].get("topology.message.timeout.secs",
                                       config_mod.DEFAULTS["topology.message.timeout.secs"])
@@ -215,7 +322,10 @@ class NimbusService:
         return {"name": name, "status": "killing", "wait_secs": wait}
 
     def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        record = self._by_name(name)
+        return self._rebalance(self._by_name(name), body)
+
+    def _rebalance(self, record: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        name = record["name"]
         workers = body.get("workers")
         executors = body.get("executors") or {}
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):

@@ -1,0 +1,471 @@
+"""Storm's UI REST API (Storm's docs/STORM-UI-REST-API.md), shaped by pure functions.
+
+Nimbus gathers plain data (a :class:`TopologyView` per topology: its record,
+plan, assignment, errors and windows of statistics) and the functions here
+turn it into what Storm's UI daemon answers, with Storm's camelCase field
+names, so that a script written against Storm's API for these reads and
+actions works unchanged.  Time is passed in (``now``), never read.
+
+Approximations, where Squall keeps less than Storm:
+
+* ``processLatency`` is the execute latency: a Squall bolt acks a tuple as
+  its ``process`` returns (basic bolts), so the two coincide.
+* Per input stream (``inputStats``, the ``/metrics`` endpoint's ``acked``
+  and ``failed``) only ``executed`` is counted per stream; a bolt's acked and
+  failed are shared among its inputs in proportion to what each executed, and
+  its latencies are the component's.
+* A spout's acks are not kept per stream: its acked, failed and complete
+  latency are given on its stream when it has one, as 0 when it has several.
+* Uptimes: a worker's and an executor's count from when nimbus assigned the
+  worker's slot; a supervisor's from when it registered in ZooKeeper.
+* ``replicationCount`` is the number of nimbuses: the code lives in ZooKeeper,
+  where every nimbus reads it.
+
+Left out, having no Squall counterpart: memory and CPU figures of Storm's
+resource-aware scheduler (``requestedMem*``, ``assignedMem*``, ``totalMem``,
+``assignedCpu``...), log viewer links (``workerLogLink``, ``logviewerPort``),
+profiling and event-log debugging, owners and users, JSONP callbacks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+from squall.metrics.windows import ALL_TIME, WINDOW_IDS
+
+Executor = tuple[int, int]
+
+# Squall's topology statuses -> Storm's (a killed topology shows KILLED during its wait).
+STATUSES = {"active": "ACTIVE", "inactive": "INACTIVE", "killing": "KILLED", "rebalancing": "REBALANCING"}
+MAX_ERROR_CHARS = 200  # Storm truncates lastError to this
+
+
+@dataclass
+class TopologyView:
+    """What nimbus knows of one topology, as plain data."""
+
+    id: str
+    name: str
+    status: str  # Squall's: active, inactive, killing
+    submitted: float
+    conf: dict[str, Any]  # the topology's whole conf, defaults merged
+    # name -> {"kind": spout|bolt|acker, "tasks": [task...], "executors": [(first, last)...],
+    #          "inputs": [(component, stream)...], "streams": [stream...]}
+    components: dict[str, dict[str, Any]]
+    workers: list[dict[str, Any]]  # the assignment's: node, port, executors, since; plus host
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    replication: int = 1
+    # window -> StatsBook.components(...) / StatsBook.executors(...); empty when not asked for
+    stats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    executor_stats: dict[str, dict[tuple[str, Executor], dict[str, Any]]] = field(default_factory=dict)
+
+    @property
+    def hosts(self) -> dict[str, str]:
+        return {w["node"]: w.get("host", w["node"]) for w in self.workers}
+
+    def placement(self) -> dict[Executor, dict[str, Any]]:
+        """executor -> the worker running it."""
+        return {(int(e[0]), int(e[1])): w for w in self.workers for e in w["executors"]}
+
+
+# -- formatting ------------------------------------------------------------------
+
+
+def pretty_secs(secs: float) -> str:
+    """Storm's prettyUptimeSec: 1759 -> "29m 19s", 86400 -> "1d 0h 0m 0s"."""
+    left = max(int(secs), 0)
+    if not left:
+        return "0s"
+    parts = []
+    for unit, div in (("s", 60), ("m", 60), ("h", 24)):
+        if left > 0:
+            parts.append(f"{left % div}{unit}")
+            left //= div
+    if left > 0:
+        parts.append(f"{left}d")
+    return " ".join(reversed(parts))
+
+
+def window_hint(window: str) -> str:
+    return "All time" if window == ALL_TIME else pretty_secs(int(window))
+
+
+def storm_status(status: str) -> str:
+    return STATUSES.get(status, status.upper())
+
+
+def encode(text: str) -> str:
+    """Storm's encoded ids: a component id with '/' stays one path segment."""
+    return quote(text, safe="")
+
+
+def executor_id(executor: Executor) -> str:
+    return f"[{executor[0]}-{executor[1]}]"
+
+
+def _ms(value: float) -> str:
+    return f"{value:.3f}"
+
+
+def _uptime(since: float | None, now: float) -> dict[str, Any]:
+    secs = int(now - since) if since is not None else 0
+    return {"uptime": pretty_secs(secs), "uptimeSeconds": secs}
+
+
+def is_system(name: str, kind: str) -> bool:
+    return kind not in ("spout", "bolt") or name.startswith("__")
+
+
+def op_response(topology_id: str, op: str) -> dict[str, Any]:
+    return {"topologyOperation": op, "topologyId": topology_id, "status": "success"}
+
+
+# -- cluster ---------------------------------------------------------------------
+
+
+def cluster_summary(views: Iterable[TopologyView], supervisors: Mapping[str, Mapping[str, Any]],
+                    used: set[tuple[str, int]], version: str) -> dict[str, Any]:
+    views = list(views)
+    total = sum(len(s["ports"]) for s in supervisors.values())
+    used_here = sum(1 for node, s in supervisors.items() for p in s["ports"] if (node, p) in used)
+    return {"stormVersion": version, "supervisors": len(supervisors), "topologies": len(views),
+            "slotsTotal": total, "slotsUsed": used_here, "slotsFree": total - used_here,
+            "executorsTotal": sum(_executors_total(v) for v in views),
+            "tasksTotal": sum(_tasks_total(v) for v in views), "schedulerDisplayResource": False}
+
+
+def supervisor_summary(supervisors: Mapping[str, Mapping[str, Any]], started: Mapping[str, float],
+                       used: set[tuple[str, int]], version: str, now: float) -> dict[str, Any]:
+    out = []
+    for node, s in sorted(supervisors.items()):
+        busy = sum(1 for p in s["ports"] if (node, p) in used)
+        out.append({"id": node, "host": s["host"], **_uptime(started.get(node), now),
+                    "slotsTotal": len(s["ports"]), "slotsUsed": busy, "slotsFree": len(s["ports"]) - busy,
+                    "version": version})
+    return {"supervisors": out, "schedulerDisplayResource": False}
+
+
+def nimbus_summary(nimbuses: Iterable[Mapping[str, Any]], leader: str | None, version: str,
+                   now: float) -> dict[str, Any]:
+    out = []
+    for n in sorted(nimbuses, key=lambda n: n["url"]):
+        host, _, port = n["url"].split("://", 1)[-1].rpartition(":")
+        up = int(now - n.get("started", now))
+        out.append({"host": host, "port": int(port) if port.isdigit() else port,
+                    "status": "Leader" if n["url"] == leader else "Not a Leader", "version": version,
+                    "nimbusUpTime": pretty_secs(up), "nimbusUpTimeSeconds": up})
+    return {"nimbuses": out}
+
+
+# -- topologies ------------------------------------------------------------------
+
+
+def _tasks_total(view: TopologyView) -> int:
+    return sum(len(c["tasks"]) for c in view.components.values())
+
+
+def _executors_total(view: TopologyView) -> int:
+    return sum(len(w["executors"]) for w in view.workers)
+
+
+def topology_entry(view: TopologyView, now: float) -> dict[str, Any]:
+    """One topology of /api/v1/topology/summary (and the head of its page)."""
+    return {"id": view.id, "encodedId": encode(view.id), "name": view.name,
+            "status": storm_status(view.status), **_uptime(view.submitted, now),
+            "tasksTotal": _tasks_total(view), "workersTotal": len(view.workers),
+            "executorsTotal": _executors_total(view), "replicationCount": view.replication}
+
+
+def topology_summary(views: Iterable[TopologyView], now: float) -> dict[str, Any]:
+    return {"topologies": [topology_entry(v, now) for v in views], "schedulerDisplayResource": False}
+
+
+def topology_workers(view: TopologyView) -> dict[str, Any]:
+    return {"hostPortList": [{"host": w.get("host", w["node"]), "port": w["port"]} for w in view.workers]}
+
+
+def worker_summaries(view: TopologyView, now: float) -> list[dict[str, Any]]:
+    task_component = {t: name for name, c in view.components.items() for t in c["tasks"]}
+    out = []
+    for w in view.workers:
+        counts: dict[str, int] = {}
+        for first, last in w["executors"]:
+            for task in range(int(first), int(last) + 1):
+                component = task_component.get(task, "?")
+                counts[component] = counts.get(component, 0) + 1
+        out.append({"supervisorId": w["node"], "host": w.get("host", w["node"]), "port": w["port"],
+                    "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(w["executors"]),
+                    "componentNumTasks": counts, **_uptime(w.get("since"), now)})
+    return out
+
+
+def _component_stats(view: TopologyView, window: str, name: str) -> dict[str, Any]:
+    zero = {"emitted": 0, "transferred": 0, "acked": 0, "failed": 0, "executed": 0, "capacity": 0.0,
+            "completeLatency": "0.000", "executeLatency": "0.000", "processLatency": "0.000"}
+    return {**zero, **view.stats.get(window, {}).get(name, {})}
+
+
+def _last_error(view: TopologyView, name: str, now: float) -> dict[str, Any]:
+    errors = [e for e in view.errors if e.get("component") == name]
+    if not errors:
+        return {"lastError": "", "errorHost": "", "errorPort": None, "errorTime": None,
+                "errorLapsedSecs": None}
+    last = max(errors, key=lambda e: e.get("time", 0))
+    return {**_error_fields(view, last, now), "lastError": str(last.get("error", ""))[:MAX_ERROR_CHARS]}
+
+
+def _error_fields(view: TopologyView, error: Mapping[str, Any], now: float) -> dict[str, Any]:
+    when = error.get("time")
+    node = error.get("node", "")
+    return {"errorHost": view.hosts.get(node, node), "errorPort": error.get("port"),
+            "errorTime": int(when) if when is not None else None,
+            "errorLapsedSecs": int(now - when) if when is not None else None}
+
+
+def _visible(view: TopologyView, kind: str, sys: bool) -> list[str]:
+    return [name for name, c in sorted(view.components.items())
+            if (c["kind"] == kind or (kind == "bolt" and sys and c["kind"] == "acker"))
+            and (sys or not is_system(name, c["kind"]))]
+
+
+def _spout_entry(view: TopologyView, name: str, window: str, now: float) -> dict[str, Any]:
+    c, s = view.components[name], _component_stats(view, window, name)
+    return {"spoutId": name, "encodedSpoutId": encode(name), "executors": len(c["executors"]),
+            "tasks": len(c["tasks"]), "emitted": s["emitted"], "transferred": s["transferred"],
+            "acked": s["acked"], "failed": s["failed"], "completeLatency": s["completeLatency"],
+            **_last_error(view, name, now)}
+
+
+def _bolt_entry(view: TopologyView, name: str, window: str, now: float) -> dict[str, Any]:
+    c, s = view.components[name], _component_stats(view, window, name)
+    return {"boltId": name, "encodedBoltId": encode(name), "executors": len(c["executors"]),
+            "tasks": len(c["tasks"]), "emitted": s["emitted"], "transferred": s["transferred"],
+            "acked": s["acked"], "failed": s["failed"], "executed": s["executed"],
+            "executeLatency": s["executeLatency"], "processLatency": s["processLatency"],
+            "capacity": _ms(s["capacity"]), **_last_error(view, name, now)}
+
+
+def topology_stats(view: TopologyView, sys: bool = False) -> list[dict[str, Any]]:
+    """Storm's topologyStats: one entry per window; acked, failed and the complete
+    latency are the spouts' (whole tuple trees), emitted and transferred everyone's."""
+    out = []
+    for window in WINDOW_IDS:
+        stats = view.stats.get(window, {})
+        shown = [n for n in stats
+                 if n in view.components and (sys or not is_system(n, view.components[n]["kind"]))]
+        spouts = [stats[n] for n in shown if view.components[n]["kind"] == "spout"]
+        acked = sum(s["acked"] for s in spouts)
+        latency = sum(float(s["completeLatency"]) * s["acked"] for s in spouts)
+        out.append({"windowPretty": window_hint(window), "window": window,
+                    "emitted": sum(stats[n]["emitted"] for n in shown),
+                    "transferred": sum(stats[n]["transferred"] for n in shown),
+                    "completeLatency": _ms(latency / acked if acked else 0.0), "acked": acked,
+                    "failed": sum(s["failed"] for s in spouts)})
+    return out
+
+
+def topology_page(view: TopologyView, window: str, now: float, sys: bool = False) -> dict[str, Any]:
+    """/api/v1/topology/:id"""
+    return {**topology_entry(view, now), "window": window, "windowHint": window_hint(window),
+            "msgTimeout": view.conf.get("topology.message.timeout.secs"),
+            "topologyStats": topology_stats(view, sys), "workers": worker_summaries(view, now),
+            "spouts": [_spout_entry(view, n, window, now) for n in _visible(view, "spout", sys)],
+            "bolts": [_bolt_entry(view, n, window, now) for n in _visible(view, "bolt", sys)],
+            "configuration": view.conf, "debug": False, "schedulerDisplayResource": False}
+
+
+# -- one component ---------------------------------------------------------------
+
+
+def _executors_of(view: TopologyView, name: str, window: str) -> dict[Executor, dict[str, Any]]:
+    stats = view.executor_stats.get(window, {})
+    return {tuple(e): stats.get((name, tuple(e)), {}) for e in view.components[name]["executors"]}
+
+
+def _streams(view: TopologyView, name: str, window: str, stat: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in _executors_of(view, name, window).values():
+        for stream, n in (e.get("streams", {}).get(stat) or {}).items():
+            out[stream] = out.get(stream, 0) + n
+    return out
+
+
+def _output_streams(view: TopologyView, name: str, window: str) -> list[tuple[str, int, int]]:
+    emitted = _streams(view, name, window, "emitted")
+    transferred = _streams(view, name, window, "transferred")
+    names = sorted({*view.components[name].get("streams", []), *emitted, *transferred})
+    return [(s, emitted.get(s, 0), transferred.get(s, 0)) for s in names]
+
+
+def _input_streams(view: TopologyView, name: str, window: str, sys: bool) -> list[tuple[str, str, int]]:
+    """(source component, stream, executed), the declared inputs listed even before any tuple."""
+    declared = {f"{src}:{stream}": (src, stream) for src, stream in view.components[name].get("inputs", [])}
+    executed: dict[tuple[str, str], int] = {key: 0 for key in declared.values()}
+    for key, n in _streams(view, name, window, "executed_by").items():
+        # "source:stream": a declared input tells where to cut when a name holds a ':'
+        source, _, stream = key.partition(":")
+        pair = declared.get(key, (source, stream))
+        executed[pair] = executed.get(pair, 0) + n
+    return [(src, stream, n) for (src, stream), n in sorted(executed.items())
+            if sys or not src.startswith("__")]
+
+
+def _share(total: int, part: int, whole: int) -> int:
+    return round(total * part / whole) if whole else 0
+
+
+def component_page(view: TopologyView, name: str, window: str, now: float,
+                   sys: bool = False) -> dict[str, Any]:
+    """/api/v1/topology/:id/component/:component"""
+    c = view.components[name]
+    kind = "spout" if c["kind"] == "spout" else "bolt"
+    errors = sorted((e for e in view.errors if e.get("component") == name), key=lambda e: e.get("time", 0))
+    out: dict[str, Any] = {
+        "id": name, "encodedId": encode(name), "name": view.name, "executors": len(c["executors"]),
+        "tasks": len(c["tasks"]), "topologyId": view.id, "encodedTopologyId": encode(view.id),
+        "topologyStatus": storm_status(view.status), "window": window, "windowHint": window_hint(window),
+        "componentType": kind, "debug": False, "schedulerDisplayResource": False,
+        "componentErrors": [{**_error_fields(view, e, now), "error": e.get("error", "")} for e in errors],
+        "executorStats": _executor_stats(view, name, window, kind, now),
+    }
+    outputs = _output_streams(view, name, window)
+    s = _component_stats(view, window, name)
+    if kind == "spout":
+        out["spoutSummary"] = [_spout_window(view, name, w) for w in WINDOW_IDS]
+        single = len(outputs) == 1  # acks are not kept per stream: only a lone stream owns them
+        out["outputStats"] = [{"stream": st, "emitted": em, "transferred": tr,
+                               "completeLatency": s["completeLatency"] if single else "0.000",
+                               "acked": s["acked"] if single else 0, "failed": s["failed"] if single else 0}
+                              for st, em, tr in outputs]
+    else:
+        out["boltStats"] = [_bolt_window(view, name, w) for w in WINDOW_IDS]
+        inputs = _input_streams(view, name, window, sys)
+        whole = sum(n for _, _, n in inputs)
+        out["inputStats"] = [{"component": src, "encodedComponentId": encode(src), "stream": stream,
+                              "executeLatency": s["executeLatency"], "processLatency": s["processLatency"],
+                              "executed": n, "acked": _share(s["acked"], n, whole),
+                              "failed": _share(s["failed"], n, whole)} for src, stream, n in inputs]
+        out["outputStats"] = [{"stream": st, "emitted": em, "transferred": tr} for st, em, tr in outputs]
+    return out
+
+
+def _spout_window(view: TopologyView, name: str, window: str) -> dict[str, Any]:
+    s = _component_stats(view, window, name)
+    return {"window": window, "windowPretty": window_hint(window), "emitted": s["emitted"],
+            "transferred": s["transferred"], "acked": s["acked"], "failed": s["failed"],
+            "completeLatency": s["completeLatency"]}
+
+
+def _bolt_window(view: TopologyView, name: str, window: str) -> dict[str, Any]:
+    s = _component_stats(view, window, name)
+    return {"window": window, "windowPretty": window_hint(window), "emitted": s["emitted"],
+            "transferred": s["transferred"], "acked": s["acked"], "failed": s["failed"],
+            "executed": s["executed"], "executeLatency": s["executeLatency"],
+            "processLatency": s["processLatency"], "capacity": _ms(s["capacity"])}
+
+
+def _executor_stats(view: TopologyView, name: str, window: str, kind: str,
+                    now: float) -> list[dict[str, Any]]:
+    placement = view.placement()
+    out = []
+    for executor, e in sorted(_executors_of(view, name, window).items()):
+        worker = placement.get(executor, {})
+        entry = {"id": executor_id(executor), "encodedId": encode(executor_id(executor)),
+                 **_uptime(worker.get("since"), now), "host": worker.get("host", worker.get("node")),
+                 "port": worker.get("port"), "emitted": e.get("emitted", 0),
+                 "transferred": e.get("transferred", 0), "acked": e.get("acked", 0),
+                 "failed": e.get("failed", 0)}
+        if kind == "spout":
+            entry["completeLatency"] = e.get("completeLatency", "0.000")
+        else:
+            latency = e.get("executeLatency", "0.000")
+            entry.update(executed=e.get("executed", 0), executeLatency=latency, processLatency=latency,
+                         capacity=_ms(e.get("capacity", 0.0)))
+        out.append(entry)
+    return out
+
+
+# -- per stream, every component -------------------------------------------------
+
+
+def topology_metrics(view: TopologyView, window: str, sys: bool = False) -> dict[str, Any]:
+    """/api/v1/topology/:id/metrics: per component, its numbers by stream."""
+    spouts, bolts = [], []
+    for name in _visible(view, "spout", sys):
+        s, outputs = _component_stats(view, window, name), _output_streams(view, name, window)
+        owners = [outputs[0][0]] if len(outputs) == 1 else []  # the stream the acks are given on
+        spouts.append({
+            "id": name,
+            "emitted": [{"stream_id": st, "value": em} for st, em, _ in outputs],
+            "transferred": [{"stream_id": st, "value": tr} for st, _, tr in outputs],
+            "acked": [{"stream_id": st, "value": s["acked"]} for st in owners],
+            "failed": [{"stream_id": st, "value": s["failed"]} for st in owners if s["failed"]],
+            "complete_ms_avg": [{"stream_id": st, "value": s["completeLatency"]} for st in owners],
+        })
+    for name in _visible(view, "bolt", sys):
+        s, inputs = _component_stats(view, window, name), _input_streams(view, name, window, sys)
+        outputs, whole = _output_streams(view, name, window), sum(n for _, _, n in inputs)
+        bolts.append({
+            "id": name,
+            "emitted": [{"stream_id": st, "value": em} for st, em, _ in outputs],
+            "transferred": [{"stream_id": st, "value": tr} for st, _, tr in outputs],
+            "acked": [_row(src, st, _share(s["acked"], n, whole)) for src, st, n in inputs],
+            "failed": [_row(src, st, f) for src, st, n in inputs if (f := _share(s["failed"], n, whole))],
+            "process_ms_avg": [_row(src, st, s["processLatency"]) for src, st, _ in inputs],
+            "executed": [_row(src, st, n) for src, st, n in inputs],
+            "executed_ms_avg": [_row(src, st, s["executeLatency"]) for src, st, _ in inputs],
+        })
+    hint = window_hint(window)
+    return {"window": window, "windowHint": hint, "window-hint": hint, "spouts": spouts, "bolts": bolts}
+
+
+def _row(source: str, stream: str, value: Any) -> dict[str, Any]:
+    return {"component_id": source, "stream_id": stream, "value": value}
+
+
+# -- actions ---------------------------------------------------------------------
+
+
+def _count(value: Any, what: str) -> int:
+    # Storm's own example sends executor counts as strings ("5"): take both.
+    if isinstance(value, str) and value.strip().isdigit():
+        return int(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return value
+    msg = f"{what} must be a whole number, got {value!r}"
+    raise ValueError(msg)
+
+
+def rebalance_request(body: Any) -> dict[str, Any]:
+    """Storm's body ``{"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}``
+    -> Squall's ``{"workers": N, "executors": {component: n}}`` (ValueError when malformed)."""
+    if body in (None, ""):
+        body = {}
+    if not isinstance(body, dict):
+        msg = "the request body must be a JSON object"
+        raise ValueError(msg)
+    options = body.get("rebalanceOptions") or {}
+    if not isinstance(options, dict):
+        msg = "'rebalanceOptions' must be a JSON object"
+        raise ValueError(msg)
+    out: dict[str, Any] = {}
+    if options.get("numWorkers") is not None:
+        out["workers"] = _count(options["numWorkers"], "rebalanceOptions.numWorkers")
+    executors = options.get("executors") or {}
+    if not isinstance(executors, dict):
+        msg = "'rebalanceOptions.executors' must map component ids to executor counts"
+        raise ValueError(msg)
+    if executors:
+        out["executors"] = {k: _count(v, f"rebalanceOptions.executors[{k!r}]") for k, v in executors.items()}
+    return out
+
+
+def wait_secs(text: str) -> int:
+    """Storm's ``:wait-time`` path segment: whole seconds >= 0."""
+    if not text.isdigit():
+        msg = f"the wait time must be whole seconds >= 0, got {text!r}"
+        raise ValueError(msg)
+    return int(text)

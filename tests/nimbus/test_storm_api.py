@@ -1,0 +1,272 @@
+"""Storm's UI REST API on nimbus: the shapes as pure functions first, then a real
+cluster (ZooKeeper, nimbus, a supervisor, worker processes) running the word
+count, read and driven the way a script written against Storm's API does."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall.metrics.book import StatsBook
+from squall.metrics.windows import WINDOW_IDS
+from squall.nimbus import storm_api as api
+from squall.ops.devcluster import DevCluster
+from squall.testing import poll_for
+
+REPO = Path(__file__).resolve().parents[2]
+TID = "tx-1700000000-abc123"
+
+# -- pure shapes -------------------------------------------------------------------
+
+
+def test_storms_pretty_times_and_statuses() -> None:
+    assert api.pretty_secs(1759) == "29m 19s"
+    assert api.pretty_secs(600) == "10m 0s"
+    assert api.pretty_secs(86400) == "1d 0h 0m 0s"
+    assert api.pretty_secs(0) == "0s"
+    assert [api.window_hint(w) for w in WINDOW_IDS] == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    statuses = [api.storm_status(s) for s in ("active", "inactive", "killing")]
+    assert statuses == ["ACTIVE", "INACTIVE", "KILLED"]
+
+
+def test_storms_rebalance_body_and_wait_time() -> None:
+    body = {"rebalanceOptions": {"numWorkers": 2, "executors": {"spout": "5", "count": 3}}, "callback": "foo"}
+    assert api.rebalance_request(body) == {"workers": 2, "executors": {"spout": 5, "count": 3}}
+    assert api.rebalance_request(None) == {}
+    with pytest.raises(ValueError, match="numWorkers must be a whole number"):
+        api.rebalance_request({"rebalanceOptions": {"numWorkers": "two"}})
+    assert api.wait_secs("30") == 30
+    with pytest.raises(ValueError, match="whole seconds"):
+        api.wait_secs("-1")
+
+
+def _view() -> api.TopologyView:
+    """A transactional-style topology: a spout id holding '/', a bolt of two executors, the acker."""
+    book = StatsBook()
+    spout = {"component": "spout/coordinator", "executor": [1, 1], "acked": 40, "failed": 2,
+             "complete_secs": 2.0, "emitted": {"default": 42}, "transferred": {"default": 42}}
+
+    def bolt(executor: int, executed: int) -> dict[str, Any]:
+        return {"component": "split", "executor": [executor, executor], "executed": executed,
+                "acked": executed, "failed": 0, "busy_secs": executed / 1000,
+                "emitted": {"default": 8 * executed}, "transferred": {"default": 8 * executed},
+                "executed_by": {"spout/coordinator:default": executed}}
+
+    book.ingest(TID, ("n1", "6700", 1), [spout, bolt(2, 10)], now=1000.0)
+    book.ingest(TID, ("n1", "6701", 2), [bolt(3, 30)], now=1000.0)
+    components = {
+        "spout/coordinator": {"kind": "spout", "tasks": [1], "executors": [(1, 1)], "inputs": [],
+                              "streams": ["default"]},
+        "split": {"kind": "bolt", "tasks": [2, 3], "executors": [(2, 2), (3, 3)],
+                  "inputs": [("spout/coordinator", "default")], "streams": ["default"]},
+        "__acker": {"kind": "acker", "tasks": [4], "executors": [(4, 4)], "inputs": [], "streams": []},
+    }
+    workers = [{"node": "n1", "host": "h1", "port": 6700, "executors": [[1, 1], [2, 2]], "since": 990.0},
+               {"node": "n1", "host": "h1", "port": 6701, "executors": [[3, 3], [4, 4]], "since": 995.0}]
+    errors = [{"component": "split", "task": 2, "error": "ValueError: bad", "time": 1005.0, "node": "n1",
+               "port": 6700}]
+    view = api.TopologyView(id=TID, name="tx", status="inactive", submitted=900.0,
+                            conf={"topology.message.timeout.secs": 30}, components=components,
+                            workers=workers, errors=errors)
+    for window in WINDOW_IDS:
+        view.stats[window] = book.components(TID, window, 1010.0)
+        view.executor_stats[window] = book.executors(TID, window, 1010.0)
+    return view
+
+
+def test_the_topology_page_has_storms_fields() -> None:
+    page = api.topology_page(_view(), "600", now=1010.0)
+    assert (page["id"], page["status"], page["uptimeSeconds"]) == (TID, "INACTIVE", 110)
+    assert page["uptime"] == "1m 50s" and page["msgTimeout"] == 30
+    assert (page["tasksTotal"], page["workersTotal"], page["executorsTotal"]) == (4, 2, 4)
+    (spout,) = page["spouts"]
+    assert spout["spoutId"] == "spout/coordinator" and spout["encodedSpoutId"] == "spout%2Fcoordinator"
+    assert (spout["acked"], spout["failed"], spout["completeLatency"]) == (40, 2, "50.000")
+    (split,) = page["bolts"]  # the acker only with sys=1
+    assert (split["boltId"], split["executed"], split["executors"], split["tasks"]) == ("split", 40, 2, 2)
+    assert split["executeLatency"] == "1.000" and split["capacity"] == "0.003"
+    assert (split["lastError"], split["errorHost"], split["errorPort"]) == ("ValueError: bad", "h1", 6700)
+    stats = {s["window"]: s for s in page["topologyStats"]}
+    assert stats["600"]["acked"] == 40 and stats["600"]["emitted"] == 42 + 320
+    assert page["workers"][1]["componentNumTasks"] == {"split": 1, "__acker": 1}
+    with_system = api.topology_page(_view(), "600", 1010.0, sys=True)
+    assert [b["boltId"] for b in with_system["bolts"]] == ["__acker", "split"]
+
+
+def test_the_component_page_lists_executors_and_streams() -> None:
+    page = api.component_page(_view(), "split", "600", now=1010.0)
+    assert page["componentType"] == "bolt" and page["topologyStatus"] == "INACTIVE"
+    assert [(e["id"], e["host"], e["port"], e["executed"]) for e in page["executorStats"]] == [
+        ("[2-2]", "h1", 6700, 10), ("[3-3]", "h1", 6701, 30)]
+    (inp,) = page["inputStats"]
+    assert (inp["component"], inp["encodedComponentId"], inp["stream"], inp["executed"], inp["acked"]) == (
+        "spout/coordinator", "spout%2Fcoordinator", "default", 40, 40)
+    assert page["outputStats"] == [{"stream": "default", "emitted": 320, "transferred": 320}]
+    assert [s["window"] for s in page["boltStats"]] == list(WINDOW_IDS)
+    assert page["componentErrors"][0]["error"] == "ValueError: bad"
+    spout = api.component_page(_view(), "spout/coordinator", "600", now=1010.0)
+    assert spout["encodedId"] == "spout%2Fcoordinator" and spout["spoutSummary"][0]["acked"] == 40
+    assert spout["outputStats"][0]["completeLatency"] == "50.000"
+
+
+# -- a real cluster ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    """One cluster for the module, two nimbuses (reads work on either, actions on the
+    leader only), the word count running on it in two workers."""
+    c = DevCluster(tmp_path_factory.mktemp("storm-api") / "c", supervisors=1, slots=2,
+                   conf={"nimbus.stats.freq.secs": 1}, nimbuses=2)
+    try:
+        c.start()
+        submit(c, str(REPO / "examples" / "wordcount.py"), "--conf", "topology.workers=2")
+        yield c
+    finally:
+        c.stop()
+
+
+def submit(cluster: DevCluster, *args: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit", "--config",
+                           str(cluster.config_file), *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def call(cluster: DevCluster, path: str, method: str = "GET", body: Any = None,
+         url: str | None = None) -> tuple[int, Any]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request((url or cluster.nimbus_url) + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, json.loads(e.read())
+
+
+def get(cluster: DevCluster, path: str) -> Any:
+    status, body = call(cluster, path)
+    assert status == 200, (path, body)
+    return body
+
+
+def topology_id(cluster: DevCluster) -> str:
+    (topology,) = get(cluster, "/api/v1/topology/summary")["topologies"]
+    return topology["id"]
+
+
+def flowing(cluster: DevCluster, ident: str) -> dict[str, Any]:
+    """The topology page once spouts have acked trees and the bolts have worked."""
+    def ready() -> Any:
+        page = get(cluster, f"/api/v1/topology/{ident}?window=600")
+        bolts = {b["boltId"]: b for b in page["bolts"]}
+        return (page["topologyStats"][0]["acked"] > 0 and page["spouts"][0]["emitted"] > 0
+                and all(float(b["capacity"]) > 0 and float(b["executeLatency"]) > 0 for b in bolts.values())
+                and float(page["spouts"][0]["completeLatency"]) > 0 and page)
+
+    return poll_for(ready, timeout=60, interval=0.2, message="acked trees in the 10-minute window")
+
+
+def test_the_cluster_answers_storms_summaries(cluster: DevCluster) -> None:
+    summary = get(cluster, "/api/v1/cluster/summary")
+    assert (summary["supervisors"], summary["topologies"], summary["slotsTotal"]) == (1, 1, 2)
+    assert summary["slotsUsed"] + summary["slotsFree"] == 2 and summary["tasksTotal"] == 7
+    assert get(cluster, "/api/v1/cluster/configuration")["nimbus.stats.freq.secs"] == 1
+    (supervisor,) = get(cluster, "/api/v1/supervisor/summary")["supervisors"]
+    assert supervisor["host"] == "127.0.0.1" and supervisor["slotsTotal"] == 2
+    assert supervisor["uptimeSeconds"] >= 0 and supervisor["uptime"]
+    nimbuses = get(cluster, "/api/v1/nimbus/summary")["nimbuses"]
+    assert sorted(n["status"] for n in nimbuses) == ["Leader", "Not a Leader"]
+    assert {n["port"] for n in nimbuses} == set(cluster.nimbus_ports)
+    (topology,) = get(cluster, "/api/v1/topology/summary")["topologies"]
+    assert topology["name"] == "WordCount" and topology["id"].startswith("WordCount-")
+    assert (topology["status"], topology["workersTotal"], topology["executorsTotal"]) == ("ACTIVE", 2, 7)
+    # Squall's own API is still there, unchanged
+    assert get(cluster, "/api/v1/topologies")[0]["name"] == "WordCount"
+
+
+def test_the_topology_page_shows_live_numbers_that_grow(cluster: DevCluster) -> None:
+    ident = topology_id(cluster)
+    first = flowing(cluster, ident)
+    assert first["id"] == ident and first["windowHint"] == "10m 0s" and first["msgTimeout"] == 30
+    assert {s["spoutId"] for s in first["spouts"]} == {"sentences"}
+    assert {b["boltId"] for b in first["bolts"]} == {"split", "count"}
+    windows = [s["windowPretty"] for s in first["topologyStats"]]
+    assert windows == ["10m 0s", "3h 0m 0s", "1d 0h 0m 0s", "All time"]
+    assert sorted(w["port"] for w in first["workers"]) == sorted(
+        w["port"] for w in get(cluster, f"/api/v1/topology-workers/{ident}")["hostPortList"])
+    # the plain name works as :id too, and the numbers keep growing
+    poll_for(lambda: get(cluster, "/api/v1/topology/WordCount?window=600")["topologyStats"][0]["acked"]
+             > first["topologyStats"][0]["acked"], timeout=30, interval=0.2, message="more acked trees")
+
+
+def test_the_component_page_of_split(cluster: DevCluster) -> None:
+    ident = topology_id(cluster)
+    flowing(cluster, ident)
+    page = get(cluster, f"/api/v1/topology/{ident}/component/split?window=600")
+    assert (page["id"], page["componentType"], page["executors"], page["tasks"]) == ("split", "bolt", 2, 2)
+    assert len(page["executorStats"]) == 2
+    for executor in page["executorStats"]:
+        assert executor["id"].startswith("[") and executor["host"] == "127.0.0.1" and executor["port"]
+    (inp,) = page["inputStats"]
+    assert (inp["component"], inp["stream"]) == ("sentences", "default") and inp["executed"] > 0
+    (out,) = page["outputStats"]
+    assert out["stream"] == "default" and out["emitted"] > 0 and out["transferred"] == out["emitted"]
+    metrics = get(cluster, f"/api/v1/topology/{ident}/metrics?window=600")
+    split = next(b for b in metrics["bolts"] if b["id"] == "split")
+    assert split["executed"][0]["component_id"] == "sentences" and split["emitted"][0]["value"] > 0
+
+
+def test_bad_requests_are_refused_clearly(cluster: DevCluster) -> None:
+    status, body = call(cluster, "/api/v1/topology/WordCount?window=60")
+    assert status == 400 and "window must be one of 600, 10800, 86400, :all-time" in body["error"]
+    status, body = call(cluster, "/api/v1/topology/nosuch-1-2?window=600")
+    assert status == 404 and "nosuch-1-2" in body["error"]
+    status, body = call(cluster, "/api/v1/topology/WordCount/component/no%2Fsuch")
+    assert status == 404 and "'no/such'" in body["error"]
+    status, _ = call(cluster, "/api/v1/topology/WordCount/activate")
+    assert status == 405
+    status, body = call(cluster, "/api/v1/topology/WordCount/kill/soon", method="POST")
+    assert status == 400 and "whole seconds" in body["error"]
+
+
+def test_storms_actions_drive_the_topology(cluster: DevCluster) -> None:
+    ident = topology_id(cluster)
+    nimbuses = {n["status"]: f"http://{n['host']}:{n['port']}"
+                for n in get(cluster, "/api/v1/nimbus/summary")["nimbuses"]}
+    leader = nimbuses["Leader"]
+
+    def status() -> Any:
+        return get(cluster, "/api/v1/topology/summary")["topologies"]
+
+    # a standby refuses, naming the leader
+    code, body = call(cluster, f"/api/v1/topology/{ident}/deactivate", "POST", url=nimbuses["Not a Leader"])
+    assert code == 503 and body["leader"] == leader
+    act = partial(call, cluster, url=leader)
+    code, body = act(f"/api/v1/topology/{ident}/deactivate", "POST")
+    assert code == 200
+    assert body == {"topologyOperation": "deactivate", "topologyId": ident, "status": "success"}
+    assert status()[0]["status"] == "INACTIVE"
+    assert act(f"/api/v1/topology/{ident}/activate", "POST")[0] == 200
+    assert status()[0]["status"] == "ACTIVE"
+    code, body = act(f"/api/v1/topology/{ident}/rebalance/0", "POST",
+                     body={"rebalanceOptions": {"numWorkers": 1, "executors": {"split": "1"}}})
+    assert code == 200 and body["topologyOperation"] == "rebalance"
+    poll_for(lambda: status()[0]["workersTotal"] == 1, timeout=30, interval=0.2, message="one worker")
+    split = get(cluster, f"/api/v1/topology/{ident}/component/split")
+    assert split["executors"] == 1 and split["tasks"] == 2
+    code, body = act(f"/api/v1/topology/{ident}/kill/0", "POST")
+    assert code == 200 and body["topologyOperation"] == "kill"
+    poll_for(lambda: status() == [], timeout=30, interval=0.2, message="the topology removed")
+    assert act(f"/api/v1/topology/{ident}")[0] == 404
