@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Set up what is missing for Squall, and nothing else: Java 17 (the embedded
-# ZooKeeper and the Spark Connect server run on it) from Debian's packages,
-# and the virtualenv in .venv with Squall and its test tools.  Idempotent and
-# quick when everything is there: the venv is reinstalled only when
-# pyproject.toml changed since the last install.
+# ZooKeeper and the Spark Connect server run on it) and Chromium with its
+# driver (the web UI's browser tests) from Debian's packages, and the
+# virtualenv in .venv with Squall and its test tools.  Idempotent and quick
+# when everything is there: the venv is reinstalled only when pyproject.toml
+# changed since the last install.  ``--tests``: also what only the tests need
+# (Chromium), so that running the word count does not download a browser.
 set -euo pipefail
+tests=0
+[ "${1:-}" = "--tests" ] && tests=1
 cd "$(dirname "$0")/.."
 
 java_ok() {
@@ -16,6 +20,18 @@ if ! java_ok; then
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+# The web UI's browser tests (tests/ui) drive Debian's Chromium through its chromedriver.
+chromium_ok() {
+    [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]  # the paths tests/ui use
+}
+if [ "$tests" = 1 ] && ! chromium_ok; then
+    echo "bootstrap: installing Chromium and its driver (chromium, chromium-driver)" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
 fi
 
 stamp=.venv/.squall-installed

@@ -22,7 +22,10 @@ topology's id or its name, ``?window=`` one of 600, 10800, 86400, :all-time::
     POST /api/v1/topology/:id/activate | deactivate | rebalance/:wait | kill/:wait
          rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
 
+    GET  /api/v1/topology/:id/visualization?window=600  the graph: nodes, edges with rates (&sys=1)
+
     GET  /metrics                                 Prometheus (see squall.nimbus.prometheus)
+    GET  /  and  /ui/<file>                       the web UI (squall.ui), reading only the API above
 
 Errors are ``{"error": message}`` with 400 (bad input), 404 (no such
 topology), 409 (conflict), 503 (this nimbus is not the leader; the body
@@ -41,7 +44,7 @@ import structlog
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from squall import __version__
+from squall import __version__, ui
 from squall.metrics.book import window_id
 from squall.nimbus import prometheus
 from squall.nimbus import storm_api as api
@@ -100,6 +103,9 @@ class _Handler(BaseHTTPRequestHandler):
                     raise ApiError(405, msg)
                 self._send(200, generate_latest(self.metrics), CONTENT_TYPE_LATEST)
                 return
+            if url.path == "/" or url.path.startswith("/ui/") or url.path == "/ui":
+                self._static(method, url.path)
+                return
             if not self.path.startswith(PREFIX):
                 raise ApiError(404, f"no such endpoint {self.path!r}")
             parts = [p for p in self.path[len(PREFIX):].split("?")[0].split("/") if p]
@@ -117,6 +123,18 @@ class _Handler(BaseHTTPRequestHandler):
         except Exception as e:  # noqa: BLE001 - never drop the connection without an answer
             log.exception("api request failed", path=self.path)
             self._reply(500, {"error": f"internal error: {type(e).__name__}: {e}"})
+
+    def _static(self, method: str, path: str) -> None:
+        """The web UI's files (squall.ui): ``/`` is the cluster page."""
+        if method != "GET":
+            msg = f"{method} {path} is not supported"
+            raise ApiError(405, msg)
+        found = ui.asset(unquote(path[len("/ui/"):]) if path.startswith("/ui/") else "")
+        if found is None:
+            msg = f"no such file {path!r}"
+            raise ApiError(404, msg)
+        data, content_type = found
+        self._send(200, data, content_type)
 
     def _dispatch(self, method: str, parts: list[str]) -> Any:
         service = self.nimbus.service
@@ -168,11 +186,14 @@ class _Handler(BaseHTTPRequestHandler):
             except ValueError as e:
                 raise ApiError(400, str(e)) from e
             sys = query.get("sys", ["0"])[0].lower() in ("1", "true")
+            if rest[1:] == ["visualization"]:
+                return service.visualization(rest[0], window, sys)
             view = service.view(service.resolve(rest[0]), details=True)
             if len(rest) == 1:
                 return api.topology_page(view, window, now, sys)
             if rest[1:] == ["metrics"]:
                 return api.topology_metrics(view, window, sys)
+
             if len(rest) == 3 and rest[1] == "component":
                 if rest[2] not in view.components:
                     msg = f"topology {view.name!r} has no component {rest[2]!r}"

@@ -1,0 +1,102 @@
+/* Squall UI: helpers shared by the pages.  Everything comes from nimbus's REST API. */
+"use strict";
+
+const squall = {
+  params: new URLSearchParams(window.location.search),
+
+  async api(path, method) {
+    const response = await fetch("/api/v1/" + path, {method: method || "GET"});
+    const body = await response.json();
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    return body;
+  },
+
+  el(tag, attrs, ...children) {
+    const node = document.createElement(tag);
+    for (const [key, value] of Object.entries(attrs || {})) {
+      if (value === undefined || value === null) continue;
+      if (key === "class") node.className = value; else node.setAttribute(key, value);
+    }
+    for (const child of children) {
+      if (child === undefined || child === null) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  },
+
+  link(href, text) { return squall.el("a", {href: href}, text); },
+
+  topologyHref(id, window) {
+    return "/ui/topology.html?id=" + encodeURIComponent(id) + (window ? "&window=" + encodeURIComponent(window) : "");
+  },
+
+  componentHref(id, component, window) {
+    return "/ui/component.html?id=" + encodeURIComponent(id) + "&component=" + encodeURIComponent(component) +
+      (window ? "&window=" + encodeURIComponent(window) : "");
+  },
+
+  /* columns: [header, key, {num, render}]; fills the table whose id is given. */
+  table(id, columns, rows) {
+    const target = document.getElementById(id);
+    const head = squall.el("tr", {}, ...columns.map(c => squall.el("th", {}, c[0])));
+    const table = squall.el("table", {id: id}, squall.el("thead", {}, head));
+    const body = squall.el("tbody");
+    if (!rows.length) {
+      body.append(squall.el("tr", {}, squall.el("td", {class: "empty", colspan: columns.length}, "none")));
+    }
+    for (const row of rows) {
+      const tr = squall.el("tr", {"data-row": row._key});
+      for (const [, key, opts] of columns) {
+        const o = opts || {};
+        const value = o.render ? o.render(row) : row[key];
+        tr.append(squall.el("td", {"data-key": key, class: o.cls || (o.num ? "num" : null)}, value));
+      }
+      body.append(tr);
+    }
+    table.append(body);
+    target.replaceWith(table);
+  },
+
+  status(text) {
+    return squall.el("span", {class: "status-" + text}, text);
+  },
+
+  time(secs) {
+    return secs === null || secs === undefined ? "" : new Date(secs * 1000).toLocaleString();
+  },
+
+  message(text) {
+    const node = document.getElementById("message");
+    if (node) node.textContent = text || "";
+  },
+
+  /* Calls fn now and every `secs` seconds (?refresh= overrides), showing its failures. */
+  every(secs, fn) {
+    const period = 1000 * (Number(squall.params.get("refresh")) || secs);
+    let failing = false;
+    const tick = async () => {
+      try {
+        await fn();
+        if (failing) squall.message("");
+        failing = false;
+      } catch (e) {
+        failing = true;
+        squall.message(String(e.message || e));
+      }
+      setTimeout(tick, period);
+    };
+    tick();
+  },
+
+  windowSelect(onChange) {
+    const select = document.getElementById("window");
+    const current = squall.params.get("window") || "600";
+    select.value = current;
+    select.addEventListener("change", () => {
+      squall.params.set("window", select.value);
+      history.replaceState(null, "", "?" + squall.params.toString());
+      onChange(select.value);
+    });
+    return current;
+  },
+};

@@ -1,0 +1,65 @@
+/* The component page: per executor, per stream, and its errors. */
+"use strict";
+
+const topologyId = squall.params.get("id");
+const componentId = squall.params.get("component");
+squall.windowSelect(() => refreshComponent());
+
+const num = {num: true};
+
+async function refreshComponent() {
+  const windowId = document.getElementById("window").value;
+  const page = await squall.api("topology/" + encodeURIComponent(topologyId) + "/component/" +
+                                encodeURIComponent(componentId) + "?window=" + encodeURIComponent(windowId));
+  const spout = page.componentType === "spout";
+  document.title = page.id + " - " + page.name + " - Squall UI";
+  document.getElementById("title").textContent = (spout ? "Spout " : "Bolt ") + page.id;
+  const link = document.getElementById("topology-link");
+  link.href = squall.topologyHref(page.topologyId, windowId);
+  link.textContent = page.name;
+  document.getElementById("summary").replaceChildren(...[
+    ["Topology", squall.link(squall.topologyHref(page.topologyId, windowId), page.name)],
+    ["Status", squall.status(page.topologyStatus)], ["Type", page.componentType],
+    ["Executors", page.executors], ["Tasks", page.tasks],
+  ].map(([label, value]) => squall.el("div", {}, label, squall.el("b", {"data-key": label}, value))));
+  for (const node of document.querySelectorAll(".window-hint")) node.textContent = page.windowHint;
+  const counts = [["Emitted", "emitted", num], ["Transferred", "transferred", num]];
+  if (spout) {
+    squall.table("windows", [["Window", "windowPretty"], ...counts,
+                             ["Complete latency (ms)", "completeLatency", num], ["Acked", "acked", num],
+                             ["Failed", "failed", num]], page.spoutSummary.map(w => ({...w, _key: w.window})));
+  } else {
+    squall.table("windows", [["Window", "windowPretty"], ...counts, ["Executed", "executed", num],
+                             ["Execute latency (ms)", "executeLatency", num],
+                             ["Process latency (ms)", "processLatency", num], ["Capacity", "capacity", num],
+                             ["Acked", "acked", num], ["Failed", "failed", num]],
+                 page.boltStats.map(w => ({...w, _key: w.window})));
+  }
+  const executorColumns = [["Id", "id"], ["Uptime", "uptime"], ["Host", "host"], ["Port", "port", num],
+                           ...counts];
+  if (spout) {
+    executorColumns.push(["Complete latency (ms)", "completeLatency", num]);
+  } else {
+    executorColumns.push(["Capacity", "capacity", num], ["Executed", "executed", num],
+                         ["Execute latency (ms)", "executeLatency", num]);
+  }
+  executorColumns.push(["Acked", "acked", num], ["Failed", "failed", num]);
+  squall.table("executors", executorColumns, page.executorStats.map(e => ({...e, _key: e.id})));
+  squall.table("inputs", [
+    ["Component", "component", {render: i => squall.link(squall.componentHref(page.topologyId, i.component,
+                                                                              windowId), i.component)}],
+    ["Stream", "stream"], ["Executed", "executed", num], ["Execute latency (ms)", "executeLatency", num],
+    ["Process latency (ms)", "processLatency", num], ["Acked", "acked", num], ["Failed", "failed", num]],
+  (page.inputStats || []).map(i => ({...i, _key: i.component + ":" + i.stream})));
+  const outputColumns = [["Stream", "stream"], ...counts];
+  if (spout) {
+    outputColumns.push(["Complete latency (ms)", "completeLatency", num], ["Acked", "acked", num],
+                       ["Failed", "failed", num]);
+  }
+  squall.table("outputs", outputColumns, page.outputStats.map(o => ({...o, _key: o.stream})));
+  squall.table("errors", [["Time", "errorTime", {render: e => squall.time(e.errorTime)}],
+                          ["Host", "errorHost"], ["Port", "errorPort", num], ["Error", "error", {cls: "error"}]],
+               page.componentErrors.slice().reverse().map((e, i) => ({...e, _key: String(i)})));
+}
+
+squall.every(3, refreshComponent);

@@ -1,0 +1,129 @@
+/* The topology page: its graph, numbers over a window, live plots, and the actions. */
+"use strict";
+
+const topologyId = squall.params.get("id");
+let windowId = squall.windowSelect(() => refreshTopology());
+const sysBox = document.getElementById("sys");
+sysBox.checked = squall.params.get("sys") === "1";
+sysBox.addEventListener("change", () => refreshTopology());
+let waitSet = false;
+
+/* Live plots: points kept in memory, from the all-time counters' differences between polls. */
+const MAX_POINTS = 600;
+const series = {t: [], acked: [], emitted: [], latency: [], failed: []};
+let previous = null;
+window.squallPlots = {};
+
+function makePlot(id, label, lines) {
+  const opts = {
+    width: 400, height: 180, legend: {show: true},
+    scales: {x: {time: true}},
+    series: [{}, ...lines.map(([name, colour]) => ({label: name, stroke: colour, width: 2}))],
+    axes: [{}, {size: 80}],
+  };
+  const data = [[], ...lines.map(() => [])];
+  window.squallPlots[id] = new uPlot(opts, data, document.getElementById("plot-" + id));
+  window.squallPlots[id].label = label;
+}
+
+makePlot("throughput", "tuples/s", [["acked/s", "#1f6fd1"], ["emitted/s", "#5aa05a"]]);
+makePlot("latency", "ms", [["complete latency ms", "#a0522d"]]);
+makePlot("failures", "/s", [["failed/s", "#c62828"]]);
+
+function recordPoint(page) {
+  const all = page.topologyStats.find(s => s.window === ":all-time");
+  const recent = page.topologyStats.find(s => s.window === "600");
+  const now = Date.now() / 1000;
+  if (!all) return;
+  if (previous && now > previous.t) {
+    const dt = now - previous.t;
+    const rate = (a, b) => Math.max(0, (a - b) / dt);
+    series.t.push(now);
+    series.acked.push(rate(all.acked, previous.acked));
+    series.emitted.push(rate(all.emitted, previous.emitted));
+    series.failed.push(rate(all.failed, previous.failed));
+    series.latency.push(Number(recent ? recent.completeLatency : all.completeLatency));
+    for (const key of Object.keys(series)) if (series[key].length > MAX_POINTS) series[key].shift();
+    window.squallPlots.throughput.setData([series.t, series.acked, series.emitted]);
+    window.squallPlots.latency.setData([series.t, series.latency]);
+    window.squallPlots.failures.setData([series.t, series.failed]);
+  }
+  previous = {t: now, acked: all.acked, emitted: all.emitted, failed: all.failed};
+}
+
+function renderPage(page) {
+  document.title = page.name + " - Squall UI";
+  document.getElementById("title").textContent = "Topology " + page.name;
+  document.getElementById("summary").replaceChildren(...[
+    ["Status", squall.status(page.status)], ["Id", page.id], ["Uptime", page.uptime],
+    ["Workers", page.workersTotal], ["Executors", page.executorsTotal], ["Tasks", page.tasksTotal],
+    ["Message timeout", page.msgTimeout + " s"],
+  ].map(([label, value]) => squall.el("div", {}, label, squall.el("b", {"data-key": label}, value))));
+  if (!waitSet && page.msgTimeout !== null && page.msgTimeout !== undefined) {
+    document.getElementById("kill-wait").value = page.msgTimeout;
+    waitSet = true;
+  }
+  for (const node of document.querySelectorAll(".window-hint")) node.textContent = page.windowHint;
+  const href = name => squall.componentHref(page.id, name, windowId);
+  squall.table("stats", [["Window", "windowPretty"], ["Emitted", "emitted", {num: true}],
+                         ["Transferred", "transferred", {num: true}],
+                         ["Complete latency (ms)", "completeLatency", {num: true}],
+                         ["Acked", "acked", {num: true}], ["Failed", "failed", {num: true}]],
+               page.topologyStats.map(s => ({...s, _key: s.window})));
+  squall.table("spouts", [
+    ["Id", "spoutId", {render: s => squall.link(href(s.spoutId), s.spoutId)}],
+    ["Executors", "executors", {num: true}], ["Tasks", "tasks", {num: true}],
+    ["Emitted", "emitted", {num: true}], ["Transferred", "transferred", {num: true}],
+    ["Complete latency (ms)", "completeLatency", {num: true}], ["Acked", "acked", {num: true}],
+    ["Failed", "failed", {num: true}], ["Last error", "lastError", {cls: "error"}]],
+  page.spouts.map(s => ({...s, _key: s.spoutId})));
+  squall.table("bolts", [
+    ["Id", "boltId", {render: b => squall.link(href(b.boltId), b.boltId)}],
+    ["Executors", "executors", {num: true}], ["Tasks", "tasks", {num: true}],
+    ["Emitted", "emitted", {num: true}], ["Transferred", "transferred", {num: true}],
+    ["Capacity", "capacity", {num: true}], ["Execute latency (ms)", "executeLatency", {num: true}],
+    ["Executed", "executed", {num: true}], ["Process latency (ms)", "processLatency", {num: true}],
+    ["Acked", "acked", {num: true}], ["Failed", "failed", {num: true}],
+    ["Last error", "lastError", {cls: "error"}]],
+  page.bolts.map(b => ({...b, _key: b.boltId})));
+  squall.table("workers", [["Host", "host"], ["Port", "port", {num: true}], ["Supervisor", "supervisorId"],
+                           ["Uptime", "uptime"], ["Executors", "executorsTotal", {num: true}],
+                           ["Components (tasks)", "componentNumTasks", {render: w =>
+                             Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
+               page.workers.map(w => ({...w, _key: w.host + ":" + w.port})));
+}
+
+async function refreshTopology() {
+  windowId = document.getElementById("window").value;
+  const query = "?window=" + encodeURIComponent(windowId) + (sysBox.checked ? "&sys=1" : "");
+  const id = encodeURIComponent(topologyId);
+  const [page, graph] = await Promise.all([squall.api("topology/" + id + query),
+                                           squall.api("topology/" + id + "/visualization" + query)]);
+  renderPage(page);
+  drawGraph(document.getElementById("graph"), graph, name => squall.componentHref(page.id, name, windowId));
+  recordPoint(page);
+}
+
+async function act(action) {
+  let path = "topology/" + encodeURIComponent(topologyId) + "/" + action;
+  let question = `${action} topology ${topologyId}?`;
+  if (action === "kill") {
+    const wait = Math.max(0, Math.floor(Number(document.getElementById("kill-wait").value) || 0));
+    path += "/" + wait;
+    question = `Kill topology ${topologyId}, waiting ${wait} s?`;
+  }
+  if (!window.confirm(question)) return;
+  try {
+    const answer = await squall.api(path, "POST");
+    squall.message(`${answer.topologyOperation}: ${answer.status}`);
+    if (action !== "kill") await refreshTopology();
+  } catch (e) {
+    squall.message(String(e.message || e));
+  }
+}
+
+for (const action of ["activate", "deactivate", "kill"]) {
+  document.getElementById(action).addEventListener("click", () => act(action));
+}
+
+squall.every(3, refreshTopology);

@@ -1,0 +1,228 @@
+"""The web UI (squall.ui) in a real headless Chromium, on a dev cluster running the word count.
+
+Debian's ``/usr/bin/chromium`` driven through ``/usr/bin/chromedriver`` (both paths given, so
+Selenium never downloads a browser).  Without them the browser tests are skipped, unless the
+``CI`` variable is set: CI installs them (ops/bootstrap.sh), so there a missing one fails.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pytest
+
+from squall.ops.devcluster import DevCluster
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMEDRIVER = Path("/usr/bin/chromedriver")
+T = TypeVar("T")
+
+
+def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30.0, every: float = 0.25) -> T:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            value = probe()
+        except Exception as e:  # noqa: BLE001 - the page or the cluster is still on its way
+            last = e
+            value = None
+        if value:
+            return value
+        time.sleep(every)
+    pytest.fail(f"timed out waiting for {what} (last: {last!r})")
+
+
+def fetch(url: str) -> tuple[int, str, bytes]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.headers.get("Content-Type", ""), response.read()
+    except urllib.error.HTTPError as e:
+        with e:
+            return e.code, e.headers.get("Content-Type", ""), e.read()
+
+
+def get_json(url: str) -> Any:
+    status, _, body = fetch(url)
+    assert status == 200, (url, body)
+    return json.loads(body)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    c = DevCluster(tmp_path_factory.mktemp("ui") / "c", supervisors=1, slots=2,
+                   conf={"nimbus.stats.freq.secs": 1})
+    try:
+        c.start()
+        proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit",
+                               str(REPO / "examples" / "wordcount.py"), "--config", str(c.config_file),
+                               "--conf", "topology.workers=2"],
+                              capture_output=True, text=True, timeout=90, cwd=REPO, check=False)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+        yield c
+    finally:
+        c.stop()
+
+
+@pytest.fixture(scope="module")
+def topology(cluster: DevCluster) -> dict[str, Any]:
+    (t,) = get_json(cluster.nimbus_url + "/api/v1/topology/summary")["topologies"]
+    return t
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    missing = [str(p) for p in (CHROMIUM, CHROMEDRIVER) if not p.exists()]
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"{', '.join(missing)} missing: CI installs them (ops/bootstrap.sh)")
+        pytest.skip(f"{', '.join(missing)} missing (apt-get install chromium chromium-driver)")
+    if not os.environ.get("CI"):
+        pytest.importorskip("selenium")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                "--window-size=1400,1800"):
+        options.add_argument(arg)
+    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)), options=options)
+    driver.set_page_load_timeout(30)
+    driver.set_script_timeout(30)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+# -- without a browser ------------------------------------------------------------------
+
+
+def test_static_files_and_visualization_answer(cluster: DevCluster, topology: dict[str, Any]) -> None:
+    base = cluster.nimbus_url
+    for path, kind, text in [("/", "text/html", b"Squall UI"), ("/ui/", "text/html", b"Squall UI"),
+                             ("/ui/topology.html", "text/html", b'id="graph"'),
+                             ("/ui/component.html", "text/html", b'id="executors"'),
+                             ("/ui/topology.js", "javascript", b"refreshTopology"),
+                             ("/ui/style.css", "text/css", b"body"),
+                             ("/ui/vendor/uPlot.iife.min.js", "javascript", b"uPlot")]:
+        status, content_type, body = fetch(base + path)
+        assert status == 200, path
+        assert kind in content_type and text in body, path
+    for path in ("/ui/nothing.html", "/ui/../__init__.py", "/ui/%2e%2e/__init__.py"):
+        status, _, _ = fetch(base + path)
+        assert status == 404, path
+
+    def flowing() -> Any:
+        graph = get_json(f"{base}/api/v1/topology/{topology['encodedId']}/visualization?window=600")
+        return graph if all(e["rate"] > 0 for e in graph["edges"]) else None
+
+    graph = wait_for("tuples on every edge", flowing, timeout=45)
+    assert {(n["id"], n["type"]) for n in graph["nodes"]} == {
+        ("sentences", "spout"), ("split", "bolt"), ("count", "bolt")}
+    edges = {(e["from"], e["to"]): e for e in graph["edges"]}
+    assert set(edges) == {("sentences", "split"), ("split", "count")}
+    assert edges["split", "count"]["grouping"] == "fields" and edges["split", "count"]["fields"] == ["word"]
+    assert edges["sentences", "split"]["grouping"] == "shuffle"
+    by_id = {n["id"]: n for n in graph["nodes"]}
+    assert by_id["sentences"]["emitted"] > 0 and by_id["count"]["executed"] > 0
+    system = get_json(f"{base}/api/v1/topology/{topology['name']}/visualization?window=:all-time&sys=1")
+    assert "__acker" in {n["id"] for n in system["nodes"]}
+    status, _, body = fetch(f"{base}/api/v1/topology/{topology['id']}/visualization?window=7")
+    assert status == 400, body
+
+
+# -- in the browser ---------------------------------------------------------------------
+
+
+def test_cluster_page(cluster: DevCluster, topology: dict[str, Any], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(cluster.nimbus_url + "/")
+    supervisors = wait_for("the supervisor", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#supervisors tbody tr[data-row]"))
+    assert len(supervisors) == 1
+    slots = supervisors[0].find_element(By.CSS_SELECTOR, "td[data-key=slotsTotal]").text
+    assert slots == "2"
+    nimbus = wait_for("the nimbus", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#nimbuses tbody tr[data-row]"))
+    assert "Leader" in nimbus[0].text
+    row = wait_for("the topology", lambda: browser.find_elements(
+        By.CSS_SELECTOR, f"#topologies tr[data-row='{topology['id']}']"))[0]
+    assert "wordcount" in row.text.lower() and "ACTIVE" in row.text
+    link = row.find_element(By.CSS_SELECTOR, "td[data-key=name] a")
+    assert link.get_attribute("href").endswith("/ui/topology.html?id=" + topology["id"])
+
+
+def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=count&refresh=1")
+    executors = wait_for("count's executors", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#executors tbody tr[data-row]"))
+    assert len(executors) == 2  # par=2
+    assert executors[0].find_element(By.CSS_SELECTOR, "td[data-key=port]").text.isdigit()
+    inputs = wait_for("count's input", lambda: browser.find_elements(
+        By.CSS_SELECTOR, "#inputs tbody tr[data-row]"))
+    assert [r.get_attribute("data-row") for r in inputs] == ["split:default"]
+    wait_for("executed tuples", lambda: int(browser.find_element(
+        By.CSS_SELECTOR, "#inputs tr[data-row='split:default'] td[data-key=executed]").text) > 0)
+    assert browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")  # a row, "none" when no error
+    assert browser.find_element(By.ID, "title").text == "Bolt count"
+
+
+def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topology: dict[str, Any],
+                                                   browser: Any) -> None:
+    from selenium.webdriver.common.by import By
+
+    browser.get(f"{cluster.nimbus_url}/ui/topology.html?id={topology['encodedId']}&refresh=1")
+    nodes = wait_for("the graph", lambda: browser.find_elements(By.CSS_SELECTOR, "#graph g.node"))
+    assert sorted(n.get_attribute("data-id") for n in nodes) == ["count", "sentences", "split"]
+    edges = browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")
+    assert sorted((e.get_attribute("data-from"), e.get_attribute("data-to")) for e in edges) == [
+        ("sentences", "split"), ("split", "count")]
+    fill = browser.find_element(By.CSS_SELECTOR, "#graph g.node[data-id=split] rect").get_attribute("fill")
+    assert fill in ("#8fd19e", "#ffc870", "#f28b82")
+
+    def cell(table: str, row: str, key: str) -> int:
+        text = browser.find_element(By.CSS_SELECTOR, f"#{table} tr[data-row='{row}'] td[data-key={key}]").text
+        return int(text)
+
+    first = wait_for("emitted sentences", lambda: cell("spouts", "sentences", "emitted"))
+    wait_for("the emitted count to grow", lambda: cell("spouts", "sentences", "emitted") > first)
+    executed = wait_for("executed words", lambda: cell("bolts", "count", "executed"))
+    wait_for("the executed count to grow", lambda: cell("bolts", "count", "executed") > executed)
+
+    # The live plots: uPlot's canvas drawn, fed more than one point.
+    assert browser.find_elements(By.CSS_SELECTOR, "#plot-throughput canvas")
+    wait_for("points on the plots", lambda: browser.execute_script(
+        "return window.squallPlots.throughput.data[0].length > 1"
+        " && window.squallPlots.latency.data[0].length > 1"))
+    assert browser.execute_script("return Math.max(...window.squallPlots.throughput.data[1])") > 0
+
+    # The window select reloads the numbers for that window.
+    browser.find_element(By.CSS_SELECTOR, "#window option[value=':all-time']").click()
+    wait_for("the all-time window", lambda: "All time" in browser.find_element(
+        By.CSS_SELECTOR, ".window-hint").text)
+
+    # Kill from the UI: no wait, the confirm accepted.
+    wait_input = browser.find_element(By.ID, "kill-wait")
+    wait_input.clear()
+    wait_input.send_keys("0")
+    browser.find_element(By.ID, "kill").click()
+    alert = wait_for("the confirm", lambda: browser.switch_to.alert)
+    assert "Kill topology" in alert.text
+    alert.accept()
+    wait_for("the topology to go", lambda: not get_json(
+        cluster.nimbus_url + "/api/v1/topology/summary")["topologies"], timeout=30)
