@@ -11,6 +11,8 @@ let waitSet = false;
 /* Live plots: points kept in memory, from the all-time counters' differences between polls. */
 const MAX_POINTS = 600;
 const series = {t: [], acked: [], emitted: [], latency: [], failed: []};
+const RATE_SPAN = 15;  // seconds
+const totals = [];
 let previous = null;
 window.squallPlots = {};
 
@@ -26,7 +28,7 @@ function makePlot(id, label, lines) {
   window.squallPlots[id].label = label;
 }
 
-makePlot("throughput", "tuples/s", [["acked/s", "#1f6fd1"], ["emitted/s", "#5aa05a"]]);
+makePlot("throughput", "tuples/s", [["acked/s", "#1f6fd1"], ["emitted/s, all components", "#5aa05a"]]);
 makePlot("latency", "ms", [["complete latency ms", "#a0522d"]]);
 makePlot("failures", "/s", [["failed/s", "#c62828"]]);
 
@@ -35,13 +37,19 @@ function recordPoint(page) {
   const recent = page.topologyStats.find(s => s.window === "600");
   const now = Date.now() / 1000;
   if (!all) return;
-  if (previous && now > previous.t) {
-    const dt = now - previous.t;
-    const rate = (a, b) => Math.max(0, (a - b) / dt);
+  // Totals move in steps (workers report every few seconds): rates are taken
+  // over the last RATE_SPAN seconds of totals, not between two polls, so they
+  // do not zigzag with the heartbeat rhythm.
+  totals.push({t: now, acked: all.acked, emitted: all.emitted, failed: all.failed});
+  while (totals.length > 2 && now - totals[1].t >= RATE_SPAN) totals.shift();
+  const base = totals[0];
+  if (previous && now > base.t) {
+    const dt = now - base.t;
+    const rate = key => Math.max(0, (all[key] - base[key]) / dt);
     series.t.push(now);
-    series.acked.push(rate(all.acked, previous.acked));
-    series.emitted.push(rate(all.emitted, previous.emitted));
-    series.failed.push(rate(all.failed, previous.failed));
+    series.acked.push(rate("acked"));
+    series.emitted.push(rate("emitted"));
+    series.failed.push(rate("failed"));
     series.latency.push(Number(recent ? recent.completeLatency : all.completeLatency));
     for (const key of Object.keys(series)) if (series[key].length > MAX_POINTS) series[key].shift();
     window.squallPlots.throughput.setData([series.t, series.acked, series.emitted]);
@@ -116,7 +124,12 @@ async function act(action) {
   try {
     const answer = await squall.api(path, "POST");
     squall.message(`${answer.topologyOperation}: ${answer.status}`);
-    if (action !== "kill") await refreshTopology();
+    if (action === "kill") {
+      squall.message(`${answer.topologyOperation}: ${answer.status}; back to the cluster page`);
+      setTimeout(() => { window.location.href = "/"; }, 2000);
+    } else {
+      await refreshTopology();
+    }
   } catch (e) {
     squall.message(String(e.message || e));
   }
