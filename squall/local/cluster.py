@@ -96,6 +96,11 @@ class LocalCluster:
         with self._lock:
             self._topologies.pop(name, None)
 
+    def topologies(self) -> dict[str, LocalTopology]:
+        """name -> runner, of the topologies running now (a copy: kills may follow)."""
+        with self._lock:
+            return dict(self._topologies)
+
     def activate(self, name: str) -> None:
         self.topology(name).set_active(True)
 

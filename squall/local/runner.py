@@ -128,6 +128,20 @@ class LocalTopology:
                 self.book.ingest(self.name, id(worker), worker.executor_stats(), now)
         return self.book.components(self.name, window_id(window), now)
 
+    def ingest_stats(self) -> float:
+        """Read every live worker's cumulative statistics into the book at ``clock.now()``
+        (a restarted worker is a new incarnation, counting from zero); that instant."""
+        now = self.clock.now()
+        for worker in self.workers:
+            if worker is not None:
+                self.book.ingest(self.name, id(worker), worker.executor_stats(), now)
+        return now
+
+    def worker_slots(self) -> list[dict[str, Any]]:
+        """Per worker, by index: its address, its executors and when (``clock``) it last started."""
+        return [{"index": i, "address": self.addresses[i], "executors": [e.id for e in self.placement[i]],
+                 "started": self._started_at[i]} for i in range(len(self.workers))]
+
     def metrics(self) -> dict[str, dict[str, Any]]:
         """component -> task -> that task's own metrics (counters, gauges, histograms)."""
         out: dict[str, dict[str, Any]] = {}

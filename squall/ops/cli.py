@@ -1,6 +1,7 @@
 """The ``squall`` command line, mirroring Storm's.
 
     squall local examples/wordcount.py --duration 10
+    squall local examples/wordcount.py --ui --ui-port 8080    # and the web UI
 """
 
 from __future__ import annotations
@@ -88,6 +89,16 @@ def cmd_local(args: argparse.Namespace) -> int:
     name = args.name or topology.__name__
     with LocalCluster() as cluster:
         runner = cluster.submit(name, topology, conf)
+        server = None
+        if args.ui:
+            from squall.local.ui import LocalUiServer  # the HTTP stack only when asked for
+
+            try:
+                server = LocalUiServer(cluster, "127.0.0.1", args.ui_port).start()
+            except OSError as e:
+                msg = f"cannot serve the UI on 127.0.0.1:{args.ui_port}: {e}"
+                raise SquallError(msg) from e
+            print(f"UI at {server.url}", flush=True)
         start = time.monotonic()
         deadline = None if args.duration is None else start + args.duration
         try:
@@ -95,12 +106,19 @@ def cmd_local(args: argparse.Namespace) -> int:
                 time.sleep(args.interval if deadline is None
                            else max(0.0, min(args.interval, deadline - time.monotonic())))
                 elapsed = time.monotonic() - start
+                if name not in cluster.topologies():  # killed from the UI
+                    print(f"--- {name} was killed", flush=True)
+                    break
                 print(f"--- {name} after {elapsed:.1f}s", flush=True)
                 print(format_stats(runner.stats(), elapsed), flush=True)
         except KeyboardInterrupt:
             pass
-        errors = cluster.errors(name)
-        cluster.kill(name)
+        finally:
+            if server is not None:
+                server.stop()
+        errors = list(runner.errors)
+        if name in cluster.topologies():
+            cluster.kill(name)
     if errors:
         fatal = sum(e.fatal for e in errors)
         print(f"{len(errors)} component errors reported ({fatal} fatal); the first: {errors[0].error}")
@@ -122,6 +140,10 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--interval", type=float, default=1.0, help="seconds between stats lines")
     local.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                        help="topology config override, e.g. topology.workers=2 (repeatable)")
+    local.add_argument("--ui", action="store_true",
+                       help="serve the web UI and Storm's UI REST API from this process")
+    local.add_argument("--ui-port", type=int, default=8080,
+                       help="the UI's port on 127.0.0.1 (default 8080; 0: any free port)")
     local.set_defaults(func=cmd_local)
     from squall.ops.cluster_cli import add_commands
 

@@ -1,0 +1,269 @@
+"""The web UI and Storm's UI REST API for local mode: ``squall local FILE --ui``.
+
+Nimbus's HTTP handler (squall.nimbus.http) serves the pages (squall.ui) and the API; it
+asks a nimbus object for a few things (``service.now/resolve/view/visualization/
+storm_action``, ``require_leader``, ``leader_url``, ``conf``) and otherwise reads
+ZooKeeper only for the summaries.  :class:`LocalBackend` answers those same calls from a
+:class:`~squall.local.cluster.LocalCluster` in this process, and the handler is
+subclassed only where it reads ZooKeeper (the summaries, the older ``/topologies`` API),
+so that the pages and the answers are those of a cluster, shaped by the same builders
+(squall.nimbus.storm_api).
+
+In local mode a topology's id is its name; this process is the one supervisor
+(host "localhost", a worker's "port" its index) and the one nimbus, the leader.
+Statistics: every second a background thread ingests every worker's cumulative
+counters into the runner's StatsBook, so the windows fill as nimbus's do.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from http.server import ThreadingHTTPServer
+from typing import Any
+
+import structlog
+from prometheus_client.registry import CollectorRegistry
+
+from squall import __version__
+from squall.local.cluster import LocalCluster
+from squall.local.runner import LocalTopology
+from squall.metrics.windows import WINDOW_IDS
+from squall.nimbus import storm_api as api
+from squall.nimbus.http import _Handler
+from squall.nimbus.service import ApiError
+from squall.nimbus.storm_api import TopologyView
+
+log = structlog.get_logger("squall.local.ui")
+
+HOST = "localhost"
+INGEST_EVERY_SECS = 1.0
+
+
+class LocalBackend:
+    """What the nimbus handler asks of ``nimbus`` and ``nimbus.service``, from a LocalCluster."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.conf = cluster.conf
+        self.service = self  # the handler reads both nimbus.X and nimbus.service.X
+        self.url = ""  # set once the server has its port
+        self.started = time.time()
+        self._lock = threading.Lock()  # the runners' books: ingested by the timer, read by requests
+        self._submitted: dict[str, float] = {}  # name -> wall time it started (see view)
+        self._killing: set[str] = set()
+
+    # -- what the handler calls ------------------------------------------------
+
+    def now(self) -> float:
+        # Wall time: errors are stamped with it; the windows use each runner's clock instead.
+        return time.time()
+
+    def require_leader(self) -> None:
+        """This process is the only nimbus: always the leader."""
+
+    def leader_url(self) -> str:
+        return self.url
+
+    def resolve(self, ident: str) -> str:
+        """A topology's id, which in local mode is its name."""
+        if ident not in self.cluster.topologies():
+            msg = f"no topology with id or name {ident!r} is running"
+            raise ApiError(404, msg)
+        return ident
+
+    def _runner(self, name: str) -> LocalTopology:
+        runner = self.cluster.topologies().get(name)
+        if runner is None:
+            msg = f"no topology with id or name {name!r} is running"
+            raise ApiError(404, msg)
+        return runner
+
+    def view(self, name: str, details: bool = False) -> TopologyView:
+        runner = self._runner(name)
+        plan = runner.plan
+        components = {c_name: {"kind": c.kind, "tasks": plan.component_tasks.get(c_name, []),
+                               "executors": [e.id for e in plan.executors if e.component == c_name],
+                               "inputs": [(i.component, i.stream) for i in c.inputs],
+                               "streams": list(c.streams)}
+                      for c_name, c in plan.components.items()}
+        wall, mono = time.time(), runner.clock.now()
+        workers = [{"node": runner.node, "host": HOST, "port": slot["index"],
+                    "executors": [list(e) for e in slot["executors"]],
+                    # The runner's clock is monotonic: its start times turned into wall time.
+                    "since": wall - (mono - slot["started"])} for slot in runner.worker_slots()]
+        status = "killing" if name in self._killing else ("active" if runner.active else "inactive")
+        # Runners keep no submission time: their workers' first start, as first seen, stands for it.
+        submitted = self._submitted.setdefault(name, min((w["since"] for w in workers), default=wall))
+        view = TopologyView(id=name, name=name, status=status, submitted=submitted, conf=plan.conf,
+                            components=components, workers=workers)
+        if details:
+            slots = {address: i for i, address in enumerate(runner.addresses)}
+            view.errors = [{**e.to_dict(), "node": runner.node, "port": slots.get(e.worker)}
+                           for e in list(runner.errors)]
+            with self._lock:
+                for window in WINDOW_IDS:
+                    view.stats[window] = runner.book.components(name, window, mono)
+                    view.executor_stats[window] = runner.book.executors(name, window, mono)
+        return view
+
+    def visualization(self, ident: str, window: str, sys: bool = False) -> dict[str, Any]:
+        """The graph, as NimbusService.visualization draws it, from the runner's plan and book."""
+        name = self.resolve(ident)
+        runner = self._runner(name)
+        view = self.view(name, details=True)
+        now = self.now()
+        page = api.topology_page(view, window, now, sys)
+        metrics = api.topology_metrics(view, window, sys)
+        with self._lock:
+            span = runner.book.span(name, window, runner.clock.now())
+        nodes = [{"id": s["spoutId"], "type": "spout", "capacity": 0.0, "emitted": s["emitted"],
+                  "executed": 0, "acked": s["acked"], "failed": s["failed"], "executors": s["executors"],
+                  "latency": s["completeLatency"], "lastError": s["lastError"]} for s in page["spouts"]]
+        nodes += [{"id": b["boltId"], "type": "bolt", "capacity": float(b["capacity"]),
+                   "emitted": b["emitted"], "executed": b["executed"], "acked": b["acked"],
+                   "failed": b["failed"], "executors": b["executors"], "latency": b["executeLatency"],
+                   "lastError": b["lastError"]} for b in page["bolts"]]
+        shown = {n["id"] for n in nodes}
+        executed = {(b["id"], row["component_id"], row["stream_id"]): row["value"]
+                    for b in metrics["bolts"] for row in b["executed"]}
+        edges = []
+        for c_name, c in sorted(runner.plan.components.items()):
+            for i in c.inputs:
+                if c_name not in shown or i.component not in shown or (i.stream.startswith("__") and not sys):
+                    continue
+                count = executed.get((c_name, i.component, i.stream), 0)
+                edges.append({"from": i.component, "to": c_name, "stream": i.stream,
+                              "grouping": i.grouping.type, "fields": list(i.grouping.fields),
+                              "executed": count, "rate": round(count / span, 3) if span >= 1 else 0.0})
+        return {"id": view.id, "name": view.name, "status": api.storm_status(view.status),
+                "window": window, "windowHint": api.window_hint(window),
+                "spanSecs": round(span, 1), "nodes": nodes, "edges": edges}
+
+    def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
+        name = self.resolve(ident)
+        if action == "activate":
+            self.cluster.activate(name)
+        elif action == "deactivate":
+            self.cluster.deactivate(name)
+        elif action == "kill":
+            # Storm answers at once and kills after the wait: the wait runs in a thread of its own.
+            self._killing.add(name)
+            threading.Thread(target=self._kill, args=(name, wait), name=f"local-ui-kill-{name}",
+                             daemon=True).start()
+        elif action == "rebalance":
+            msg = "rebalance is not supported in local mode"
+            raise ApiError(400, msg)
+        else:
+            msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
+            raise ApiError(404, msg)
+        return api.op_response(name, action)
+
+    def _kill(self, name: str, wait: float) -> None:
+        try:
+            self.cluster.kill(name, wait)
+        except Exception:  # noqa: BLE001 - killed meanwhile (by the CLI's end, say): nothing to do
+            log.debug("local kill failed", topology=name, exc_info=True)
+        finally:
+            self._killing.discard(name)
+            self._submitted.pop(name, None)
+
+    # -- the summaries (on a cluster read from ZooKeeper) -------------------------
+
+    def views(self) -> list[TopologyView]:
+        out = []
+        for name in sorted(self.cluster.topologies()):
+            try:
+                out.append(self.view(name))
+            except ApiError:  # killed between the listing and the view
+                continue
+        return out
+
+    def supervisors(self) -> tuple[dict[str, dict[str, Any]], set[tuple[str, int]]]:
+        """This process as the one supervisor, with as many slots as the widest topology has
+        workers (their indexes being the "ports"), and the slots in use."""
+        runners = self.cluster.topologies().values()
+        used = {(r.node, i) for r in runners for i in range(len(r.workers))}
+        node = self.cluster.node
+        ports = list(range(max((len(r.workers) for r in runners), default=1)))
+        return {node: {"host": HOST, "ports": ports}}, used
+
+    def summary(self, head: str) -> Any:
+        now = self.now()
+        supervisors, used = self.supervisors()
+        if head == "supervisor":
+            started = dict.fromkeys(supervisors, self.started)
+            return api.supervisor_summary(supervisors, started, used, __version__, now)
+        if head == "nimbus":
+            me = {"url": self.url, "started": self.started}
+            return api.nimbus_summary([me], self.url, __version__, now)
+        if head == "cluster":
+            return api.cluster_summary(self.views(), supervisors, used, __version__)
+        return api.topology_summary(self.views(), now)
+
+    def ingest(self) -> None:
+        """Every running topology's statistics into its book (the timer's work)."""
+        for runner in self.cluster.topologies().values():
+            with self._lock:
+                runner.ingest_stats()
+
+
+class _LocalHandler(_Handler):
+    server_version = "squall-local"
+    nimbus: LocalBackend  # type: ignore[assignment] - the same calls, answered locally
+
+    def _storm_summary(self, head: str, now: float) -> Any:
+        return self.nimbus.summary(head)
+
+    def _dispatch(self, method: str, parts: list[str]) -> Any:
+        # Nimbus's own API submits code and reads ZooKeeper: local mode has only Storm's.
+        msg = f"no such endpoint {self.path!r} in local mode (Storm's /api/v1/topology/... are served)"
+        raise ApiError(404, msg)
+
+
+class LocalUiServer:
+    """The UI's HTTP server and the statistics timer, both daemon threads."""
+
+    def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
+        self.backend = LocalBackend(cluster)
+        # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
+        handler = type("Handler", (_LocalHandler,), {"nimbus": self.backend, "metrics": CollectorRegistry()})
+        self.httpd = ThreadingHTTPServer((host, port), handler)
+        self.httpd.daemon_threads = True
+        self.backend.url = self.url.rstrip("/")
+        self._stop = threading.Event()
+        self._serve = threading.Thread(target=self.httpd.serve_forever, name="local-ui-http", daemon=True)
+        self._timer = threading.Thread(target=self._tick, name="local-ui-stats", daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.httpd.server_address[0]}:{self.port}/"
+
+    def start(self) -> LocalUiServer:
+        self.backend.ingest()  # the first report starts the windows
+        self._serve.start()
+        self._timer.start()
+        return self
+
+    def _tick(self) -> None:
+        while not self._stop.wait(INGEST_EVERY_SECS):
+            try:
+                self.backend.ingest()
+            except Exception:  # noqa: BLE001 - a worker mid-restart: the next tick reads it
+                log.warning("ingesting local statistics failed", exc_info=True)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+        self._timer.join(5)
+
+    def __enter__(self) -> LocalUiServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
