@@ -12,7 +12,9 @@ so that the pages and the answers are those of a cluster, shaped by the same bui
 In local mode a topology's id is its name; this process is the one supervisor
 (host "localhost", a worker's "port" its index) and the one nimbus, the leader.
 Statistics: every second a background thread ingests every worker's cumulative
-counters into the runner's StatsBook, so the windows fill as nimbus's do.
+counters into the runner's StatsBook, so the windows fill as nimbus's do, and samples this
+process (every local worker is this process: they all show its memory, CPU and GC; their
+queue depths, backpressure and frames are their own).
 """
 
 from __future__ import annotations
@@ -28,9 +30,10 @@ from prometheus_client.registry import CollectorRegistry
 from squall import __version__
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
+from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
 from squall.nimbus import storm_api as api
-from squall.nimbus.http import _Handler
+from squall.nimbus.http import ApiHandler
 from squall.nimbus.service import ApiError
 from squall.nimbus.storm_api import TopologyView
 
@@ -52,6 +55,9 @@ class LocalBackend:
         self._lock = threading.Lock()  # the runners' books: ingested by the timer, read by requests
         self._submitted: dict[str, float] = {}  # name -> wall time it started (see view)
         self._killing: set[str] = set()
+        self.sampler = ProcessSampler()
+        # This process's last two samples [previous or None, latest]: {"time": wall, "system": ...}.
+        self._process: list[dict[str, Any] | None] = [None, None]
 
     # -- what the handler calls ------------------------------------------------
 
@@ -96,7 +102,7 @@ class LocalBackend:
         # Runners keep no submission time: their workers' first start, as first seen, stands for it.
         submitted = self._submitted.setdefault(name, min((w["since"] for w in workers), default=wall))
         view = TopologyView(id=name, name=name, status=status, submitted=submitted, conf=plan.conf,
-                            components=components, workers=workers)
+                            components=components, workers=workers, samples=self._samples(runner))
         if details:
             slots = {address: i for i, address in enumerate(runner.addresses)}
             view.errors = [{**e.to_dict(), "node": runner.node, "port": slots.get(e.worker)}
@@ -106,6 +112,20 @@ class LocalBackend:
                     view.stats[window] = runner.book.components(name, window, mono)
                     view.executor_stats[window] = runner.book.executors(name, window, mono)
         return view
+
+    def _samples(self, runner: LocalTopology) -> dict[tuple[str, int], list[dict[str, Any] | None]]:
+        """Per worker, as nimbus keeps them (storm_api.worker_system): this process's system
+        samples, with the worker's own queue depth, backpressure and transfer."""
+        previous, latest = self._process
+        out: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
+        for index, worker in enumerate(list(runner.workers)):
+            if worker is None or latest is None:
+                continue
+            transfer = worker.transfer.stats() if worker.transfer is not None else {}
+            sample = {**latest, "system": {**latest["system"], "backpressure": worker.backpressure.active},
+                      "transfer": transfer, "queue_depth": sum(e.queue.size for e in worker.executors)}
+            out[runner.node, index] = [previous, sample]
+        return out
 
     def visualization(self, ident: str, window: str, sys: bool = False) -> dict[str, Any]:
         """The graph, as NimbusService.visualization draws it, from the runner's plan and book."""
@@ -202,13 +222,17 @@ class LocalBackend:
         return api.topology_summary(self.views(), now)
 
     def ingest(self) -> None:
-        """Every running topology's statistics into its book (the timer's work)."""
+        """Every running topology's statistics into its book, and a sample of this process
+        (the timer's work)."""
+        system = self.sampler.sample()
+        if system:
+            self._process = [self._process[1], {"time": time.time(), "system": system}]
         for runner in self.cluster.topologies().values():
             with self._lock:
                 runner.ingest_stats()
 
 
-class _LocalHandler(_Handler):
+class _LocalHandler(ApiHandler):
     server_version = "squall-local"
     nimbus: LocalBackend  # type: ignore[assignment] - the same calls, answered locally
 
@@ -261,6 +285,7 @@ class LocalUiServer:
         self.httpd.shutdown()
         self.httpd.server_close()
         self._timer.join(5)
+        self.backend.sampler.close()
 
     def __enter__(self) -> LocalUiServer:
         return self.start()

@@ -61,7 +61,11 @@ STORM_ROOTS = ("supervisor", "nimbus", "topology", "topology-workers")  # and cl
 STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
 
 
-class _Handler(BaseHTTPRequestHandler):
+class ApiHandler(BaseHTTPRequestHandler):
+    """The HTTP API and the web UI.  Both nimbus (:class:`ApiServer`) and local mode
+    (squall.local.ui, a subclass answering from a LocalCluster) serve through it; a server
+    makes a subclass with ``nimbus`` (what answers) and ``metrics`` (the Prometheus registry)."""
+
     server_version = "squall-nimbus"
     nimbus: Nimbus
     metrics: CollectorRegistry
@@ -243,7 +247,7 @@ class _Handler(BaseHTTPRequestHandler):
 class ApiServer:
     def __init__(self, nimbus: Nimbus, host: str, port: int) -> None:
         metrics = prometheus.registry(nimbus.service.prometheus_snapshot)
-        handler = type("Handler", (_Handler,), {"nimbus": nimbus, "metrics": metrics})
+        handler = type("Handler", (ApiHandler,), {"nimbus": nimbus, "metrics": metrics})
         self.httpd = ThreadingHTTPServer((host, port), handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="nimbus-http", daemon=True)

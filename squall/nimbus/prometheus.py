@@ -27,6 +27,12 @@ resubmission; ``squall_topology_info`` maps it to the id):
   0.99 and 1 (max).  A name is made a valid Prometheus name ('.', ':' and
   '-' become '_'); a name used as two kinds gets the kind in the second:
   ``squall_user_gauge_<name>``;
+* per worker (``topology``, ``node``, ``port``), as its latest heartbeat reports:
+  gauges ``squall_worker_rss_bytes``, ``squall_worker_threads``,
+  ``squall_worker_queue_depth`` (its executors' queues together); counters
+  ``squall_worker_cpu_seconds_total``, ``squall_worker_gc_seconds_total``,
+  ``squall_worker_frames_sent_total``, ``squall_worker_frames_dropped_total``
+  (since the worker process started: a restart starts them again);
 * the cluster: ``squall_cluster_supervisors``, ``squall_cluster_slots`` by
   ``state`` (used, free), and per topology ``squall_topology_workers``,
   ``_executors``, ``_tasks``, ``_uptime_seconds``.
@@ -49,6 +55,17 @@ from prometheus_client.registry import Collector, CollectorRegistry
 EXECUTOR = ["topology", "component", "executor"]
 PLACED = [*EXECUTOR, "node", "worker"]
 TASK = ["topology", "component", "task", "node", "worker"]
+WORKER = ["topology", "node", "port"]
+# family -> (counter?, the sample's section, its key, help)
+WORKER_SERIES = {
+    "squall_worker_rss_bytes": (False, "system", "rss_bytes", "Resident memory of the worker process."),
+    "squall_worker_threads": (False, "system", "threads", "Threads of the worker process."),
+    "squall_worker_queue_depth": (False, None, "queue_depth", "Tuples in its executors' queues."),
+    "squall_worker_cpu_seconds": (True, "system", "cpu_secs", "CPU seconds of the worker process."),
+    "squall_worker_gc_seconds": (True, "system", "gc_secs", "Seconds the worker spent in GC."),
+    "squall_worker_frames_sent": (True, "transfer", "frames_sent", "Frames sent to other workers."),
+    "squall_worker_frames_dropped": (True, "transfer", "frames_dropped", "Frames the worker dropped."),
+}
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 # The sample names a family of each type writes besides its own name.
 _SUFFIXES = {"counter": ("_total", "_created"), "gauge": (), "summary": ("_count", "_sum", "_created")}
@@ -104,6 +121,8 @@ def families(snapshot: Mapping[str, Any]) -> list[Metric]:
     queue = gauge("squall_queue_depth", "Tuples waiting in the executor's queue.", PLACED)
     pending = gauge("squall_pending", "Spout tuple trees emitted and not yet acked or failed.", PLACED)
     user = _UserMetrics()
+    workers = {name: (CounterMetricFamily if counter else GaugeMetricFamily)(name, doc, labels=WORKER)
+               for name, (counter, _, _, doc) in WORKER_SERIES.items()}
 
     for t in snapshot.get("topologies", []):
         name, kinds = t["name"], t.get("kinds", {})
@@ -143,8 +162,14 @@ def families(snapshot: Mapping[str, Any]) -> list[Metric]:
             for component, tasks in sorted(beat["metrics"].items()):
                 for task, snap in sorted(tasks.items()):
                     user.add([name, component, str(task), beat["node"], beat["worker"]], snap)
+        for w in t.get("worker_system", []):
+            sample = w.get("sample") or {}
+            for family, (_, section, key, _) in WORKER_SERIES.items():
+                value = (sample.get(section) or {} if section else sample).get(key)
+                if _number(value):
+                    workers[family].add_metric([name, w["node"], str(w["port"])], value)
     return [cluster_supervisors, slots, info, *shape.values(), *counters.values(), *latencies.values(),
-            queue, pending, *user.families.values()]
+            queue, pending, *workers.values(), *user.families.values()]
 
 
 class _UserMetrics:

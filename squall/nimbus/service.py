@@ -49,6 +49,15 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, message)
 
 
+def worker_sample(beat: dict[str, Any]) -> dict[str, Any]:
+    """What nimbus keeps of a worker's heartbeat for the worker view (storm_api.worker_system)."""
+    depths = [e.get("queue_depth") for e in beat.get("executor_stats") or [] if isinstance(e, dict)]
+    numbers = [d for d in depths if isinstance(d, (int, float)) and not isinstance(d, bool)]
+    return {"time": beat["time"], "pid": beat.get("pid"), "topology_id": beat.get("topology_id"),
+            "system": dict(beat.get("system") or {}), "transfer": dict(beat.get("transfer") or {}),
+            "queue_depth": sum(numbers) if numbers else None}
+
+
 class NimbusService:
     def __init__(self, state: ClusterState, conf: dict[str, Any],
                  now: Callable[[], float] = time.time, stats: StatsBook | None = None) -> None:
@@ -58,6 +67,9 @@ class NimbusService:
         # Windows of the workers' statistics (every nimbus keeps them: see ingest_stats).
         self.stats = stats if stats is not None else StatsBook()
         self._stats_lock = threading.Lock()
+        # (node, port) -> its worker's last two system samples [previous or None, latest] (see
+        # worker_sample), read with the statistics: CPU and GC % are rates between the two.
+        self.worker_samples: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
 
     # -- lookups -------------------------------------------------------------
 
@@ -112,14 +124,37 @@ class NimbusService:
         A worker's incarnation is (node, port, pid): a restarted one counts from zero."""
         live = {r["id"] for r in self.state.topologies()}
         now = self.now()
+        samples: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
         with self._stats_lock:
             for node, ports in self.state.worker_beats().items():
                 for port, beat in ports.items():
                     tid = beat.get("topology_id")
                     if tid in live and beat.get("executor_stats"):
                         self.stats.ingest(tid, (node, port, beat.get("pid")), beat["executor_stats"], now)
+                    if tid in live and isinstance(beat.get("time"), (int, float)):
+                        self._keep_sample((node, int(port)), worker_sample(beat), samples)
+            self.worker_samples = samples
             for tid in set(self.stats.first_seen) - live:
                 self.stats.forget(tid)
+
+    def _keep_sample(self, slot: tuple[str, int], sample: dict[str, Any],
+                     into: dict[tuple[str, int], list[dict[str, Any] | None]]) -> None:
+        """The slot's latest sample, after the one before when it is the same worker (same
+        topology and pid) and a newer beat; the same beat read again changes nothing."""
+        previous, latest = self.worker_samples.get(slot, [None, None])
+        if latest is not None and latest["time"] == sample["time"]:
+            into[slot] = [previous, latest]
+        elif latest is not None and (latest["topology_id"], latest["pid"]) == (sample["topology_id"],
+                                                                             sample["pid"]):
+            into[slot] = [latest, sample]
+        else:
+            into[slot] = [None, sample]
+
+    def samples(self, topology_id: str) -> dict[tuple[str, int], list[dict[str, Any] | None]]:
+        """(node, port) -> the last two samples of the topology's workers."""
+        with self._stats_lock:
+            return {slot: list(pair) for slot, pair in self.worker_samples.items()
+                    if pair[1] is not None and pair[1]["topology_id"] == topology_id}
 
     def component_stats(self, name: str, window: str) -> dict[str, dict[str, Any]]:
         """component -> Storm's statistics over ``window`` ("600", "10800", "86400", ":all-time")."""
@@ -157,7 +192,7 @@ class NimbusService:
             conf=plan.conf, components=components,
             workers=[{**w, "host": hosts.get(w["node"], w["node"])} for w in assignment.get("workers", [])],
             # The code lives in ZooKeeper: every nimbus has it.
-            replication=max(len(self.state.nimbuses()), 1))
+            replication=max(len(self.state.nimbuses()), 1), samples=self.samples(record["id"]))
         if details:
             view.errors = self.state.errors(record["id"])
             now = self.now()
@@ -231,7 +266,8 @@ class NimbusService:
     def prometheus_snapshot(self) -> dict[str, Any]:
         """Plain data for squall.nimbus.prometheus: the cluster's slots, and per topology
         its executors' counters (all time), latencies and capacity (10 minutes), gauges and
-        the components' own metrics, with where each executor runs."""
+        the components' own metrics, with where each executor runs, and its workers' latest
+        system samples."""
         supervisors = self.state.supervisors()
         assignments = self.state.assignments()
         beats = self.state.worker_beats()
@@ -257,7 +293,9 @@ class NimbusService:
                 "tasks": sum(len(c["tasks"]) for c in view.components.values()),
                 "kinds": {name: c["kind"] for name, c in view.components.items()},
                 "placement": placement, "all_time": all_time, "recent": recent, "latest": latest,
-                "user_metrics": user})
+                "user_metrics": user,
+                "worker_system": [{"node": node, "port": port, "sample": pair[1]}
+                                  for (node, port), pair in sorted(view.samples.items())]})
         return {"supervisors": len(supervisors),
                 "slots_total": sum(len(s["ports"]) for s in supervisors.values()),
                 "slots_used": sum(1 for n, s in supervisors.items() for p in s["ports"] if (n, p) in used),

@@ -21,6 +21,16 @@ Approximations, where Squall keeps less than Storm:
 * ``replicationCount`` is the number of nimbuses: the code lives in ZooKeeper,
   where every nimbus reads it.
 
+Squall's additions: every entry of the topology page's ``workers`` carries what
+the worker's heartbeats report of it (``null`` while it has not reported, or
+for a rate before two reports): ``rssBytes``, ``threads``, ``cpuPercent`` and
+``gcPercent`` (CPU and garbage-collector seconds over wall seconds between its
+last two reports, x 100; above 100 with several busy threads), ``gcCollections``
+(collections so far per generation, [g0, g1, g2]), ``framesSent``,
+``framesReceived``, ``framesDropped`` (its transfer's, cumulative),
+``queueDepth`` (tuples waiting in its executors' queues) and ``backpressure``
+(whether it has signalled backpressure).
+
 Left out, having no Squall counterpart: memory and CPU figures of Storm's
 resource-aware scheduler (``requestedMem*``, ``assignedMem*``, ``totalMem``,
 ``assignedCpu``...), log viewer links (``workerLogLink``, ``logviewerPort``),
@@ -61,6 +71,9 @@ class TopologyView:
     # window -> StatsBook.components(...) / StatsBook.executors(...); empty when not asked for
     stats: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     executor_stats: dict[str, dict[tuple[str, Executor], dict[str, Any]]] = field(default_factory=dict)
+    # (node, port) -> the worker's last two samples {"time", "system", "transfer", "queue_depth"}:
+    # [previous or None, latest] (see worker_system)
+    samples: dict[tuple[str, int], list[dict[str, Any] | None]] = field(default_factory=dict)
 
     @property
     def hosts(self) -> dict[str, str]:
@@ -198,8 +211,43 @@ def worker_summaries(view: TopologyView, now: float) -> list[dict[str, Any]]:
                 counts[component] = counts.get(component, 0) + 1
         out.append({"supervisorId": w["node"], "host": w.get("host", w["node"]), "port": w["port"],
                     "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(w["executors"]),
-                    "componentNumTasks": counts, **_uptime(w.get("since"), now)})
+                    "componentNumTasks": counts, **_uptime(w.get("since"), now),
+                    **worker_system(*view.samples.get((w["node"], int(w["port"])), [None, None]))})
     return out
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def worker_system(previous: Mapping[str, Any] | None, latest: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Squall's fields of a worker (see the module's docstring) from its last two samples, each
+    ``{"time": wall secs, "system": the beat's system, "transfer": its transfer, "queue_depth": n}``."""
+    system = (latest or {}).get("system") or {}
+    transfer = (latest or {}).get("transfer") or {}
+    before = (previous or {}).get("system") or {}
+
+    def percent(key: str) -> float | None:
+        if latest is None or previous is None:
+            return None
+        elapsed, now, then = latest.get("time", 0) - previous.get("time", 0), system.get(key), before.get(key)
+        if not (_number(now) and _number(then)) or elapsed <= 0:
+            return None
+        return round(max(0.0, (now - then) / elapsed * 100), 1)
+
+    def number(mapping: Mapping[str, Any], key: str) -> Any:
+        return mapping.get(key) if _number(mapping.get(key)) else None
+
+    collections = system.get("gc_collections")
+    backpressure = system.get("backpressure")
+    return {"rssBytes": number(system, "rss_bytes"), "cpuPercent": percent("cpu_secs"),
+            "gcPercent": percent("gc_secs"), "threads": number(system, "threads"),
+            "gcCollections": list(collections) if isinstance(collections, list) else None,
+            "framesSent": number(transfer, "frames_sent"),
+            "framesReceived": number(transfer, "frames_received"),
+            "framesDropped": number(transfer, "frames_dropped"),
+            "queueDepth": number(latest or {}, "queue_depth"),
+            "backpressure": backpressure if isinstance(backpressure, bool) else None}
 
 
 def _component_stats(view: TopologyView, window: str, name: str) -> dict[str, Any]:

@@ -50,7 +50,12 @@ def snapshot() -> dict[str, Any]:
         "latest": {(1, 1): {"component": "spout/coordinator", "queue_depth": 3, "pending": 6},
                    (2, 2): {"component": "count", "queue_depth": 0, "pending": None},
                    (9, 9): {"component": "gone", "queue_depth": 1, "pending": None}},
-        "user_metrics": [{"node": "n1", "worker": "h1:6700", "metrics": {"count": {"2": user}}}]}]}
+        "user_metrics": [{"node": "n1", "worker": "h1:6700", "metrics": {"count": {"2": user}}}],
+        "worker_system": [{"node": "n1", "port": 6700, "sample": {
+            "time": 1.0, "queue_depth": 3, "system": {"rss_bytes": 40e6, "threads": 8, "cpu_secs": 2.5,
+                                                      "gc_secs": 0.1, "backpressure": False},
+            "transfer": {"frames_sent": 4, "frames_dropped": 1}}},
+                          {"node": "n1", "port": 6701, "sample": None}]}]}
 
 
 def test_the_families_of_a_snapshot_parse_and_carry_labels() -> None:
@@ -76,6 +81,14 @@ def test_the_families_of_a_snapshot_parse_and_carry_labels() -> None:
     assert quantiles == {"0": 1, "0.5": 2, "0.99": 4, "1": 4}
     assert samples(families, "squall_user_batch_size_count")[0].value == 4
     assert not samples(families, "squall_user_broken") and not samples(families, "squall_user_flag")
+    # the workers' own series
+    where = {"topology": "wc", "node": "n1", "port": "6700"}
+    for name, value in (("squall_worker_rss_bytes", 40e6), ("squall_worker_threads", 8),
+                        ("squall_worker_queue_depth", 3), ("squall_worker_cpu_seconds_total", 2.5),
+                        ("squall_worker_gc_seconds_total", 0.1), ("squall_worker_frames_sent_total", 4),
+                        ("squall_worker_frames_dropped_total", 1)):
+        (sample,) = samples(families, name)
+        assert sample.labels == where and sample.value == value, name
 
 
 # -- a real cluster ------------------------------------------------------------------
@@ -123,6 +136,14 @@ def test_a_running_topology_is_scraped_and_its_counters_grow(cluster: DevCluster
     assert samples(first, "squall_capacity", component="count")
     queued = {s.labels["component"] for s in samples(first, "squall_queue_depth")}
     assert queued >= {"sentences", "split", "count"}
+    for name in ("squall_worker_rss_bytes", "squall_worker_threads", "squall_worker_queue_depth",
+                 "squall_worker_cpu_seconds_total", "squall_worker_gc_seconds_total",
+                 "squall_worker_frames_sent_total", "squall_worker_frames_dropped_total"):
+        series = samples(first, name, topology="WordCount")
+        assert len(series) == 2, name  # two workers
+        assert all(set(s.labels) == {"topology", "node", "port"} and s.labels["port"].isdigit()
+                   for s in series), name
+    assert all(s.value > 10 * 2**20 for s in samples(first, "squall_worker_rss_bytes"))
     before = total(first, "squall_emitted_total", topology="WordCount", component="split")
     poll_for(lambda: total(scrape(cluster), "squall_emitted_total", topology="WordCount", component="split")
              > before, timeout=30, interval=0.2, message="squall_emitted_total growing")

@@ -19,6 +19,7 @@ import pytest
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import WINDOW_IDS
 from squall.nimbus import storm_api as api
+from squall.nimbus.service import NimbusService
 from squall.ops.devcluster import DevCluster
 from squall.testing import poll_for
 
@@ -77,6 +78,13 @@ def _view() -> api.TopologyView:
     view = api.TopologyView(id=TID, name="tx", status="inactive", submitted=900.0,
                             conf={"topology.message.timeout.secs": 30}, components=components,
                             workers=workers, errors=errors)
+    # worker 6700 reported twice (1 CPU second and 0.1 GC second over 2 s), 6701 not yet
+    before = {"time": 1000.0, "system": {"cpu_secs": 3.0, "gc_secs": 0.5}}
+    latest = {"time": 1002.0, "queue_depth": 7,
+              "system": {"cpu_secs": 4.0, "gc_secs": 0.6, "rss_bytes": 50_000_000, "threads": 9,
+                         "gc_collections": [10, 2, 1], "backpressure": False},
+              "transfer": {"frames_sent": 5, "frames_received": 6, "frames_dropped": 0}}
+    view.samples = {("n1", 6700): [before, latest]}
     for window in WINDOW_IDS:
         view.stats[window] = book.components(TID, window, 1010.0)
         view.executor_stats[window] = book.executors(TID, window, 1010.0)
@@ -98,8 +106,60 @@ def test_the_topology_page_has_storms_fields() -> None:
     stats = {s["window"]: s for s in page["topologyStats"]}
     assert stats["600"]["acked"] == 40 and stats["600"]["emitted"] == 42 + 320
     assert page["workers"][1]["componentNumTasks"] == {"split": 1, "__acker": 1}
+    first, second = page["workers"]
+    assert first["rssBytes"] == 50_000_000 and first["threads"] == 9 and first["queueDepth"] == 7
+    assert (first["cpuPercent"], first["gcPercent"], first["gcCollections"]) == (50.0, 5.0, [10, 2, 1])
+    assert (first["framesSent"], first["framesReceived"], first["framesDropped"]) == (5, 6, 0)
+    assert first["backpressure"] is False
+    squall_fields = ("rssBytes", "cpuPercent", "gcPercent", "gcCollections", "threads", "framesSent",
+                     "framesReceived", "framesDropped", "queueDepth", "backpressure")
+    assert {key: second[key] for key in squall_fields} == dict.fromkeys(squall_fields)  # not reported yet
+    # a rate needs two samples
+    assert api.worker_system(None, _view().samples["n1", 6700][1])["cpuPercent"] is None
     with_system = api.topology_page(_view(), "600", 1010.0, sys=True)
     assert [b["boltId"] for b in with_system["bolts"]] == ["__acker", "split"]
+
+
+class _Beats:
+    """What NimbusService.ingest_stats reads of ClusterState: the topologies and the beats."""
+
+    def __init__(self) -> None:
+        self.beats: dict[str, dict[str, dict[str, Any]]] = {}
+
+    def topologies(self) -> list[dict[str, Any]]:
+        return [{"id": TID}]
+
+    def worker_beats(self) -> dict[str, dict[str, dict[str, Any]]]:
+        return self.beats
+
+
+def test_nimbus_keeps_each_workers_last_two_samples() -> None:
+    state = _Beats()
+    service = NimbusService(state, {}, now=lambda: 1000.0)  # type: ignore[arg-type] - a stand-in
+
+    def beat(time: float, cpu: float, pid: int = 1, tid: str = TID) -> None:
+        state.beats = {"n1": {"6700": {"time": time, "pid": pid, "topology_id": tid,
+                                       "system": {"cpu_secs": cpu}, "executor_stats": [
+                                           {"component": "split", "executor": [2, 2], "queue_depth": 2},
+                                           {"component": "split", "executor": [3, 3], "queue_depth": 3}]}}}
+        service.ingest_stats()
+
+    def cpu() -> Any:
+        return api.worker_system(*service.samples(TID)[("n1", 6700)])["cpuPercent"]
+
+    beat(10.0, 1.0)
+    assert cpu() is None and service.samples(TID)[("n1", 6700)][1]["queue_depth"] == 5
+    beat(12.0, 2.0)
+    assert cpu() == 50.0
+    beat(12.0, 2.0)  # the same beat read again: the rate stays
+    assert cpu() == 50.0
+    beat(13.0, 0.1, pid=2)  # a restarted worker: no rate across the two processes
+    assert cpu() is None
+    beat(14.0, 0.2, pid=2, tid="other")  # another topology's worker (a dead one's)
+    assert service.samples(TID) == {}
+    state.beats = {}
+    service.ingest_stats()
+    assert service.worker_samples == {}
 
 
 def test_the_component_page_lists_executors_and_streams() -> None:
@@ -209,6 +269,22 @@ def test_the_topology_page_shows_live_numbers_that_grow(cluster: DevCluster) -> 
     # the plain name works as :id too, and the numbers keep growing
     poll_for(lambda: get(cluster, "/api/v1/topology/WordCount?window=600")["topologyStats"][0]["acked"]
              > first["topologyStats"][0]["acked"], timeout=30, interval=0.2, message="more acked trees")
+
+
+def test_the_topology_page_shows_each_workers_system(cluster: DevCluster) -> None:
+    ident = topology_id(cluster)
+
+    def sampled() -> Any:
+        workers = get(cluster, f"/api/v1/topology/{ident}?window=600")["workers"]
+        return all(isinstance(w["cpuPercent"], (int, float)) for w in workers) and workers
+
+    workers = poll_for(sampled, timeout=30, interval=0.2, message="two samples of every worker")
+    assert len(workers) == 2
+    for w in workers:
+        assert w["rssBytes"] > 10 * 2**20 and w["threads"] > 3 and w["cpuPercent"] >= 0
+        assert w["gcPercent"] >= 0 and len(w["gcCollections"]) == 3
+        assert w["queueDepth"] >= 0 and isinstance(w["backpressure"], bool)
+        assert w["framesSent"] >= 0 and w["framesDropped"] >= 0
 
 
 def test_the_component_page_of_split(cluster: DevCluster) -> None:

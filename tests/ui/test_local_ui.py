@@ -69,6 +69,15 @@ def test_the_api_and_pages_answer_from_the_local_process(local_ui: str) -> None:
     first = wait_for("numbers in the 10-minute window", lambda: all(numbers()) and numbers())
     wait_for("the numbers to grow", lambda: all(a > b for a, b in zip(numbers(), first, strict=True)))
 
+    # The workers: this process's memory and threads in each, a CPU % once sampled twice.
+    def sampled() -> Any:
+        workers = get_json(local_ui + "/api/v1/topology/WordCount?window=600")["workers"]
+        return all(isinstance(w["cpuPercent"], float) for w in workers) and workers
+
+    workers = wait_for("two samples of this process", sampled)
+    assert all(w["rssBytes"] > 10 * 2**20 and w["threads"] > 3 and w["queueDepth"] >= 0 for w in workers)
+    assert all("framesDropped" in w and isinstance(w["backpressure"], bool) for w in workers)
+
     graph = get_json(local_ui + "/api/v1/topology/WordCount/visualization?window=600")
     assert {n["id"] for n in graph["nodes"]} == {"sentences", "split", "count"}
     edges = {(e["from"], e["to"]): e for e in graph["edges"]}

@@ -201,6 +201,10 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
 
     first = wait_for("emitted sentences", lambda: cell("spouts", "sentences", "emitted"))
     wait_for("the emitted count to grow", lambda: cell("spouts", "sentences", "emitted") > first)
+    # The workers table: each worker's memory from its heartbeats.
+    rss = wait_for("the workers' memory", lambda: [c.text for c in browser.find_elements(
+        By.CSS_SELECTOR, "#workers tbody td[data-key=rssBytes]") if c.text])
+    assert len(rss) == 2 and all(text.endswith(" MB") and float(text.split()[0]) > 10 for text in rss)
     executed = wait_for("executed words", lambda: cell("bolts", "count", "executed"))
     wait_for("the executed count to grow", lambda: cell("bolts", "count", "executed") > executed)
 

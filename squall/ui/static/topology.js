@@ -94,8 +94,19 @@ function renderPage(page) {
     ["Acked", "acked", {num: true}], ["Failed", "failed", {num: true}],
     ["Last error", "lastError", {cls: "error"}]],
   page.bolts.map(b => ({...b, _key: b.boltId})));
+  const blank = v => v === null || v === undefined;
+  const mb = w => blank(w.rssBytes) ? "" : (w.rssBytes / 1048576).toFixed(1) + " MB";
+  const pct = key => w => blank(w[key]) ? "" : Number(w[key]).toFixed(1) + " %";
   squall.table("workers", [["Host", "host"], ["Port", "port", {num: true}], ["Supervisor", "supervisorId"],
-                           ["Uptime", "uptime"], ["Executors", "executorsTotal", {num: true}],
+                           ["Uptime", "uptime"], ["RSS", "rssBytes", {num: true, render: mb}],
+                           ["CPU", "cpuPercent", {num: true, render: pct("cpuPercent")}],
+                           ["GC", "gcPercent", {num: true, render: pct("gcPercent")}],
+                           ["Threads", "threads", {num: true}], ["Queue depth", "queueDepth", {num: true}],
+                           ["Backpressure", "backpressure", {render: w =>
+                             blank(w.backpressure) ? "" : (w.backpressure ? squall.el("span", {class: "warn"}, "yes") : "no")}],
+                           ["Frames sent", "framesSent", {num: true}],
+                           ["Frames dropped", "framesDropped", {num: true}],
+                           ["Executors", "executorsTotal", {num: true}],
                            ["Components (tasks)", "componentNumTasks", {render: w =>
                              Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
                page.workers.map(w => ({...w, _key: w.host + ":" + w.port})));
