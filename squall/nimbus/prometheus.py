@@ -65,6 +65,8 @@ WORKER_SERIES = {
     "squall_worker_gc_seconds": (True, "system", "gc_secs", "Seconds the worker spent in GC."),
     "squall_worker_frames_sent": (True, "transfer", "frames_sent", "Frames sent to other workers."),
     "squall_worker_frames_dropped": (True, "transfer", "frames_dropped", "Frames the worker dropped."),
+    "squall_worker_bytes_sent": (True, "transfer", "bytes_sent", "Bytes sent to other workers."),
+    "squall_worker_bytes_received": (True, "transfer", "bytes_received", "Bytes from other workers."),
 }
 _INVALID = re.compile(r"[^a-zA-Z0-9_]")
 # The sample names a family of each type writes besides its own name.

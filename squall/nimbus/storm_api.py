@@ -27,7 +27,8 @@ for a rate before two reports): ``rssBytes``, ``threads``, ``cpuPercent`` and
 ``gcPercent`` (CPU and garbage-collector seconds over wall seconds between its
 last two reports, x 100; above 100 with several busy threads), ``gcCollections``
 (collections so far per generation, [g0, g1, g2]), ``framesSent``,
-``framesReceived``, ``framesDropped`` (its transfer's, cumulative),
+``framesReceived``, ``framesDropped``, ``bytesSent``, ``bytesReceived`` (its
+transfer's, cumulative),
 ``queueDepth`` (tuples waiting in its executors' queues) and ``backpressure``
 (whether it has signalled backpressure).
 
@@ -246,6 +247,8 @@ def worker_system(previous: Mapping[str, Any] | None, latest: Mapping[str, Any] 
             "framesSent": number(transfer, "frames_sent"),
             "framesReceived": number(transfer, "frames_received"),
             "framesDropped": number(transfer, "frames_dropped"),
+            "bytesSent": number(transfer, "bytes_sent"),
+            "bytesReceived": number(transfer, "bytes_received"),
             "queueDepth": number(latest or {}, "queue_depth"),
             "backpressure": backpressure if isinstance(backpressure, bool) else None}
 

@@ -65,6 +65,8 @@ class Transfer:
         self._threads: list[threading.Thread] = []
         self.frames_sent = 0
         self.frames_received = 0
+        self.bytes_sent = 0
+        self.bytes_received = 0
         self.unroutable = 0
         self.undecodable = 0
         # Cross-worker backpressure.
@@ -116,6 +118,8 @@ class Transfer:
         return {
             "frames_sent": self.frames_sent,
             "frames_received": self.frames_received,
+            "bytes_sent": self.bytes_sent,
+            "bytes_received": self.bytes_received,
             "frames_dropped": self._transport.dropped,
             "unroutable": self.unroutable,
             "undecodable": self.undecodable,
@@ -166,8 +170,10 @@ class Transfer:
                         continue
                     by_peer.setdefault(address, []).append((kind, task, payload))
                 for address, messages in by_peer.items():
-                    self._sender(address).send(serialization.encode(messages))
+                    frame = serialization.encode(messages)
+                    self._sender(address).send(frame)
                     self.frames_sent += 1
+                    self.bytes_sent += len(frame)
             if self._bp_told:
                 self._congested = False  # going away: do not leave the peers paused
                 self._tell_backpressure()
@@ -216,6 +222,7 @@ class Transfer:
                 if frame is None:
                     continue
                 self.frames_received += 1
+                self.bytes_received += len(frame)
                 try:
                     messages = serialization.decode(frame, self._component_of, self._record_of)
                 except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us

@@ -248,6 +248,7 @@ def test_reliable_tuples_cross_two_worker_processes_and_all_are_acked(workers: W
                       timeout=5, message="b's heartbeat to count the tuples")
     for beat in (beat_a, beat_b):
         assert beat["transfer"]["frames_sent"] > 0 and beat["transfer"]["frames_received"] > 0
+        assert beat["transfer"]["bytes_sent"] > beat["transfer"]["frames_sent"]  # frames are not empty
     assert beat_a["stats"]["source"]["complete_latency_ms"]["count"] == 500
 
 

@@ -106,6 +106,7 @@ function renderPage(page) {
                              blank(w.backpressure) ? "" : (w.backpressure ? squall.el("span", {class: "warn"}, "yes") : "no")}],
                            ["Frames sent", "framesSent", {num: true}],
                            ["Frames dropped", "framesDropped", {num: true}],
+                           ["Sent", "bytesSent", {num: true, render: mb}],
                            ["Executors", "executorsTotal", {num: true}],
                            ["Components (tasks)", "componentNumTasks", {render: w =>
                              Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
