@@ -84,7 +84,12 @@ class ApiHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
     def _raw_body(self) -> bytes:
-        length = int(self.headers.get("Content-Length") or 0)
+        header = self.headers.get("Content-Length") or "0"
+        # Digits only: int() would take "-1" (reading to EOF past the cap) or " 12 ".
+        if not header.isdigit():
+            msg = f"Content-Length must be a number of bytes, got {header!r}"
+            raise ApiError(400, msg)
+        length = int(header)
         if length > MAX_BODY:
             raise ApiError(413, f"request body over {MAX_BODY} bytes")
         return self.rfile.read(length) if length else b""
@@ -95,8 +100,9 @@ class ApiHandler(BaseHTTPRequestHandler):
             return {}
         try:
             return json.loads(raw)
-        except json.JSONDecodeError as e:
-            raise ApiError(400, f"the request body is not valid JSON: {e}") from e
+        except (ValueError, RecursionError) as e:  # bad JSON, bad UTF-8, nesting too deep
+            msg = f"the request body is not valid JSON: {str(e)[:200]}"
+            raise ApiError(400, msg) from e
 
     def _route(self, method: str) -> None:
         try:

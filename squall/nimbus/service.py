@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import os
 import re
 import subprocess
@@ -388,7 +389,9 @@ class NimbusService:
         if wait is None:
             wait = record["conf"].get("topology.message.timeout.secs",
                                       config_mod.DEFAULTS["topology.message.timeout.secs"])
-        if not isinstance(wait, (int, float)) or isinstance(wait, bool) or wait < 0:
+        # NaN passes "< 0" and would leave the topology killing for ever.
+        if (not isinstance(wait, (int, float)) or isinstance(wait, bool) or not math.isfinite(wait)
+                or wait < 0):
             raise bad_request(f"'wait_secs' must be a number >= 0, got {wait!r}")
         record["status"] = "killing"
         record["kill_at"] = self.now() + wait

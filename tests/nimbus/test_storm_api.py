@@ -4,6 +4,7 @@ count, read and driven the way a script written against Storm's API does."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import subprocess
 import sys
@@ -315,6 +316,42 @@ def test_bad_requests_are_refused_clearly(cluster: DevCluster) -> None:
     assert status == 405
     status, body = call(cluster, "/api/v1/topology/WordCount/kill/soon", method="POST")
     assert status == 400 and "whole seconds" in body["error"]
+
+
+def raw_post(url: str, path: str, body: bytes, length: str) -> tuple[int, Any]:
+    """A POST with a Content-Length of our choosing (urllib would compute it)."""
+    host, port = url.removeprefix("http://").split(":")
+    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    try:
+        conn.putrequest("POST", path)
+        conn.putheader("Content-Type", "application/json")
+        conn.putheader("Content-Length", length)
+        conn.endheaders()
+        conn.send(body)
+        response = conn.getresponse()
+        return response.status, json.loads(response.read() or b"null")
+    finally:
+        conn.close()
+
+
+def test_malformed_requests_get_400_not_500_and_change_nothing(cluster: DevCluster) -> None:
+    kill = "/api/v1/topologies/WordCount/kill"
+    leader = cluster.api("GET", "cluster")["leader"]  # only the leader acts (a standby answers 503)
+    for length in ("-1", "abc", "1e3", "0x10"):
+        status, body = raw_post(leader, kill, b"{}", length)
+        assert status == 400 and "Content-Length" in body["error"], (length, status, body)
+    status, body = raw_post(leader, kill, b"[" * 100_000 + b"]" * 100_000, str(200_000))
+    assert status == 400 and "not valid JSON" in body["error"]
+    status, body = raw_post(leader, kill, b'{"wait_secs": 1}\xff', "17")
+    assert status == 400 and "not valid JSON" in body["error"]
+    for wait in (b"NaN", b"Infinity", b"-1"):
+        payload = b'{"wait_secs": ' + wait + b"}"
+        status, body = raw_post(leader, kill, payload, str(len(payload)))
+        assert status == 400 and "wait_secs" in body["error"], (wait, status, body)
+    # and the topology is still there, active
+    summary = get(cluster, "/api/v1/topology/summary")["topologies"]
+    (topology,) = [t for t in summary if t["name"] == "WordCount"]
+    assert topology["status"] == "ACTIVE"
 
 
 def test_storms_actions_drive_the_topology(cluster: DevCluster) -> None:
