@@ -132,33 +132,11 @@ class LocalBackend:
         name = self.resolve(ident)
         runner = self._runner(name)
         view = self.view(name, details=True)
-        now = self.now()
-        page = api.topology_page(view, window, now, sys)
-        metrics = api.topology_metrics(view, window, sys)
         with self._lock:
             span = runner.book.span(name, window, runner.clock.now())
-        nodes = [{"id": s["spoutId"], "type": "spout", "capacity": 0.0, "emitted": s["emitted"],
-                  "executed": 0, "acked": s["acked"], "failed": s["failed"], "executors": s["executors"],
-                  "latency": s["completeLatency"], "lastError": s["lastError"]} for s in page["spouts"]]
-        nodes += [{"id": b["boltId"], "type": "bolt", "capacity": float(b["capacity"]),
-                   "emitted": b["emitted"], "executed": b["executed"], "acked": b["acked"],
-                   "failed": b["failed"], "executors": b["executors"], "latency": b["executeLatency"],
-                   "lastError": b["lastError"]} for b in page["bolts"]]
-        shown = {n["id"] for n in nodes}
-        executed = {(b["id"], row["component_id"], row["stream_id"]): row["value"]
-                    for b in metrics["bolts"] for row in b["executed"]}
-        edges = []
-        for c_name, c in sorted(runner.plan.components.items()):
-            for i in c.inputs:
-                if c_name not in shown or i.component not in shown or (i.stream.startswith("__") and not sys):
-                    continue
-                count = executed.get((c_name, i.component, i.stream), 0)
-                edges.append({"from": i.component, "to": c_name, "stream": i.stream,
-                              "grouping": i.grouping.type, "fields": list(i.grouping.fields),
-                              "executed": count, "rate": round(count / span, 3) if span >= 1 else 0.0})
-        return {"id": view.id, "name": view.name, "status": api.storm_status(view.status),
-                "window": window, "windowHint": api.window_hint(window),
-                "spanSecs": round(span, 1), "nodes": nodes, "edges": edges}
+        groupings = {(c_name, i.component, i.stream): {"type": i.grouping.type, "fields": i.grouping.fields}
+                     for c_name, c in runner.plan.components.items() for i in c.inputs}
+        return api.visualization(view, window, self.now(), sys, span, groupings)
 
     def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
         name = self.resolve(ident)

@@ -211,35 +211,11 @@ class NimbusService:
         record = self.resolve(ident)
         view = self.view(record, details=True)
         now = self.now()
-        page = storm_api.topology_page(view, window, now, sys)
-        metrics = storm_api.topology_metrics(view, window, sys)
         with self._stats_lock:
             span = self.stats.span(record["id"], window, now)
-        nodes = [{"id": s["spoutId"], "type": "spout", "capacity": 0.0, "emitted": s["emitted"],
-                  "executed": 0, "acked": s["acked"], "failed": s["failed"], "executors": s["executors"],
-                  "latency": s["completeLatency"], "lastError": s["lastError"]} for s in page["spouts"]]
-        nodes += [{"id": b["boltId"], "type": "bolt", "capacity": float(b["capacity"]),
-                   "emitted": b["emitted"], "executed": b["executed"], "acked": b["acked"],
-                   "failed": b["failed"], "executors": b["executors"], "latency": b["executeLatency"],
-                   "lastError": b["lastError"]} for b in page["bolts"]]
-        shown = {n["id"] for n in nodes}
-        executed = {(b["id"], row["component_id"], row["stream_id"]): row["value"]
-                    for b in metrics["bolts"] for row in b["executed"]}
         groupings = {(c["name"], i["component"], i["stream"]): i["grouping"]
                      for c in record["definition"]["components"] for i in c.get("inputs", [])}
-        edges = []
-        for name, c in sorted(view.components.items()):
-            for source, stream in c.get("inputs", []):
-                if name not in shown or source not in shown or (stream.startswith("__") and not sys):
-                    continue
-                grouping = groupings.get((name, source, stream)) or {}
-                count = executed.get((name, source, stream), 0)
-                edges.append({"from": source, "to": name, "stream": stream,
-                              "grouping": grouping.get("type", ""), "fields": grouping.get("fields", []),
-                              "executed": count, "rate": round(count / span, 3) if span >= 1 else 0.0})
-        return {"id": view.id, "name": view.name, "status": storm_api.storm_status(view.status),
-                "window": window, "windowHint": storm_api.window_hint(window),
-                "spanSecs": round(span, 1), "nodes": nodes, "edges": edges}
+        return storm_api.visualization(view, window, now, sys, span, groupings)
 
     def supervisors_started(self) -> dict[str, float]:
         """node -> when its supervisor registered: the creation of its ephemeral node."""

@@ -520,3 +520,37 @@ def wait_secs(text: str) -> int:
         msg = f"the wait time must be whole seconds >= 0, got {text!r}"
         raise ValueError(msg)
     return int(text)
+
+
+def visualization(view: TopologyView, window: str, now: float, sys: bool, span: float,
+                  groupings: Mapping[tuple[str, str, str], Mapping[str, Any]]) -> dict[str, Any]:
+    """The topology as a graph for the UI: nodes (spouts and bolts, with the numbers of the
+    topology page over ``window``) and edges (the declared inputs, with their grouping from
+    ``groupings`` -- (consumer, source, stream) -> {"type", "fields"} -- and the tuples per
+    second the consumer executed from them over the ``span`` seconds the window covers).
+    The acker and system streams ("__...") only with ``sys``."""
+    page = topology_page(view, window, now, sys)
+    metrics = topology_metrics(view, window, sys)
+    nodes = [{"id": s["spoutId"], "type": "spout", "capacity": 0.0, "emitted": s["emitted"],
+              "executed": 0, "acked": s["acked"], "failed": s["failed"], "executors": s["executors"],
+              "latency": s["completeLatency"], "lastError": s["lastError"]} for s in page["spouts"]]
+    nodes += [{"id": b["boltId"], "type": "bolt", "capacity": float(b["capacity"]),
+               "emitted": b["emitted"], "executed": b["executed"], "acked": b["acked"],
+               "failed": b["failed"], "executors": b["executors"], "latency": b["executeLatency"],
+               "lastError": b["lastError"]} for b in page["bolts"]]
+    shown = {n["id"] for n in nodes}
+    executed = {(b["id"], row["component_id"], row["stream_id"]): row["value"]
+                for b in metrics["bolts"] for row in b["executed"]}
+    edges = []
+    for name, c in sorted(view.components.items()):
+        for source, stream in c.get("inputs", []):
+            if name not in shown or source not in shown or (stream.startswith("__") and not sys):
+                continue
+            grouping = groupings.get((name, source, stream)) or {}
+            count = executed.get((name, source, stream), 0)
+            edges.append({"from": source, "to": name, "stream": stream,
+                          "grouping": grouping.get("type", ""), "fields": list(grouping.get("fields", [])),
+                          "executed": count, "rate": round(count / span, 3) if span >= 1 else 0.0})
+    return {"id": view.id, "name": view.name, "status": storm_status(view.status),
+            "window": window, "windowHint": window_hint(window),
+            "spanSecs": round(span, 1), "nodes": nodes, "edges": edges}

@@ -182,6 +182,22 @@ class Component:
         what it has not acked times out and replays.  Thread-safe."""
         return False
 
+    def lend_runtime(self, inner: Any, options: Mapping[str, Any]) -> Any:
+        """Give ``inner``, a component this one runs inside itself (a transactional
+        wrapper's user bolt or spout), this task's runtime: conf, context, clock,
+        logger, metrics, error reporting and the stop signal."""
+        context = self.context
+        inner.conf = self.conf
+        inner.context = context
+        inner.options = dict(options)
+        inner.logger = inner.logger.bind(component=context.component_id, task=context.task_id)
+        inner.clock = self.clock
+        inner.call_soon = self.call_soon
+        inner.stopping = self.stopping
+        inner.report_error = self.report_error
+        inner.metrics = self.metrics  # the task's, shared by every inner instance
+        return inner
+
     def call_soon(self, fn: Any) -> None:
         """Run ``fn()`` in this component's executor thread (thread-safe).
 
@@ -190,6 +206,20 @@ class Component:
         """
         msg = f"{type(self).__name__}.call_soon called outside a running topology"
         raise RuntimeError(msg)
+
+
+def spout_spec(cls: Any, what: str, name: str | None, par: int, tasks: int | None,
+               config: Mapping[str, Any] | None, options: dict[str, Any],
+               outputs: Any = None) -> ComponentSpec:
+    """A spout's spec (any kind of spout): spouts have no inputs."""
+    if "inputs" in options:
+        from squall.errors import TopologyValidationError
+
+        msg = f"{what} cannot have inputs"
+        raise TopologyValidationError(msg)
+    outputs = options.pop("outputs", outputs)
+    return ComponentSpec(cls, "spout", name=name, par=par, tasks=tasks, config=config,
+                         outputs=outputs, options=options)
 
 
 class _UnboundMetrics:
@@ -216,14 +246,7 @@ class Spout(Component):
         config: Mapping[str, Any] | None = None,
         **options: Any,
     ) -> ComponentSpec:
-        if "inputs" in options:
-            msg = f"spout {cls.__name__} cannot have inputs"
-            from squall.errors import TopologyValidationError
-
-            raise TopologyValidationError(msg)
-        outputs = options.pop("outputs", None)
-        return ComponentSpec(cls, "spout", name=name, par=par, tasks=tasks, config=config,
-                             outputs=outputs, options=options)
+        return spout_spec(cls, f"spout {cls.__name__}", name, par, tasks, config, options)
 
     def next_tuple(self) -> None:
         """Emit zero or more tuples; called while the spout is active and not throttled."""

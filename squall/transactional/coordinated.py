@@ -52,20 +52,11 @@ class CoordinatedBolt(Bolt):
         self.last: Track | None = None
         self.plain: Any = None
         if not self.batch:
-            self.plain = self._make_user(conf, context)
+            self.plain = self._make_user()
             self.plain.initialize(conf, context)
 
-    def _make_user(self, conf: dict[str, Any], context: Any) -> Any:
-        user = self.user_cls()
-        user.conf = conf
-        user.context = context
-        user.options = dict(self.user_options)
-        user.logger = user.logger.bind(component=context.component_id, task=context.task_id)
-        user.clock = self.clock
-        user.call_soon = self.call_soon
-        user.stopping = self.stopping
-        user.report_error = self.report_error
-        user.metrics = self.metrics  # the task's, whatever the batch
+    def _make_user(self) -> Any:
+        user = self.lend_runtime(self.user_cls(), self.user_options)
         user.emit = self.out.emit
         # Squall acks and anchors: a plain bolt's own ack/fail calls change nothing.
         user.ack = user.fail = _ignore
@@ -134,7 +125,7 @@ class CoordinatedBolt(Bolt):
             self._drop(old)
         tr = tracker.track(attempt, now)
         if self.batch:
-            tr.bolt = self._make_user(self.conf, self.context)
+            tr.bolt = self._make_user()
             self.out.current = tr
             try:
                 tr.bolt.initialize(self.conf, self.context, attempt)

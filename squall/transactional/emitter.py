@@ -215,15 +215,6 @@ def state_id(opts: dict[str, Any], conf: dict[str, Any], context: Any) -> str:
 
 def make_user_spout(host: Any, opts: dict[str, Any], conf: dict[str, Any], context: Any) -> Any:
     """The user's transactional spout, set up like any component of the task."""
-    spout = resolve_class(opts["spout"])()
-    spout.conf = conf
-    spout.context = context
-    spout.options = dict(opts.get("spout_options") or {})
-    spout.logger = spout.logger.bind(component=context.component_id, task=context.task_id)
-    spout.clock = host.clock
-    spout.call_soon = host.call_soon
-    spout.stopping = host.stopping
-    spout.report_error = host.report_error
-    spout.metrics = host.metrics
+    spout = host.lend_runtime(resolve_class(opts["spout"])(), opts.get("spout_options") or {})
     spout.initialize(conf, context)
     return spout

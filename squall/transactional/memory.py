@@ -22,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import TopologyValidationError
-from squall.topology.component import ComponentSpec
+from squall.topology.component import ComponentSpec, spout_spec
 from squall.transactional.spouts import (
     Emit,
     OpaquePartitionedTransactionalSpout,
@@ -34,9 +34,6 @@ def _memory_spec(cls: Any, data: Any, fields: Any, take_per_batch: int, tx_field
                  par: int, tasks: int | None, config: Mapping[str, Any] | None,
                  options: dict[str, Any]) -> ComponentSpec:
     where = f"{cls.__name__}.spec"
-    if "inputs" in options:
-        msg = f"transactional spout {cls.__name__} cannot have inputs"
-        raise TopologyValidationError(msg)
     if not isinstance(take_per_batch, int) or isinstance(take_per_batch, bool) or take_per_batch < 1:
         msg = f"{where}: take_per_batch must be an integer >= 1, got {take_per_batch!r}"
         raise TopologyValidationError(msg)
@@ -58,8 +55,8 @@ def _memory_spec(cls: Any, data: Any, fields: Any, take_per_batch: int, tx_field
         msg = f"{where}: data must be JSON-able (it travels with the topology): {e}"
         raise TopologyValidationError(msg) from e
     options = {**options, "data": [[list(v) for v in p] for p in data], "take_per_batch": take_per_batch}
-    return ComponentSpec(cls, "spout", name=name, par=par, tasks=tasks, config=config,
-                         outputs=[tx_field, *fields], options=options)
+    return spout_spec(cls, f"transactional spout {cls.__name__}", name, par, tasks, config, options,
+                      outputs=[tx_field, *fields])
 
 
 class _MemoryData:

@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from squall.topology.component import Component, ComponentSpec
+from squall.topology.component import Component, ComponentSpec, spout_spec
 from squall.transactional.attempt import TransactionAttempt
 
 Emit = Callable[..., Any]
@@ -34,14 +34,7 @@ class _TransactionalSpoutBase(Component):
     def spec(cls, name: str | None = None, par: int = 1, tasks: int | None = None,
              config: Mapping[str, Any] | None = None, **options: Any) -> ComponentSpec:
         """Place the spout; ``par`` is the emitters' parallelism (the coordinator has one task)."""
-        if "inputs" in options:
-            from squall.errors import TopologyValidationError
-
-            msg = f"transactional spout {cls.__name__} cannot have inputs"
-            raise TopologyValidationError(msg)
-        outputs = options.pop("outputs", None)
-        return ComponentSpec(cls, "spout", name=name, par=par, tasks=tasks, config=config,
-                             outputs=outputs, options=options)
+        return spout_spec(cls, f"transactional spout {cls.__name__}", name, par, tasks, config, options)
 
     def is_ready(self) -> bool:
         """Coordinator side: may a new transaction start now?  (A replay never asks.)"""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -17,14 +16,6 @@ from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.cluster.zookeeper import DevZookeeper, free_port
 from squall.errors import CoordinationError, SerializationError
 from squall.testing import poll_for
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
-    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
 
 
 def tx_conf(zookeeper: DevZookeeper, **extra: Any) -> dict[str, Any]:

@@ -4,11 +4,9 @@ expires the daemon's session)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from kazoo.client import KazooClient
 from kazoo.protocol.states import KazooState
 
@@ -18,14 +16,6 @@ from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.nimbus.daemon import Nimbus
 from squall.supervisor.daemon import Supervisor
 from squall.testing import poll_for
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
-    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
 
 
 def expire(client: KazooClient, hosts: str) -> None:
