@@ -69,6 +69,55 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "transactional.zookeeper.root": ("/transactional", (str,), None),
     "transactional.zookeeper.servers": (None, (list, type(None)), None),
     "transactional.zookeeper.port": (None, (int, type(None)), 1),
+    # -- security (squall.security; README "Security") -------------------------
+    # On: nimbus speaks TLS and wants a token on every request, workers talk
+    # CURVE, ZooKeeper nodes carry digest ACLs; daemons refuse to start without
+    # a keyring.  Off only for a dev cluster started with --insecure.
+    "squall.secure": (True, (bool,), None),
+    # The cluster keyring (0600) written by `squall secrets init`; None: $SQUALL_KEYRING,
+    # else ~/.squall/keyring.json.
+    "squall.keyring.path": (None, (str, type(None)), None),
+    # Nimbus's certificate and key (PEM); None: the keyring's, signed by its CA.
+    "nimbus.tls.cert.path": (None, (str, type(None)), None),
+    "nimbus.tls.key.path": (None, (str, type(None)), None),
+    # What clients trust for nimbus's certificate; None: the keyring's CA.
+    "nimbus.tls.ca.path": (None, (str, type(None)), None),
+    # Storm's authorizer: admins may do anything; nimbus.users (None: every
+    # authenticated user) may submit; read-only users may only read; a topology's
+    # owner (its submitter) and its topology.users may kill, rebalance,
+    # activate and deactivate it.
+    "nimbus.admins": (["admin"], (list,), None),
+    "nimbus.users": (None, (list, type(None)), None),
+    "nimbus.readonly.users": ([], (list,), None),
+    "topology.users": ([], (list,), None),
+    # Conf keys whose values are never shown (besides *.password, *.token, *.secret).
+    "topology.secret.keys": ([], (list,), None),
+    # Environment variables passed to workers (Storm's topology.environment adds more).
+    "topology.environment": ({}, (dict,), None),
+    "supervisor.worker.env.allow": (["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
+                                     "TMPDIR", "JAVA_HOME", "SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV",
+                                     "SQUALL_CONF"], (list,), None),
+    # Nimbus HTTP: requests served at once (more wait in the listen queue), and
+    # how long one may take to send its request before it is dropped.
+    "nimbus.http.max.connections": (32, (int,), 1),
+    "nimbus.http.timeout.secs": (30, (int, float), 0.01),
+    # Caps on what one submit may ask for (Storm's nimbus.slots.perTopology,
+    # nimbus.executors.perTopology; tasks is Squall's).
+    "nimbus.slots.perTopology": (64, (int,), 1),
+    "nimbus.executors.perTopology": (2048, (int,), 1),
+    "nimbus.tasks.perTopology": (8192, (int,), 1),
+    # A code package's size once unzipped, and its number of files.
+    "nimbus.code.max.uncompressed.bytes": (256 * 1024 * 1024, (int,), 1),
+    "nimbus.code.max.entries": (10_000, (int,), 1),
+    # The largest frame a worker accepts from a peer (ZMQ_MAXMSGSIZE): a bigger
+    # one is refused by ZeroMQ before it is buffered.
+    "zmq.max.message.bytes": (64 * 1024 * 1024, (int,), 1024),
+    # The largest message a multilang child may send; past it the child is
+    # faulted and restarted.
+    "topology.multilang.max.message.bytes": (64 * 1024 * 1024, (int,), 1),
+    # What `squall submit` packs from the topology's directory: glob patterns relative
+    # to it (None: everything but dotfiles, VCS dirs, virtualenvs and key files).
+    "topology.package.include": (None, (list, type(None)), None),
     # -- cluster daemons (squall.yaml) --------------------------------------
     "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),
     "storm.zookeeper.port": (2181, (int,), 1),

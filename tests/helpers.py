@@ -157,3 +157,16 @@ def numbers_spout(log: Log, limit: int, reliable: bool = True) -> type[Spout]:
 
 def gate(journal: Journal, release: threading.Event) -> type[Gate]:
     return type("HeldGate", (Gate,), {"journal": journal, "release": release})
+
+
+def keyring_conf(directory: Any) -> dict[str, Any]:
+    """Conf pointing at a cluster keyring in ``directory`` (made once): secure mode's
+    ZooKeeper digest ACLs, nimbus's TLS and tokens, as production runs them."""
+    from pathlib import Path
+
+    from squall.security.keyring import Keyring
+
+    path = Path(directory) / "keyring.json"
+    if not path.exists():
+        Keyring.create()[0].save(path)
+    return {"squall.secure": True, "squall.keyring.path": str(path)}

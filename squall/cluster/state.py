@@ -10,23 +10,40 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
     workerbeats/<node>     ephemeral: the node's worker heartbeats, one write
                            per supervisor heartbeat whatever the executor count
     errors/<id>/e-<seq>    the last errors of a topology's components
+    secrets/<id>           the topology's secrets: {"curve": {"public", "secret"}}
     nimbus/election/...    leader election (kazoo's Election recipe)
     nimbus/hosts/<id>      ephemeral: {"url"} of every running nimbus
 
 Every write is JSON.  Idempotent steps treat NodeExists/NoNode as done.
+
+Secure clusters: every node carries the client's digest ACL (see
+``squall.cluster.zookeeper``).  After a rotation of the ZooKeeper password,
+:meth:`ClusterState.fix_acls` (run by :meth:`ClusterState.setup`) gives the
+nodes made under the old ACL the current one, which names the new password
+and the previous one.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
+import structlog
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
 # ZooKeeper's default jute.maxbuffer is 1 MiB per node; stay well under.
 CODE_CHUNK = 512 * 1024
 MAX_ERRORS = 20
+# fix_acls looks at no more nodes than this (a cluster has a few per topology
+# and per code chunk), asking this many at a time.
+MAX_ACL_NODES = 100_000
+ACL_BATCH = 500
+PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
+         "nimbus/election", "nimbus/hosts")
+
+log = structlog.get_logger("squall.cluster.state.ClusterState")
 
 
 def _dump(obj: Any) -> bytes:
@@ -45,10 +62,64 @@ class ClusterState:
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
 
-    def setup(self) -> None:
-        for part in ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors",
-                     "nimbus/election", "nimbus/hosts"):
+    def setup(self, fix_acls: bool = True) -> None:
+        """Make the tree; on a secure client also :meth:`fix_acls` unless told not to."""
+        for part in PARTS:
             self.zk.ensure_path(self.path(part))
+        if fix_acls:
+            self.fix_acls()
+
+    @property
+    def secure(self) -> bool:
+        """Whether this client creates nodes with digest ACLs (squall.secure)."""
+        acls = self.zk.default_acl or ()
+        return bool(acls) and all(acl.id.scheme == "digest" for acl in acls)
+
+    def fix_acls(self, limit: int = MAX_ACL_NODES, timeout: float = 30.0) -> int:
+        """Give every node under the root this client's ACL; how many nodes changed.
+
+        A no-op for an insecure client: it never opens nodes up.  Bounded: it
+        walks at most ``limit`` nodes, level by level, asking ``ACL_BATCH`` at a
+        time.  A node none of our credentials may read (made under a password
+        older than the previous one) is reported and left alone.
+        """
+        if not self.secure:
+            return 0
+        wanted = list(self.zk.default_acl)
+        changed = seen = 0
+        unreachable: list[str] = []
+        level = [self.root]
+        while level and seen < limit:
+            level = level[:limit - seen]
+            seen += len(level)
+            children: list[str] = []
+            for batch in _batches(level, ACL_BATCH):
+                acl_replies = [(p, self.zk.get_acls_async(p)) for p in batch]
+                child_replies = [(p, self.zk.get_children_async(p)) for p in batch]
+                for path, reply in acl_replies:
+                    try:
+                        current, _stat = reply.get(timeout=timeout)
+                        if set(current) != set(wanted):
+                            self.zk.set_acls(path, wanted)
+                            changed += 1
+                    except NoNodeError:
+                        continue
+                    except NoAuthError:
+                        unreachable.append(path)
+                for path, reply in child_replies:
+                    try:
+                        children.extend(f"{path}/{c}" for c in sorted(reply.get(timeout=timeout)))
+                    except (NoNodeError, NoAuthError):
+                        continue
+            level = children
+        if level:
+            log.warning("zookeeper ACL walk stopped at its limit", root=self.root, limit=limit)
+        if unreachable:
+            log.error("zookeeper nodes not reachable with the keyring's credentials: their ACL names a "
+                      "retired password", count=len(unreachable), first=unreachable[:5])
+        if changed:
+            log.info("zookeeper ACLs updated to the keyring's credentials", nodes=changed, root=self.root)
+        return changed
 
     # -- generic -------------------------------------------------------------
 
@@ -96,8 +167,19 @@ class ClusterState:
         self._put(self.path("topologies", record["id"]), record)
 
     def remove_topology(self, topology_id: str) -> None:
-        for part in ("assignments", "code", "errors", "topologies"):
+        for part in ("assignments", "code", "errors", "secrets", "topologies"):
             self._delete(self.path(part, topology_id))
+
+    # -- secrets -------------------------------------------------------------
+
+    def put_topology_secrets(self, topology_id: str, secrets: dict[str, Any]) -> None:
+        """What only the topology's workers get (its CURVE keypair).  Write it
+        before the topology's assignment: a secure supervisor refuses to launch
+        a worker of a topology without one (until a later sync finds it)."""
+        self._put(self.path("secrets", topology_id), secrets)
+
+    def topology_secrets(self, topology_id: str) -> dict[str, Any] | None:
+        return self._get(self.path("secrets", topology_id))
 
     # -- code ----------------------------------------------------------------
 
@@ -196,3 +278,8 @@ class ClusterState:
             if info is not None:
                 out[nimbus_id] = info
         return out
+
+
+def _batches(items: list[str], size: int) -> Iterator[list[str]]:
+    for i in range(0, len(items), size):
+        yield items[i:i + size]

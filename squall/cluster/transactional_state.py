@@ -33,7 +33,7 @@ from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from squall import config
-from squall.cluster.zookeeper import connect, make_client
+from squall.cluster.zookeeper import Credentials, connect, make_client
 from squall.errors import ConfigError, CoordinationError
 from squall.transactional.state import decode_value, encode_value
 
@@ -164,9 +164,15 @@ class ZooKeeperBackend:
             self.zk.close()
 
     @classmethod
-    def for_transactional_conf(cls, conf: dict[str, Any]) -> ZooKeeperBackend:
+    def for_transactional_conf(cls, conf: dict[str, Any],
+                               credentials: Credentials | None = None) -> ZooKeeperBackend:
         """Storm's rule: the transactional.zookeeper.* servers and port, each
-        falling back to storm.zookeeper.* when unset."""
+        falling back to storm.zookeeper.* when unset.
+
+        Secure conf (``squall.secure``): digest auth and ACLs with
+        ``credentials`` (a worker has them from its secrets file), else the
+        keyring's (see squall.cluster.zookeeper.make_client).
+        """
 
         def pick(key: str, fallback: str) -> Any:
             value = conf.get(key)
@@ -182,16 +188,18 @@ class ZooKeeperBackend:
             "storm.zookeeper.servers": list(servers),
             "storm.zookeeper.port": pick("transactional.zookeeper.port", "storm.zookeeper.port"),
             **{key: conf.get(key, config.DEFAULTS[key])
-               for key in ("storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout")},
+               for key in ("storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout",
+                           "squall.secure", "squall.keyring.path")},
         }
-        client = make_client(zk_conf)
+        client = make_client(zk_conf, credentials)
         connect(client, zk_conf, who="transactional state")
         # A request unanswered for a whole session timeout is on a dead connection.
         return cls(client, conf.get("transactional.zookeeper.root") or "/transactional",
                    request_timeout=zk_conf["storm.zookeeper.session.timeout"] / 1000.0)
 
     @classmethod
-    def for_cluster_conf(cls, conf: dict[str, Any]) -> ZooKeeperBackend:
+    def for_cluster_conf(cls, conf: dict[str, Any],
+                         credentials: Credentials | None = None) -> ZooKeeperBackend:
         """What a cluster worker uses: the cluster's ZooKeeper unless the
         transactional.zookeeper.* keys name another."""
-        return cls.for_transactional_conf(conf)
+        return cls.for_transactional_conf(conf, credentials)

@@ -3,7 +3,16 @@
 Production points ``storm.zookeeper.servers`` at an existing ensemble.  For
 development and tests, :class:`DevZookeeper` runs the server class shipped in
 pyspark's wheel (``pyspark/jars/zookeeper-*.jar``) with the JVM that Spark
-needs anyway: ``java -cp "<pyspark>/jars/*" ...ZooKeeperServerMain PORT DIR``.
+needs anyway: ``java -cp "<pyspark>/jars/*" ...ZooKeeperServerMain <dir>/zoo.cfg``,
+listening on 127.0.0.1 only, its data directory readable by this user only.
+
+Secure mode (``squall.secure``, the default): every client authenticates with
+the cluster's ZooKeeper digest credentials (from the keyring, or given: a
+worker has them from its secrets file), and every node Squall creates carries
+a digest ACL naming each of those credentials with all permissions, so only
+the cluster reads or writes it.  During a rotation the keyring lists the new
+password and the previous one: clients authenticate with both, and new nodes
+name both, so daemons of either generation reach every node.
 """
 
 from __future__ import annotations
@@ -19,8 +28,10 @@ from typing import IO, Any
 import structlog
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL, make_digest_acl
 
-from squall.errors import CoordinationError
+from squall.config import DEFAULTS
+from squall.errors import ConfigError, CoordinationError
 
 log = structlog.get_logger("squall.cluster.zookeeper")
 
@@ -33,14 +44,64 @@ def connect_string(conf: dict[str, Any]) -> str:
     return ",".join(hosts)
 
 
-def make_client(conf: dict[str, Any]) -> KazooClient:
-    """A kazoo client that retries forever in the background, as daemons need."""
+Credentials = list[tuple[str, str]]
+
+
+def is_secure(conf: dict[str, Any]) -> bool:
+    return bool(conf.get("squall.secure", DEFAULTS["squall.secure"]))
+
+
+def cluster_credentials(conf: dict[str, Any], credentials: Credentials | None = None) -> Credentials | None:
+    """The digest credentials a client of this conf uses: None when the conf is
+    not secure; else ``credentials`` if given, else the keyring's (current first)."""
+    if not is_secure(conf):
+        return None
+    if credentials is None:
+        from squall.security.keyring import Keyring, keyring_path
+
+        try:
+            credentials = Keyring.for_conf(conf).zookeeper_credentials()
+        except ConfigError as e:
+            msg = f"squall.secure is on, and ZooKeeper needs the cluster keyring's credentials: {e}"
+            raise ConfigError(msg) from e
+        where = f"the keyring {keyring_path(conf)}"
+    else:
+        where = "the credentials given"
+    credentials = [(str(user), str(password)) for user, password in credentials]
+    if not credentials:
+        msg = (f"squall.secure is on but {where} has no ZooKeeper credentials: "
+               "run `squall secrets init`")
+        raise ConfigError(msg)
+    for user, password in credentials:
+        if not user or ":" in user or not password:
+            msg = f"invalid ZooKeeper credential for user {user!r} in {where}"
+            raise ConfigError(msg)
+    return credentials
+
+
+def digest_acls(credentials: Credentials) -> list[ACL]:
+    """Creator-only ACLs: every permission for each credential, nothing for anyone else."""
+    return [make_digest_acl(user, password, all=True) for user, password in credentials]
+
+
+def make_client(conf: dict[str, Any], credentials: Credentials | None = None) -> KazooClient:
+    """A kazoo client that retries forever in the background, as daemons need.
+
+    Secure (see the module's docstring): it authenticates with ``credentials``
+    (None: the keyring's) and creates nodes with their digest ACLs.
+    """
     retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2)
+    secured = cluster_credentials(conf, credentials)
+    auth: dict[str, Any] = {}
+    if secured is not None:
+        auth = {"auth_data": [("digest", f"{user}:{password}") for user, password in secured],
+                "default_acl": digest_acls(secured)}
     return KazooClient(
         hosts=connect_string(conf),
         timeout=conf["storm.zookeeper.session.timeout"] / 1000.0,
         connection_retry=retry,
         command_retry=KazooRetry(max_tries=5, delay=0.1, backoff=2, max_delay=2),
+        **auth,
     )
 
 
@@ -54,8 +115,8 @@ def connect(client: KazooClient, conf: dict[str, Any], who: str = "squall") -> N
         raise CoordinationError(msg) from e
 
 
-def start_client(conf: dict[str, Any]) -> KazooClient:
-    client = make_client(conf)
+def start_client(conf: dict[str, Any], credentials: Credentials | None = None) -> KazooClient:
+    client = make_client(conf, credentials)
     connect(client, conf)
     return client
 
@@ -77,7 +138,12 @@ def free_port() -> int:
 
 
 class DevZookeeper:
-    """One standalone ZooKeeper server in a child JVM."""
+    """One standalone ZooKeeper server in a child JVM, on 127.0.0.1 only.
+
+    Its configuration is ``<data dir>/zoo.cfg``; the data directory is 0700
+    (and made so if it exists): the snapshots hold every node's data,
+    whatever the nodes' ACLs say.
+    """
 
     def __init__(self, port: int, data_dir: str | os.PathLike[str],
                  log_path: str | os.PathLike[str] | None = None) -> None:
@@ -91,23 +157,52 @@ class DevZookeeper:
     def address(self) -> str:
         return f"127.0.0.1:{self.port}"
 
+    @property
+    def config_file(self) -> Path:
+        return self.data_dir / "zoo.cfg"
+
+    def config(self) -> str:
+        settings = {
+            "tickTime": 2000,
+            "dataDir": self.data_dir.resolve(),
+            "clientPort": self.port,
+            "clientPortAddress": "127.0.0.1",
+            "maxClientCnxns": 200,
+            # No Jetty admin server (it would listen on 8080, all interfaces).
+            "admin.enableServer": "false",
+            "4lw.commands.whitelist": "srvr,ruok",
+            # A development server need not fsync its log on every write; on a
+            # busy disk a stalled fsync held up new sessions past their timeout.
+            # What it wrote still survives a restart (the page cache keeps it).
+            "forceSync": "no",
+        }
+        return "".join(f"{key}={value}\n" for key, value in settings.items())
+
     def command(self) -> list[str]:
         java = shutil.which("java")
         if java is None:
             msg = "java not found on PATH: the embedded ZooKeeper needs Java 17"
             raise CoordinationError(msg)
-        # forceSync=no: a development server need not fsync its log on every write;
-        # on a busy disk a stalled fsync held up new sessions past their timeout.
-        # What it wrote still survives a restart of the server (the page cache keeps it).
         return [java, "-Xmx256m", "-Dzookeeper.admin.enableServer=false", "-Dzookeeper.forceSync=no",
-                "-Dlog4j2.level=WARN", "-cp", zookeeper_classpath(),
-                "org.apache.zookeeper.server.ZooKeeperServerMain", str(self.port), str(self.data_dir)]
+                "-Dlog4j2.level=WARN", "-Djava.net.preferIPv4Stack=true", "-cp", zookeeper_classpath(),
+                "org.apache.zookeeper.server.ZooKeeperServerMain", str(self.config_file)]
+
+    def prepare(self) -> None:
+        """The data directory (0700) and its zoo.cfg (0600)."""
+        self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.chmod(self.data_dir, 0o700)
+        tmp = self.config_file.with_name("zoo.cfg.tmp")
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(self.config())
+        os.replace(tmp, self.config_file)
 
     def start(self, timeout: float = 30.0) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        self.prepare()
         out: Any = subprocess.DEVNULL
         if self._log_path is not None:
-            self._log_file = out = open(self._log_path, "ab")  # noqa: SIM115 - closed in stop()
+            fd = os.open(self._log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+            self._log_file = out = os.fdopen(fd, "ab")  # closed in stop()
         self.process = subprocess.Popen(self.command(), stdout=out, stderr=subprocess.STDOUT,
                                         start_new_session=True)
         self.wait_ready(timeout)

@@ -78,6 +78,7 @@ class ShellComponent:
         # CountShellMetric values); also fed into the task's metrics registry.
         self.child_metrics: dict[str, Any] = {}
         self.proc: ShellProcess | None = None
+        self._faulted: ShellProcess | None = None  # the child a protocol fault condemned
         self.restarts = 0
         self._failures = 0
         self._spawned = 0
@@ -133,6 +134,7 @@ class ShellComponent:
             heartbeat_secs=self._heartbeat_secs(), on_messages=self._on_messages, on_exit=self._on_exit,
             owner_alive=self._owner_alive, on_orphaned=self._orphaned, wake=self._wake,
             threaded=self.threaded, logger=self.logger, now=self.clock.now, tap=tap,
+            max_message_bytes=s.max_message_bytes, component=self.context.component_id,
         )
         initial = proc.start(self._conf_msg, self._context_msg, self.pid_dir)
         self.logger.info("multilang child started", pid=proc.pid, command=" ".join(s.argv), cwd=s.cwd,
@@ -173,13 +175,21 @@ class ShellComponent:
 
     def _handle_batch(self, proc: ShellProcess, messages: list[Any]) -> bool:
         """Hand the child's messages to the session; False after a protocol fault (the child is killed)."""
-        if proc is not self.proc:
-            return False  # a child already replaced
+        if proc is not self.proc or proc is self._faulted:
+            return False  # a child already replaced, or being killed for a fault: nothing it says counts
         try:
             self.session.handle_many(messages)  # type: ignore[attr-defined]
-        except ProtocolError as e:
-            # Storm kills the worker here; the messages before the fault were handled.
+        except Exception as e:
+            # Storm kills the worker here; the messages before the fault were handled.  Anything
+            # else a child's message sets off is its fault too: the worker lives on.
+            if not isinstance(e, ProtocolError):
+                self.logger.exception("multilang child message not handled", pid=proc.pid)
+                fault = ProtocolError(f"a message from the child could not be handled: "
+                                      f"{type(e).__name__}: {e}")
+                fault.__cause__ = e
+                e = fault
             self.logger.error("multilang protocol error: killing the child", pid=proc.pid, error=str(e))
+            self._faulted = proc
             if self.threaded:
                 proc.abort(e)
             else:

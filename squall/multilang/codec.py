@@ -11,6 +11,11 @@ Two serializers, chosen by ``topology.multilang.serializer``:
 A codec encodes one message to bytes; its decoder is fed whatever a read
 returned and hands back the messages completed so far.  Neither does I/O,
 so both run unchanged over pipes, sockets or ``BytesIO``.
+
+A decoder given ``max_bytes`` (the parent's, from
+``topology.multilang.max.message.bytes``) refuses a message longer than
+that with :class:`MessageTooLarge` as soon as it has seen that many bytes
+of it: it never holds more than the cap plus one read (:data:`CHUNK`).
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from typing import Any, Protocol
 import msgpack
 import orjson
 
-from squall.multilang.errors import ProtocolError
+from squall.multilang.errors import MessageTooLarge, ProtocolError
 
 JSON_SERIALIZER = "org.apache.storm.multilang.JsonSerializer"
 MSGPACK_SERIALIZER = "com.yelp.pyleus.serializer.MessagePackSerializer"
+
+MAX_MESSAGE_KEY = "topology.multilang.max.message.bytes"
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+CHUNK = 1 << 20  # the most a reader takes from a child's pipe at once
 
 _END = b"end"
 _END_CR = b"end\r"
@@ -39,7 +48,13 @@ class Codec(Protocol):
 
     def encode(self, message: Any) -> bytes: ...
 
-    def decoder(self) -> Decoder: ...
+    def decoder(self, max_bytes: int | None = None) -> Decoder: ...
+
+
+def too_large(size: int, cap: int, decoded: list[Any], complete: bool) -> MessageTooLarge:
+    so_far = f"{size} bytes" if complete else f"{size} bytes so far, not yet complete"
+    msg = f"a message from the child is over the limit of {cap} bytes ({MAX_MESSAGE_KEY}): {so_far}"
+    return MessageTooLarge(msg, decoded)
 
 
 # -- JSON --------------------------------------------------------------------
@@ -116,8 +131,8 @@ class JsonCodec:
         """``encode`` for one thread (the same function: JSON keeps no state)."""
         return self.encode
 
-    def decoder(self) -> JsonDecoder:
-        return JsonDecoder()
+    def decoder(self, max_bytes: int | None = None) -> JsonDecoder:
+        return JsonDecoder(max_bytes)
 
 
 class JsonDecoder:
@@ -125,25 +140,33 @@ class JsonDecoder:
 
     The common case is decoded in one ``orjson.loads`` for everything a read
     completed; anything else (CRLF, garbage, numbers orjson would round) goes
-    line by line, which also finds the fault.
+    line by line, which also finds the fault.  With ``max_bytes``, a
+    message's JSON text (the lines before ``end``) may not be longer.
     """
 
-    __slots__ = ("_buf",)
+    __slots__ = ("_buf", "_max")
 
-    def __init__(self) -> None:
+    def __init__(self, max_bytes: int | None = None) -> None:
         self._buf = b""  # from the start of the first incomplete message
+        self._max = max_bytes
 
     def feed(self, data: bytes) -> list[Any]:
         buf = self._buf + data if self._buf else data
         if b"\r" in buf:
             return self._by_lines(buf)
         end = buf.rfind(b"\nend\n")
+        cap = self._max
         if end < 0:
             if not buf.startswith(b"end\n"):  # (an empty message: the line path reports it)
+                if cap is not None and len(buf) > cap:
+                    self._buf = b""
+                    raise too_large(len(buf), cap, [], complete=False)
                 self._buf = buf  # no message complete yet
                 return []
             return self._by_lines(buf)
         whole = buf[:end]
+        if cap is not None and len(whole) > cap:
+            return self._by_lines(buf)  # maybe one message is too long: the line path measures each
         # One parse for every message the read completed.  Framing is exact: only a
         # line equal to "end" ends a message, and orjson, like json, reads a message
         # over several lines; an empty message or garbage breaks the array, or its
@@ -155,7 +178,11 @@ class JsonDecoder:
                 pass  # NaN, a lone surrogate, bad UTF-8, garbage: the line path decides
             else:
                 if len(out) == whole.count(b"\nend\n") + 1:
-                    self._buf = buf[end + 5:]
+                    rest = buf[end + 5:]
+                    if cap is not None and len(rest) > cap:
+                        self._buf = b""
+                        raise too_large(len(rest), cap, out, complete=False)
+                    self._buf = rest
                     return out  # type: ignore[no-any-return]
         return self._by_lines(buf)
 
@@ -164,6 +191,7 @@ class JsonDecoder:
         lines: list[bytes] = []
         find = buf.find
         pos = start = 0
+        cap = self._max
         while True:
             nl = find(b"\n", pos)
             if nl < 0:
@@ -174,6 +202,9 @@ class JsonDecoder:
                 text = lines[0] if len(lines) == 1 else b"\n".join(lines)
                 lines.clear()
                 start = pos
+                if cap is not None and len(text) > cap:
+                    self._buf = b""
+                    raise too_large(len(text), cap, out, complete=True)
                 if not text.strip():
                     self._buf = buf[pos:]
                     raise ProtocolError("empty message before 'end'", out)
@@ -186,6 +217,9 @@ class JsonDecoder:
                     raise ProtocolError(msg, out) from e
             else:
                 lines.append(line)
+        if cap is not None and len(buf) - start > cap:
+            self._buf = b""
+            raise too_large(len(buf) - start, cap, out, complete=False)
         self._buf = buf[start:]
         return out
 
@@ -204,26 +238,79 @@ class MsgpackCodec:
         """A faster ``encode`` for one thread (it reuses its packer)."""
         return msgpack.Packer(use_bin_type=True).pack
 
-    def decoder(self) -> MsgpackDecoder:
-        return MsgpackDecoder()
+    def decoder(self, max_bytes: int | None = None) -> MsgpackDecoder:
+        return MsgpackDecoder(max_bytes)
 
 
 class MsgpackDecoder:
-    __slots__ = ("_unpacker",)
+    """Concatenated msgpack values.  With ``max_bytes``, data is taken a
+    :data:`CHUNK` at a time and the bytes held for an incomplete value are
+    checked after each; each value is measured only when a chunk could have
+    completed one over the cap (the common case costs nothing)."""
 
-    def __init__(self) -> None:
-        self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
+    __slots__ = ("_fed", "_max", "_unpacker")
+
+    def __init__(self, max_bytes: int | None = None) -> None:
+        self._max = max_bytes
+        self._fed = 0  # bytes fed so far (the unpacker's tell() counts those consumed)
+        if max_bytes is None:  # msgpack's own bound (100 MiB) applies
+            self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True)
+        else:
+            # Never full before the checks below: at most the cap is held between chunks.
+            size = min(max_bytes + CHUNK, 2**31 - 1)
+            self._unpacker = msgpack.Unpacker(raw=False, strict_map_key=False, use_list=True,
+                                              max_buffer_size=size)
 
     def feed(self, data: bytes) -> list[Any]:
-        unpacker = self._unpacker
-        unpacker.feed(data)
         out: list[Any] = []
+        cap = self._max
+        if cap is None:
+            self._feed(data, out)
+            return out
+        view = memoryview(data)
+        for i in range(0, len(view), CHUNK):
+            self._feed_capped(view[i:i + CHUNK], cap, out)
+        return out
+
+    def _feed(self, data: Any, out: list[Any]) -> None:
+        unpacker = self._unpacker
         try:
+            unpacker.feed(data)
             out.extend(unpacker)
+        except msgpack.BufferFull as e:
+            held = self._fed - unpacker.tell()
+            if self._max is not None:  # (not expected: the buffer has room for the cap and a chunk)
+                raise too_large(held, self._max, out, complete=False) from e
+            msg = "a message from the child is over msgpack's buffer limit (100 MiB)"
+            raise MessageTooLarge(msg, out) from e
         except Exception as e:
             msg = f"invalid msgpack from the child ({type(e).__name__}: {e})"
             raise ProtocolError(msg, out) from e
-        return out
+
+    def _feed_capped(self, piece: Any, cap: int, out: list[Any]) -> None:
+        unpacker = self._unpacker
+        held = self._fed - unpacker.tell() + len(piece)
+        self._fed += len(piece)
+        if held <= cap:
+            self._feed(piece, out)  # no value in reach can be over the cap
+            return
+        try:
+            unpacker.feed(piece)
+            start = unpacker.tell()
+            for value in unpacker:
+                end = unpacker.tell()
+                if end - start > cap:
+                    raise too_large(end - start, cap, out, complete=True)
+                out.append(value)
+                start = end
+        except MessageTooLarge:
+            raise
+        except Exception as e:
+            msg = f"invalid msgpack from the child ({type(e).__name__}: {e})"
+            raise ProtocolError(msg, out) from e
+        held = self._fed - unpacker.tell()
+        if held > cap:
+            raise too_large(held, cap, out, complete=False)
 
 
 _CODECS: dict[str, type[JsonCodec | MsgpackCodec]] = {

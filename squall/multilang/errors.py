@@ -23,6 +23,10 @@ class ProtocolError(MultilangError):
         self.decoded = list(decoded or [])
 
 
+class MessageTooLarge(ProtocolError):
+    """A child's message is longer than ``topology.multilang.max.message.bytes``."""
+
+
 class ChildWentAway(MultilangError):
     """End of file on a child's stdout (the parent side's view)."""
 

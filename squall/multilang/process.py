@@ -99,6 +99,8 @@ class ShellProcess:
         logger: Any = None,
         now: Callable[[], float] = time.monotonic,
         tap: Tap | None = None,
+        max_message_bytes: int | None = None,
+        component: str | None = None,
     ) -> None:
         self.argv = argv
         self.codec = codec
@@ -115,6 +117,8 @@ class ShellProcess:
         self.log = logger or structlog.get_logger("squall.multilang.ShellProcess")
         self.now = now
         self.tap = tap
+        self.max_message_bytes = max_message_bytes
+        self.component = component
         self.popen: subprocess.Popen[bytes] | None = None
         self.conn: ShellConnection | None = None
         self.pid: int | None = None
@@ -154,7 +158,7 @@ class ShellProcess:
             msg = f"Error when launching multilang subprocess {self.argv!r} in {self.cwd!r}: {e}"
             raise ChildDied(msg) from e
         assert self.popen.stdin is not None and self.popen.stdout is not None
-        self.conn = ShellConnection(self.codec, self.popen.stdout, self.popen.stdin)
+        self.conn = ShellConnection(self.codec, self.popen.stdout, self.popen.stdin, self.max_message_bytes)
         try:
             self._write(self.conn.encode(protocol.handshake_message(conf, context, pid_dir)))
             first: list[Any] = []
@@ -367,6 +371,22 @@ class ShellProcess:
         self.log.info("child stderr", line=line, pid=self.pid)
 
     def _read_loop(self) -> None:
+        """The reader thread: never ends without ``on_exit`` unless the child is closed or orphaned."""
+        try:
+            self._read_until_death()
+        except Exception as e:  # a bug of ours: still report it, or the component waits forever
+            self.log.exception("multilang reader failed", pid=self.pid)
+            if not self.closing:
+                self._dead = True
+                with self._cond:
+                    self._cond.notify()
+                self._kill()
+                died = ChildDied(f"ShellProcess reader failed: {type(e).__name__}: {e}")
+                died.__cause__ = e
+                self._close_pipes()
+                self.on_exit(self, died)  # type: ignore[misc]
+
+    def _read_until_death(self) -> None:
         cause: BaseException | None = None
         next_beat = self.now() + self.heartbeat_secs if self.heartbeat_secs else None
         try:
@@ -392,6 +412,10 @@ class ShellProcess:
             cause = e
         except (MultilangError, OSError, ValueError) as e:
             cause = e
+        except Exception as e:  # anything else a read can raise (a decoder's own error): a death too
+            self.log.exception("multilang reader failed", pid=self.pid)
+            cause = ProtocolError(f"reading the child's output failed: {type(e).__name__}: {e}")
+            cause.__cause__ = e
         if self.closing:
             return  # close() stops the child its own way
         if self.fatal is not None:
@@ -467,7 +491,8 @@ class ShellProcess:
     def _death(self, cause: BaseException, what: str) -> ChildDied:
         code = self._reap()
         tail = "\n".join(self.stderr_tail)
-        msg = (f"{what}: {cause}\ncommand: {' '.join(self.argv)}, cwd: {self.cwd}, pid: {self.pid}, "
+        who = f"component: {self.component}, " if self.component else ""
+        msg = (f"{what}: {cause}\n{who}command: {' '.join(self.argv)}, cwd: {self.cwd}, pid: {self.pid}, "
                f"{_describe_exit(code)}\nstderr (last {len(self.stderr_tail)} lines):\n{tail}")
         died = ChildDied(msg)
         died.__cause__ = cause

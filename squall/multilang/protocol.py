@@ -17,11 +17,10 @@ import os
 import random
 from typing import Any, BinaryIO
 
-from squall.multilang.codec import JsonCodec, MsgpackCodec
+from squall.multilang.codec import CHUNK, JsonCodec, MsgpackCodec
 from squall.multilang.errors import ChildWentAway, ProtocolError
 
 HEARTBEAT_STREAM = "__heartbeat"
-CHUNK = 1 << 20
 
 # Storm's log levels (STORM-414); anything else is INFO.
 LOG_LEVELS = {0: "trace", 1: "debug", 2: "info", 3: "warning", 4: "error"}
@@ -64,6 +63,12 @@ def parse_pid(message: Any) -> int:
     return message["pid"]
 
 
+def shown(value: Any, limit: int = 200) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for error messages about a child's input."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def log_level(value: Any) -> str:
     """Storm's mapping of a ``log`` command's level; missing or odd values are INFO."""
     if type(value) is int:
@@ -71,15 +76,62 @@ def log_level(value: Any) -> str:
     return "info"
 
 
+def text_field(message: dict[str, Any], field: str) -> str:
+    """The ``msg`` of a ``log`` or ``error`` command: a string, or absent (empty)."""
+    value = message.get(field)
+    if value is None:
+        return ""
+    if type(value) is not str:
+        msg = f"{message.get('command')} with a non-string {field!r}: {shown(value)}"
+        raise ProtocolError(msg)
+    return value
+
+
+def _is_id(value: Any) -> bool:
+    return type(value) is str or type(value) is int
+
+
 def anchor_ids(value: Any) -> list[str]:
-    """``anchors`` as a child sends it: absent, one id, or a list of ids."""
+    """``anchors`` as a child sends it: absent, one tuple id, or a list of ids.
+
+    An id is a string (what Squall sends) or an integer (a child that parsed
+    it); anything else -- a nested list, an object, a float, a boolean -- is
+    a protocol fault.
+    """
     if value is None:
         return []
     if type(value) is list:
+        for a in value:
+            if not _is_id(a):
+                msg = f"emit with an anchor that is not a tuple id (string or integer): {shown(a)}"
+                raise ProtocolError(msg)
         return [a if type(a) is str else str(a) for a in value]
-    if type(value) is str:
-        return [value]
-    return [str(value)]
+    if _is_id(value):
+        return [value if type(value) is str else str(value)]
+    msg = f"emit with 'anchors' neither a tuple id nor a list of them: {shown(value)}"
+    raise ProtocolError(msg)
+
+
+def settled_id(message: dict[str, Any]) -> str:
+    """The tuple id of a bolt's ``ack`` or ``fail``: a string (an integer is taken as one)."""
+    tid = message.get("id")
+    if type(tid) is str:
+        return tid
+    if type(tid) is int:
+        return str(tid)
+    msg = f"{message.get('command')} without a tuple id (string or integer): 'id' is {shown(tid)}"
+    raise ProtocolError(msg)
+
+
+def stream_of(message: dict[str, Any], default: str) -> str:
+    """The ``stream`` of an emit: a string; absent, null or empty means ``default``."""
+    stream = message.get("stream")
+    if stream is None or stream == "":
+        return default
+    if type(stream) is not str:
+        msg = f"emit with a non-string stream: {shown(stream)}"
+        raise ProtocolError(msg)
+    return stream
 
 
 def direct_task(message: dict[str, Any]) -> int | None:
@@ -88,23 +140,29 @@ def direct_task(message: dict[str, Any]) -> int | None:
     if task is None:
         return None
     if type(task) is not int:
-        msg = f"emit with a non-integer direct task {task!r}"
+        msg = f"emit with a non-integer direct task {shown(task)}"
         raise ProtocolError(msg)
     return task
 
 
 def wants_task_ids(message: dict[str, Any], task: int | None) -> bool:
-    """A reply is owed for a non-direct emit unless ``need_task_ids`` is false (absent means true)."""
+    """A reply is owed for a non-direct emit unless ``need_task_ids`` is false (absent means true).
+
+    ``need_task_ids`` is a boolean (Storm casts it to one), checked for direct emits too.
+    """
+    need = message.get("need_task_ids")
+    if need is not None and type(need) is not bool:
+        msg = f"emit with a non-boolean need_task_ids: {shown(need)}"
+        raise ProtocolError(msg)
     if task is not None:
         return False
-    need = message.get("need_task_ids")
-    return need is None or bool(need)
+    return need is None or need
 
 
 def emitted_values(message: dict[str, Any]) -> list[Any]:
     values = message.get("tuple")
     if type(values) is not list:
-        msg = f"emit without a 'tuple' list: {message!r}"
+        msg = f"emit without a 'tuple' list: {shown(message)}"
         raise ProtocolError(msg)
     return values
 
@@ -116,11 +174,12 @@ class ShellConnection:
     an unbuffered pipe, or a ``BytesIO``), and ``b""`` only at end of file.
     """
 
-    def __init__(self, codec: JsonCodec | MsgpackCodec, reader: BinaryIO, writer: BinaryIO) -> None:
+    def __init__(self, codec: JsonCodec | MsgpackCodec, reader: BinaryIO, writer: BinaryIO,
+                 max_message_bytes: int | None = None) -> None:
         self.codec = codec
         self.reader = reader
         self.writer = writer
-        self.decoder = codec.decoder()
+        self.decoder = codec.decoder(max_message_bytes)
         self._pending: list[Any] = []
 
     # -- writing -------------------------------------------------------------

@@ -20,6 +20,10 @@ Storm's rules, and where Squall differs on purpose:
   with a message id is failed back to the child.  The child still gets its
   task ids (``[]``), so it does not hang waiting for them.
 * unknown bolt commands are ignored (Storm); for a spout they are fatal.
+* a known command with a field of the wrong type (``anchors`` that are not
+  tuple ids, a non-string ``stream``, a non-integer ``task``, a ``tuple``
+  that is not a list, an ``ack`` id that is not a string or an integer, a
+  non-string log ``msg``) is fatal, as Storm's casts are.
 """
 
 from __future__ import annotations
@@ -51,10 +55,10 @@ class Common:
         self.registry = registry if hasattr(registry, "counter") else None
 
     def on_log(self, message: dict[str, Any]) -> None:
-        self._log(protocol.log_level(message.get("level")), str(message.get("msg", "")))
+        self._log(protocol.log_level(message.get("level")), protocol.text_field(message, "msg"))
 
     def on_error(self, message: dict[str, Any]) -> None:
-        self._report(ShellProcessError(f"Shell Process Exception: {message.get('msg', '')}"))
+        self._report(ShellProcessError(f"Shell Process Exception: {protocol.text_field(message, 'msg')}"))
 
     def on_metrics(self, message: dict[str, Any]) -> None:
         """CountShellMetric semantics for numbers (``null`` is +1); other values are kept as sent."""
@@ -138,23 +142,26 @@ class BoltSession(Common):
                             ack(tup)
                             continue
                 elif command == "emit":
+                    # Only well-typed fields take this path: the full one checks and says what is wrong.
                     values = m.get("tuple")
                     ids = m.get("anchors", ())
-                    if type(values) is list and type(ids) in (list, tuple) and "task" not in m:
+                    stream = m.get("stream", DEFAULT_STREAM)
+                    need = m.get("need_task_ids")
+                    if (type(values) is list and type(ids) in (list, tuple) and type(stream) is str
+                            and (need is None or type(need) is bool) and "task" not in m):
                         anchors = []
                         for aid in ids:
-                            tup = inputs.get(aid)
+                            tup = inputs.get(aid) if type(aid) is str else None
                             if tup is None:
                                 break  # the full path says why
                             anchors.append(tup)
                         else:
                             try:
-                                tasks = emit(values, anchors, m.get("stream") or DEFAULT_STREAM)
+                                tasks = emit(values, anchors, stream or DEFAULT_STREAM)
                             except EMIT_ERRORS as e:
                                 self._report(e)
                                 doomed.update(ids)
                                 tasks = ()
-                            need = m.get("need_task_ids")
                             if need is None or need:
                                 reply(list(tasks))
                             continue
@@ -187,8 +194,9 @@ class BoltSession(Common):
     def on_emit(self, message: dict[str, Any]) -> None:
         values = protocol.emitted_values(message)
         task = protocol.direct_task(message)
-        stream = message.get("stream") or DEFAULT_STREAM
+        stream = protocol.stream_of(message, DEFAULT_STREAM)
         ids = protocol.anchor_ids(message.get("anchors"))
+        wants = protocol.wants_task_ids(message, task)
         inputs = self.inputs
         anchors = []
         for aid in ids:
@@ -203,13 +211,11 @@ class BoltSession(Common):
             self._report(e)
             self.doomed.update(ids)
             tasks = ()
-        if protocol.wants_task_ids(message, task):
+        if wants:
             self._reply(list(tasks))
 
     def on_settle(self, message: dict[str, Any], ok: bool) -> None:
-        tid = message.get("id")
-        if type(tid) is not str:
-            tid = str(tid)
+        tid = protocol.settled_id(message)
         tup = self.inputs.pop(tid, None)
         if tup is None:
             verb = "Acked" if ok else "Failed"
@@ -321,8 +327,9 @@ class SpoutSession(Common):
         self._emits += 1
         values = protocol.emitted_values(message)
         task = protocol.direct_task(message)
-        stream = message.get("stream") or DEFAULT_STREAM
-        msg_id = message.get("id")
+        stream = protocol.stream_of(message, DEFAULT_STREAM)
+        wants = protocol.wants_task_ids(message, task)
+        msg_id = message.get("id")  # any value: it only goes back to the child
         try:
             tasks = self._emit(values, tup_id=msg_id, stream=stream, direct_task=task)
         except EMIT_ERRORS as e:
@@ -330,5 +337,5 @@ class SpoutSession(Common):
             tasks = ()
             if msg_id is not None:
                 self.commands.append(("fail", msg_id))
-        if protocol.wants_task_ids(message, task):
+        if wants:
             self._reply(list(tasks))

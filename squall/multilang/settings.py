@@ -16,7 +16,9 @@ Config keys read (Storm's defaults when absent): ``topology.multilang.serializer
 (Storm's JSON serializer), ``topology.subprocess.timeout.secs`` (else
 ``supervisor.worker.timeout.secs``, 30), ``topology.shellbolt.max.pending`` (100),
 ``supervisor.worker.restart.backoff.initial.secs``/``.max.secs`` (1 s / 30 s, the
-back-off between restarts of a child that keeps dying), ``storm.local.dir`` (a
+back-off between restarts of a child that keeps dying),
+``topology.multilang.max.message.bytes`` (64 MiB: a longer message from a
+child is a protocol fault), ``storm.local.dir`` (a
 worker process's pid directory lives under it; local mode uses a temporary
 directory) and, for debugging,
 ``topology.multilang.tap.dir``: record every child's bytes there.
@@ -34,7 +36,14 @@ from typing import Any
 
 from squall import config
 from squall.errors import ConfigError
-from squall.multilang.codec import JSON_SERIALIZER, JsonCodec, MsgpackCodec, codec_for
+from squall.multilang.codec import (
+    DEFAULT_MAX_MESSAGE_BYTES,
+    JSON_SERIALIZER,
+    MAX_MESSAGE_KEY,
+    JsonCodec,
+    MsgpackCodec,
+    codec_for,
+)
 
 DEFAULT_MAX_PENDING = 100
 DEFAULT_TIMEOUT_SECS = 30.0
@@ -50,6 +59,7 @@ class ShellSettings:
     codec: JsonCodec | MsgpackCodec
     timeout: float
     max_pending: int
+    max_message_bytes: int
     heartbeat_secs: float
     restart_initial: float
     restart_max: float
@@ -132,6 +142,10 @@ def resolve(options: Mapping[str, Any], conf: Mapping[str, Any], component: str)
     if isinstance(max_pending, bool) or not isinstance(max_pending, int) or max_pending < 1:
         msg = f"config 'topology.shellbolt.max.pending' must be an integer > 0, got {max_pending!r}"
         raise ConfigError(msg)
+    max_message = conf.get(MAX_MESSAGE_KEY, DEFAULT_MAX_MESSAGE_BYTES)
+    if isinstance(max_message, bool) or not isinstance(max_message, int) or max_message < 1:
+        msg = f"config {MAX_MESSAGE_KEY!r} must be an integer > 0, got {max_message!r}"
+        raise ConfigError(msg)
     metrics = options.get("metrics")
     return ShellSettings(
         argv=_argv(options, component),
@@ -140,6 +154,7 @@ def resolve(options: Mapping[str, Any], conf: Mapping[str, Any], component: str)
         codec=codec,
         timeout=_number(conf, timeout_key, DEFAULT_TIMEOUT_SECS, 0.001),
         max_pending=max_pending,
+        max_message_bytes=max_message,
         heartbeat_secs=float(options.get("heartbeat_secs") or HEARTBEAT_SECS),
         restart_initial=_number(conf, "supervisor.worker.restart.backoff.initial.secs", 1.0, 0),
         restart_max=_number(conf, "supervisor.worker.restart.backoff.max.secs", 30.0, 0),

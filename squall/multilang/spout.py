@@ -117,6 +117,12 @@ class ShellSpout(ShellComponent, Spout):
             except (MultilangError, OSError, ValueError) as e:
                 self._child_died(proc, proc.died(e))
                 return
+            except Exception as e:  # whatever else reading raises is the child's death, not the worker's
+                self.logger.exception("multilang read failed", pid=proc.pid)
+                cause = ProtocolError(f"reading the child's output failed: {type(e).__name__}: {e}")
+                cause.__cause__ = e
+                self._child_died(proc, proc.died(cause))
+                return
             if messages:
                 self._handle_batch(proc, messages)
             elif proc.silent_too_long():

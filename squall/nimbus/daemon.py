@@ -56,7 +56,7 @@ class Nimbus:
         self.api = ApiServer(self, conf["nimbus.host"], conf["nimbus.http.port"])
         # Clients and standbys are told this URL: the node's advertised name,
         # not the (possibly wildcard) address the server listens on.
-        self.url = f"http://{conf['storm.local.hostname']}:{self.api.port}"
+        self.url = f"{self.api.scheme}://{conf['storm.local.hostname']}:{self.api.port}"
         self._election: Any = None
 
     # -- lifecycle -----------------------------------------------------------
@@ -66,7 +66,13 @@ class Nimbus:
             return
         self.zk.add_listener(self._on_zk_state)
         connect(self.zk, self.conf, "nimbus")
+        # Also gives every node the current keyring's ACL (a rotated ZooKeeper password),
+        # and the transactional state's nodes the same when they live in this ensemble.
         self.state.setup()
+        if not self.conf.get("transactional.zookeeper.servers"):
+            tx_root = self.conf["transactional.zookeeper.root"]
+            if self.zk.exists(tx_root):
+                ClusterState(self.zk, tx_root).fix_acls()
         self._register()
         self.api.start()
         for target, name in ((self._elect, "nimbus-election"), (self._monitor, "nimbus-monitor"),
@@ -111,7 +117,7 @@ class Nimbus:
 
     def _recover(self) -> None:
         try:
-            self.state.setup()
+            self.state.setup(fix_acls=False)  # the ACLs were fixed at start
             self._register()
             self._lost.clear()
             log.info("zookeeper session re-established")

@@ -27,16 +27,21 @@ topology's id or its name, ``?window=`` one of 600, 10800, 86400, :all-time::
     GET  /metrics                                 Prometheus (see squall.nimbus.prometheus)
     GET  /  and  /ui/<file>                       the web UI (squall.ui), reading only the API above
 
-Errors are ``{"error": message}`` with 400 (bad input), 404 (no such
-topology), 409 (conflict), 503 (this nimbus is not the leader; the body
-names the leader's URL).  Only the leader changes anything.
+Errors are ``{"error": message}`` with 400 (bad input), 401 (no or a wrong
+token), 403 (not allowed), 404 (no such topology), 409 (conflict), 503 (this
+nimbus is not the leader, the body naming the leader's URL; or too busy).
+Only the leader changes anything.
+
+Secure mode (``squall.secure``, squall.nimbus.guard): HTTPS, and every request
+but the UI's own static files carries ``Authorization: Bearer <token>``; every
+POST leaves an audit line; every answer has its secrets redacted.
 """
 
 from __future__ import annotations
 
 import json
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
@@ -48,7 +53,10 @@ from squall import __version__, ui
 from squall.metrics.book import window_id
 from squall.nimbus import prometheus
 from squall.nimbus import storm_api as api
+from squall.nimbus.guard import Gate, GuardedHTTPServer, Unauthorized, server_tls
 from squall.nimbus.service import ApiError
+from squall.security import authz
+from squall.security.redact import redact_answer
 
 if TYPE_CHECKING:
     from squall.nimbus.daemon import Nimbus
@@ -69,15 +77,34 @@ class ApiHandler(BaseHTTPRequestHandler):
     server_version = "squall-nimbus"
     nimbus: Nimbus
     metrics: CollectorRegistry
+    gate: Gate | None = None  # None: no authentication (insecure mode, local mode's UI)
+    user: str | None = None  # who sent this request, once authenticated
+
+    # A request line without a version (HTTP/0.9's) still gets a status line back.
+    default_request_version = "HTTP/1.0"
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
         log.debug("http", request=format % args)
 
-    def _reply(self, status: int, body: Any) -> None:
-        self._send(status, json.dumps(body).encode(), "application/json")
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The stdlib's own refusals (a bad request line, headers too long) as JSON, like ours."""
+        self.close_connection = True
+        if code == 501:  # a method we do not serve: the client's mistake, not a server fault
+            code = 405
+        try:
+            self._reply(code, {"error": message or explain or f"HTTP {code}"}, {"Connection": "close"})
+        except OSError:
+            pass
 
-    def _send(self, status: int, data: bytes, content_type: str) -> None:
+    def _reply(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
+        self._send(status, json.dumps(redact_answer(body)).encode(), "application/json", headers)
+
+    def _send(self, status: int, data: bytes, content_type: str,
+              headers: dict[str, str] | None = None) -> None:
+        self.status = status
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", content_type)
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
@@ -92,7 +119,22 @@ class ApiHandler(BaseHTTPRequestHandler):
         length = int(header)
         if length > MAX_BODY:
             raise ApiError(413, f"request body over {MAX_BODY} bytes")
-        return self.rfile.read(length) if length else b""
+        try:
+            data = self.rfile.read(length) if length else b""
+        except (TimeoutError, OSError) as e:
+            msg = "the request body did not arrive in time (nimbus.http.timeout.secs)"
+            raise ApiError(408, msg) from e
+        if len(data) < length:
+            msg = f"the request body ended after {len(data)} of {length} bytes"
+            raise ApiError(400, msg)
+        self._request_read()
+        return data
+
+    def _request_read(self) -> None:
+        """The whole request is in: the server's deadline for sending it no longer applies."""
+        done = getattr(self.server, "done_reading", None)
+        if done is not None:
+            done(self.connection)
 
     def _body(self) -> Any:
         raw = self._raw_body()
@@ -104,9 +146,32 @@ class ApiHandler(BaseHTTPRequestHandler):
             msg = f"the request body is not valid JSON: {str(e)[:200]}"
             raise ApiError(400, msg) from e
 
+    def _authenticate(self, method: str, path: str) -> None:
+        if self.gate is None:
+            return
+        if method == "GET" and (path == "/" or path.startswith("/ui/") or path == "/ui"):
+            return  # the UI's own files: the same in every install, no data in them
+        self.user = self.gate.authenticate(self.headers.get("Authorization"))
+
+    def _authorize(self, action: str, topology: dict[str, Any] | None = None) -> None:
+        if self.gate is not None:
+            assert self.user is not None
+            self.gate.authorize(self.user, action, topology)
+
     def _route(self, method: str) -> None:
+        self.status = 0
+        try:
+            self._route_checked(method)
+        finally:
+            if self.gate is not None and method != "GET":
+                self.gate.audit(self.user, method, self.path[:300], self.status, self.client_address[0])
+
+    def _route_checked(self, method: str) -> None:
         try:
             url = urlsplit(self.path)
+            self._authenticate(method, url.path)
+            if method == "GET":
+                self._request_read()
             if url.path in ("/metrics", "/metrics/"):
                 if method != "GET":
                     msg = f"{method} /metrics is not supported"
@@ -125,6 +190,9 @@ class ApiHandler(BaseHTTPRequestHandler):
                 self._reply(200, self._storm(method, storm, parse_qs(url.query)))
                 return
             self._reply(200, self._dispatch(method, parts))
+        except Unauthorized as e:
+            headers = {"WWW-Authenticate": 'Bearer realm="squall"'} if e.status == 401 else None
+            self._reply(e.status, {"error": str(e)}, headers)
         except ApiError as e:
             body: dict[str, Any] = {"error": str(e)}
             if e.status == 503:
@@ -163,8 +231,11 @@ class ApiHandler(BaseHTTPRequestHandler):
             raise ApiError(400, "the request body must be a JSON object")
         self.nimbus.require_leader()
         if len(parts) == 1:
-            return service.submit(body)
+            self._authorize(authz.SUBMIT)
+            return service.submit(body, owner=self.user)
         name, action = parts[1], (parts[2] if len(parts) == 3 else "")
+        if action in authz.MANAGE:
+            self._authorize(action, service.record(name))
         if action == "kill":
             return service.kill(name, body.get("wait_secs"))
         if action in ("activate", "deactivate"):
@@ -241,6 +312,7 @@ class ApiHandler(BaseHTTPRequestHandler):
         # Storm's clients may send a form or nothing: only rebalance's body is read as JSON.
         body = self._body() if action == "rebalance" else self._raw_body()
         self.nimbus.require_leader()
+        self._authorize(action, self.nimbus.service.resolve(ident))
         return self.nimbus.service.storm_action(ident, action, wait, body)
 
     def do_GET(self) -> None:  # noqa: N802 - stdlib naming
@@ -252,15 +324,23 @@ class ApiHandler(BaseHTTPRequestHandler):
 
 class ApiServer:
     def __init__(self, nimbus: Nimbus, host: str, port: int) -> None:
+        conf = nimbus.conf
         metrics = prometheus.registry(nimbus.service.prometheus_snapshot)
-        handler = type("Handler", (ApiHandler,), {"nimbus": nimbus, "metrics": metrics})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
+        timeout = conf["nimbus.http.timeout.secs"]
+        handler = type("Handler", (ApiHandler,), {"nimbus": nimbus, "metrics": metrics,
+                                                  "gate": Gate.for_conf(conf), "timeout": timeout})
+        self.httpd = GuardedHTTPServer((host, port), handler, timeout_secs=timeout,
+                                       tls_context=server_tls(conf),
+                                       max_connections=conf["nimbus.http.max.connections"])
         self.thread = threading.Thread(target=self.httpd.serve_forever, name="nimbus-http", daemon=True)
 
     @property
     def port(self) -> int:
         return int(self.httpd.server_address[1])
+
+    @property
+    def scheme(self) -> str:
+        return self.httpd.scheme
 
     def start(self) -> None:
         self.thread.start()

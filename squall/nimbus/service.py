@@ -28,6 +28,7 @@ from squall.nimbus import storm_api
 from squall.nimbus.scheduler import Slot, schedule
 from squall.nimbus.storm_api import TopologyView
 from squall.ops.package import extract
+from squall.security.curve import new_keypair
 from squall.spark.batching import warn_on_submit
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
@@ -36,6 +37,13 @@ log = structlog.get_logger("squall.nimbus.service")
 
 NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 VERIFY_TIMEOUT_SECS = 60
+VERIFIED = "verified"
+VERIFY_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def verify_env() -> dict[str, str]:
+    """User code imported on nimbus sees none of nimbus's environment but the basics."""
+    return {k: v for k, v in os.environ.items() if k in VERIFY_ENV}
 
 
 class ApiError(SquallError):
@@ -74,7 +82,7 @@ class NimbusService:
 
     # -- lookups -------------------------------------------------------------
 
-    def _by_name(self, name: str) -> dict[str, Any]:
+    def record(self, name: str) -> dict[str, Any]:
         for record in self.state.topologies():
             if record["name"] == name:
                 return record
@@ -93,7 +101,7 @@ class NimbusService:
         return out
 
     def info(self, name: str) -> dict[str, Any]:
-        record = self._by_name(name)
+        record = self.record(name)
         assignment = self.state.assignment(record["id"]) or {}
         beats = self.state.worker_beats()
         stats: dict[str, dict[str, Any]] = {}
@@ -159,7 +167,7 @@ class NimbusService:
 
     def component_stats(self, name: str, window: str) -> dict[str, dict[str, Any]]:
         """component -> Storm's statistics over ``window`` ("600", "10800", "86400", ":all-time")."""
-        record = self._by_name(name)
+        record = self.record(name)
         with self._stats_lock:
             return self.stats.components(record["id"], window, self.now())
 
@@ -280,7 +288,22 @@ class NimbusService:
 
     # -- submit --------------------------------------------------------------
 
-    def submit(self, body: Any) -> dict[str, Any]:
+    def check_size(self, defn: Any, conf: dict[str, Any]) -> None:
+        """Refuse what would exhaust the cluster (or nimbus, planning it) before planning it."""
+        limits = self.conf
+        merged = {**defn.config, **conf}
+        workers = merged.get("topology.workers", 1)
+        ackers = merged.get("topology.acker.executors")
+        executors = sum(c.par for c in defn.components.values()) + (ackers if ackers is not None else workers)
+        tasks = sum(c.tasks for c in defn.components.values()) + (ackers if ackers is not None else workers)
+        for what, n, key in (("workers", workers, "nimbus.slots.perTopology"),
+                             ("executors", executors, "nimbus.executors.perTopology"),
+                             ("tasks", tasks, "nimbus.tasks.perTopology")):
+            if isinstance(n, int) and n > limits[key]:
+                raise bad_request(f"the topology asks for {n} {what}, over this cluster's {key} "
+                                  f"({limits[key]})")
+
+    def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request("the request body must be a JSON object")
         name = body.get("name")
@@ -292,6 +315,8 @@ class NimbusService:
         try:
             defn = definition_from_dict(body.get("topology"))
             config_mod.validate(conf)
+            config_mod.validate(defn.config)
+            self.check_size(defn, conf)
             plan = plan_topology(defn, overrides=conf)
         except (TopologyValidationError, ConfigError) as e:
             raise bad_request(str(e)) from e
@@ -301,13 +326,17 @@ class NimbusService:
         self._verify(defn.to_dict(), blob)
         warnings = warn_on_submit(plan, log)  # Spark bolts whose batches come near the message timeout
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
+        if self.conf["squall.secure"]:
+            # Before the topology exists: a supervisor never sees it without its workers' key.
+            self.state.put_topology_secrets(topology_id, {"curve": new_keypair()})
         self.state.put_code(topology_id, blob)
         topo_conf = {**defn.config, **conf}
         self.state.put_topology({
             "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
             "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
+            "owner": owner,
         })
-        log.info("topology submitted", topology=name, id=topology_id,
+        log.info("topology submitted", topology=name, id=topology_id, owner=owner,
                  executors=len(plan.executors), workers=plan.conf["topology.workers"])
         self.reconcile(topology_id)
         return {"name": name, "id": topology_id, **({"warnings": warnings} if warnings else {})}
@@ -326,27 +355,41 @@ class NimbusService:
         return blob
 
     def _verify(self, definition: dict[str, Any], blob: bytes) -> None:
-        """Load every class in a throwaway process: a missing class is refused now."""
+        """Load every class in a throwaway process: a missing class is refused now.
+
+        Success must be said, not implied: the process prints ``verified <nonce>``
+        (a nonce it is given on stdin) after loading everything, so user code that
+        ends the process early at import (``os._exit(0)``) is refused, not waved on."""
         with tempfile.TemporaryDirectory(prefix="squall-verify-") as tmp:
             if blob:
                 try:
-                    extract(blob, tmp)
-                except Exception as e:  # noqa: BLE001 - a corrupt zip is bad input
-                    raise bad_request(f"the code package is not a valid zip: {e}") from e
+                    extract(blob, tmp, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
+                            max_entries=self.conf["nimbus.code.max.entries"])
+                except Exception as e:  # noqa: BLE001 - a corrupt or oversized zip is bad input
+                    raise bad_request(f"the code package is refused: {e}") from e
+            nonce = os.urandom(16).hex()
             try:
                 proc = subprocess.run(
-                    [sys.executable, "-m", "squall.nimbus.verify", tmp], input=json.dumps(definition),
-                    capture_output=True, text=True, timeout=VERIFY_TIMEOUT_SECS, check=False, cwd=tmp)
+                    [sys.executable, "-m", "squall.nimbus.verify", tmp],
+                    input=json.dumps({"definition": definition, "nonce": nonce}),
+                    capture_output=True, text=True, timeout=VERIFY_TIMEOUT_SECS, check=False, cwd=tmp,
+                    env=verify_env())
             except subprocess.TimeoutExpired as e:
                 raise bad_request("importing the topology's code did not finish in time") from e
-            if proc.returncode != 0:
-                reason = proc.stdout.strip() or proc.stderr.strip()[-2000:]
-                raise bad_request(reason)
+            said = proc.stdout.strip().splitlines()
+            if proc.returncode == 0 and said and said[-1] == f"{VERIFIED} {nonce}":
+                return
+            reason = ("\n".join(line for line in said if nonce not in line).strip()
+                      or proc.stderr.strip()[-2000:])
+            if proc.returncode == 0:
+                reason = ("importing the topology's code ended the verification process before it "
+                          f"reported success{': ' + reason[-500:] if reason else ''}")
+            raise bad_request(reason or f"verifying the topology's code failed (exit {proc.returncode})")
 
     # -- lifecycle -----------------------------------------------------------
 
     def set_status(self, name: str, status: str) -> dict[str, Any]:
-        return self._set_status(self._by_name(name), status)
+        return self._set_status(self.record(name), status)
 
     def _set_status(self, record: dict[str, Any], status: str) -> dict[str, Any]:
         name = record["name"]
@@ -358,7 +401,7 @@ class NimbusService:
         return {"name": name, "status": status}
 
     def kill(self, name: str, wait: Any = None) -> dict[str, Any]:
-        return self._kill(self._by_name(name), wait)
+        return self._kill(self.record(name), wait)
 
     def _kill(self, record: dict[str, Any], wait: Any = None) -> dict[str, Any]:
         name = record["name"]
@@ -377,7 +420,7 @@ class NimbusService:
         return {"name": name, "status": "killing", "wait_secs": wait}
 
     def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
-        return self._rebalance(self._by_name(name), body)
+        return self._rebalance(self.record(name), body)
 
     def _rebalance(self, record: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
         name = record["name"]
@@ -385,6 +428,9 @@ class NimbusService:
         executors = body.get("executors") or {}
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
             raise bad_request(f"'workers' must be an integer >= 1, got {workers!r}")
+        if workers is not None and workers > self.conf["nimbus.slots.perTopology"]:
+            raise bad_request(f"{workers} workers is over this cluster's nimbus.slots.perTopology "
+                              f"({self.conf['nimbus.slots.perTopology']})")
         if not isinstance(executors, dict):
             raise bad_request("'executors' must map component names to executor counts")
         definition = record["definition"]

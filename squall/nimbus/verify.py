@@ -1,6 +1,8 @@
 """``python -m squall.nimbus.verify CODE_DIR``: load a submitted topology's
 classes in a throwaway process (user modules may do anything at import) and
-report what does not load.  The definition arrives on stdin as JSON."""
+report what does not load.  ``{"definition", "nonce"}`` arrives on stdin as
+JSON; success is the last line ``verified <nonce>``, printed only once every
+class loaded (an exit code of 0 alone proves nothing: user code may exit)."""
 
 from __future__ import annotations
 
@@ -15,14 +17,16 @@ from squall.topology.topology import definition_from_dict
 def main(argv: list[str]) -> int:
     if argv and argv[0]:
         sys.path.insert(0, argv[0])
+    request = json.load(sys.stdin)
     try:
-        verify_loadable(definition_from_dict(json.load(sys.stdin)))
+        verify_loadable(definition_from_dict(request["definition"]))
     except SquallError as e:
         print(str(e))
         return 1
     except Exception as e:  # noqa: BLE001 - user code raised at import
         print(f"importing the topology's code raised {type(e).__name__}: {e}")
         return 1
+    print(f"verified {request['nonce']}", flush=True)
     return 0
 
 

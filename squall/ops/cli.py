@@ -145,9 +145,10 @@ def build_parser() -> argparse.ArgumentParser:
     local.add_argument("--ui-port", type=int, default=8080,
                        help="the UI's port on 127.0.0.1 (default 8080; 0: any free port)")
     local.set_defaults(func=cmd_local)
-    from squall.ops.cluster_cli import add_commands
+    from squall.ops import cluster_cli, secrets_cli
 
-    add_commands(sub)
+    cluster_cli.add_commands(sub)
+    secrets_cli.add_commands(sub)
     return parser
 
 

@@ -1,13 +1,20 @@
-"""A client of nimbus's HTTP API that finds the leader among ``nimbus.seeds``."""
+"""A client of nimbus's HTTP API that finds the leader among ``nimbus.seeds``.
+
+In secure mode (``squall.secure``, the default) it speaks HTTPS, trusting the
+keyring's CA (or ``nimbus.tls.ca.path``), and sends the keyring's token: the
+CLI authenticates with nothing typed."""
 
 from __future__ import annotations
 
 import json
+import ssl
 import urllib.error
 import urllib.request
 from typing import Any
 
 from squall.errors import SquallError
+from squall.security import tls
+from squall.security.keyring import Keyring
 
 
 class NimbusUnavailable(SquallError):
@@ -23,16 +30,31 @@ class RequestRefused(SquallError):
 
 
 class NimbusClient:
-    def __init__(self, seeds: list[str], timeout: float = 120.0) -> None:
-        self.urls = [s if s.startswith("http") else f"http://{s}" for s in seeds]
+    def __init__(self, seeds: list[str], timeout: float = 120.0, *, token: str | None = None,
+                 ssl_context: ssl.SSLContext | None = None) -> None:
+        scheme = "https" if ssl_context is not None else "http"
+        self.urls = [s if s.startswith("http") else f"{scheme}://{s}" for s in seeds]
         self.timeout = timeout
+        self.token = token
+        self.ssl_context = ssl_context
+
+    @classmethod
+    def for_conf(cls, conf: dict[str, Any], timeout: float = 120.0) -> NimbusClient:
+        token, context = credentials(conf)
+        return cls(conf["nimbus.seeds"], timeout, token=token, ssl_context=context)
+
+    def headers(self) -> dict[str, str]:
+        out = {"Content-Type": "application/json"}
+        if self.token:
+            out["Authorization"] = f"Bearer {self.token}"
+        return out
 
     def _call(self, url: str, method: str, path: str, body: Any) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{url}/api/v1/{path}", data=data, method=method,
-                                         headers={"Content-Type": "application/json"})
+                                         headers=self.headers())
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:
                 return response.status, json.loads(response.read() or b"null")
         except urllib.error.HTTPError as e:
             try:
@@ -83,3 +105,16 @@ class NimbusClient:
 
     def cluster(self) -> Any:
         return self.request("GET", "cluster")
+
+
+def credentials(conf: dict[str, Any]) -> tuple[str | None, ssl.SSLContext | None]:
+    """(token, TLS context) for talking to nimbus under ``conf``; (None, None) when insecure."""
+    if not conf["squall.secure"]:
+        return None, None
+    keyring = Keyring.for_conf(conf)
+    ca_path = conf.get("nimbus.tls.ca.path")
+    context = tls.client_context(ca_path=ca_path) if ca_path else tls.client_context(ca_pem=keyring.ca_pem)
+    if keyring.client_token is None:
+        msg = f"the keyring {keyring.path} holds no client token (it needs a 'client' section)"
+        raise SquallError(msg)
+    return keyring.client_token, context

@@ -13,8 +13,10 @@ from urllib.parse import quote
 
 from squall.ops import tables
 from squall.ops.client import NimbusClient
-from squall.ops.package import package_dir
+from squall.ops.package import manifest, package_dir
 from squall.ops.settings import load_conf
+
+MANIFEST_LINES = 40  # of the code package, printed at submit
 
 
 def _conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -22,7 +24,7 @@ def _conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> 
 
 
 def _client(conf: dict[str, Any]) -> NimbusClient:
-    return NimbusClient(conf["nimbus.seeds"])
+    return NimbusClient.for_conf(conf)
 
 
 def _print(obj: Any) -> None:
@@ -69,7 +71,8 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
 
     from squall.ops.devcluster import DevCluster
 
-    cluster = DevCluster(Path(args.dir), supervisors=args.supervisors, slots=args.slots)
+    cluster = DevCluster(Path(args.dir), supervisors=args.supervisors, slots=args.slots,
+                         secure=not args.insecure)
     received: list[str] = []
 
     def handle(signum: int, frame: Any) -> None:
@@ -83,8 +86,11 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
     try:
         cluster.start()
         if not cluster.stopping.is_set():
-            print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n"
+            secured = (f"secure: TLS, tokens, CURVE and ZooKeeper ACLs; keyring {cluster.keyring_file}\n"
+                       if cluster.secure else "INSECURE: no TLS, no authentication (--insecure)\n")
+            print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n{secured}"
                   f"use it with:  squall --config {cluster.config_file} submit examples/wordcount.py\n"
+                  f"the web UI:   squall --config {cluster.config_file} ui\n"
                   "^C to stop everything", flush=True)
         while not cluster.stopping.wait(0.5):
             dead = cluster.dead()
@@ -106,10 +112,22 @@ def cmd_submit(args: argparse.Namespace) -> int:
     conf = _conf(args)
     topology = load_topology(args.file, args.topology)
     root = Path(args.file).resolve().parent
-    code = package_dir(root, conf["nimbus.code.max.bytes"])
+    overrides = parse_conf(args.conf)
+    include = ({**topology.config, **overrides}.get("topology.package.include")
+               or conf["topology.package.include"])
+    files = manifest(root, include)
+    code = package_dir(root, conf["nimbus.code.max.bytes"], include,
+                       max_uncompressed_bytes=conf["nimbus.code.max.uncompressed.bytes"],
+                       max_entries=conf["nimbus.code.max.entries"])
+    how = "topology.package.include" if include else "dotfiles, VCS dirs, virtualenvs, keys left out"
+    print(f"code package of {root}: {len(files)} files, {sum(size for _, size in files)} bytes ({how})")
+    for path, size in files[:MANIFEST_LINES]:
+        print(f"  {size:>10}  {path}")
+    if len(files) > MANIFEST_LINES:
+        print(f"  ... and {len(files) - MANIFEST_LINES} more")
     name = args.name or topology.__name__
     result = _client(conf).submit(name, portable(topology.definition().to_dict(), root),
-                                  parse_conf(args.conf), base64.b64encode(code).decode())
+                                  overrides, base64.b64encode(code).decode())
     print(f"submitted topology {result['name']} (id {result['id']})")
     for warning in result.get("warnings") or []:
         print(f"warning: {warning}", file=sys.stderr)
@@ -222,6 +240,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--dir", default="squall-dev", help="where configs, logs and state go")
     p.add_argument("--supervisors", type=int, default=2)
     p.add_argument("--slots", type=int, default=2, help="worker slots per supervisor")
+    p.add_argument("--insecure", action="store_true",
+                   help="no TLS, tokens, CURVE or ZooKeeper ACLs (secure by default, like production)")
     p = command("submit", cmd_submit, "submit a topology file to the cluster")
     p.add_argument("file")
     p.add_argument("--name")

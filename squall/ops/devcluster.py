@@ -50,6 +50,8 @@ import psutil
 import yaml
 
 from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.ops.client import credentials
+from squall.security.keyring import Keyring
 from squall.supervisor.workers import Slot
 
 # Timers short enough that failures are noticed in seconds, not minutes.
@@ -67,6 +69,7 @@ DEV_CONF: dict[str, Any] = {
 }
 
 PIDS_FILE = "pids.json"
+KEYRING_FILE = "keyring.json"
 GRACE_SECS = 10.0  # a stopping daemon's time to exit before SIGKILL
 
 
@@ -86,8 +89,11 @@ class _RecordedZookeeper(DevZookeeper):
 
 class DevCluster:
     def __init__(self, root: Path, supervisors: int = 2, slots: int = 2,
-                 conf: dict[str, Any] | None = None, nimbuses: int = 1) -> None:
+                 conf: dict[str, Any] | None = None, nimbuses: int = 1, secure: bool = True) -> None:
         self.root = Path(root).resolve()
+        # Secure like production (TLS, tokens, CURVE, ZooKeeper ACLs) with a keyring
+        # of its own in the root, made on first start; --insecure turns it all off.
+        self.secure = secure
         self.n_supervisors = supervisors
         self.n_slots = slots
         self.n_nimbus = nimbuses
@@ -111,8 +117,36 @@ class DevCluster:
         return self.root / PIDS_FILE
 
     @property
+    def keyring_file(self) -> Path:
+        return self.root / KEYRING_FILE
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.secure else "http"
+
+    @property
     def nimbus_url(self) -> str:
-        return f"http://127.0.0.1:{self.nimbus_ports[0]}"
+        return f"{self.scheme}://127.0.0.1:{self.nimbus_ports[0]}"
+
+    def nimbus_urls(self) -> list[str]:
+        return [f"{self.scheme}://127.0.0.1:{p}" for p in self.nimbus_ports]
+
+    def ensure_keyring(self) -> None:
+        if self.secure and not self.keyring_file.exists():
+            keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
+            keyring.save(self.keyring_file)
+
+    def urlopen(self, request: urllib.request.Request | str, timeout: float = 30, token: Any = True) -> Any:
+        """``urllib.request.urlopen`` as a client of this cluster: its CA, and its admin's
+        token (``token=None``: none; a string: that one)."""
+        if isinstance(request, str):
+            request = urllib.request.Request(request)
+        bearer, context = credentials(self.conf) if self.secure else (None, None)
+        if token is not True:
+            bearer = token
+        if bearer:
+            request.add_header("Authorization", f"Bearer {bearer}")
+        return urllib.request.urlopen(request, timeout=timeout, context=context)
 
     def start(self, timeout: float = 60.0) -> None:
         """Start everything and wait until it answers; returns early if
@@ -120,8 +154,12 @@ class DevCluster:
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         _write_json(self.pids_file, [])  # this cluster's processes, not a previous one's
         zk_port = free_port()
+        self.ensure_keyring()
+        security = ({"squall.secure": True, "squall.keyring.path": str(self.keyring_file)} if self.secure
+                    else {"squall.secure": False})
         self.conf = {
             **DEV_CONF,
+            **security,
             "storm.zookeeper.servers": ["127.0.0.1"],
             "storm.zookeeper.port": zk_port,
             "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
@@ -248,7 +286,7 @@ class DevCluster:
     def api(self, method: str, path: str, body: Any = None, url: str | None = None) -> Any:
         data = None if body is None else json.dumps(body).encode()
         request = urllib.request.Request(f"{url or self.nimbus_url}/api/v1/{path}", data=data, method=method)
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with self.urlopen(request, timeout=30) as response:
             return json.loads(response.read())
 
     # -- workers -------------------------------------------------------------

@@ -12,6 +12,14 @@ from typing import IO, Any
 
 import structlog
 
+from squall.security.redact import redact_answer
+
+
+def redact_secrets(_logger: Any, _name: str, event_dict: Any) -> Any:
+    """No secret reaches a log line: a conf logged whole, a ``*.password`` field,
+    a ``token=`` inside a URL, all come out as ``*****``."""
+    return redact_answer(event_dict)
+
 
 def configure_logging(level: str = "info", json: bool = False, stream: IO[str] | None = None) -> None:
     numeric = logging.getLevelName(level.upper())
@@ -23,6 +31,7 @@ def configure_logging(level: str = "info", json: bool = False, stream: IO[str] |
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            redact_secrets,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info if json else structlog.processors.StackInfoRenderer(),

@@ -16,6 +16,10 @@ foreground, in a process group of its own:
   kept off the command line so ``ps`` does not show it).  Clients must say
   ``sc://localhost:PORT/;token=...``: with a token the client insists on TLS
   for any host but the literal ``localhost``;
+* nothing secret on any command line (``/proc/<pid>/cmdline`` is world-readable,
+  a process's environment is not): the server's Spark settings, which may hold
+  passwords, go in a 0600 ``--properties-file``; the warm-up child gets the
+  token in its environment (pyspark's client reads the same variable);
 * ready when its port accepts connections *and* a warm-up query ran (a
   fresh server takes 5-10 s over its first query; better here than in the
   first batch).  The warm-up runs in a child Python, so a supervisor never
@@ -63,8 +67,11 @@ BASE_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": str(max(2, 2 * (os.cpu_count() or 1))),
 }
 
+TOKEN_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+
 # The warm-up query: a round trip plus a tiny shuffle, so the first real
-# batch does not pay for class loading and code generation.
+# batch does not pay for class loading and code generation.  argv[1] is the
+# address without the token; the client takes the token from TOKEN_ENV.
 WARM_UP = """
 import sys
 from pyspark.sql import SparkSession
@@ -114,6 +121,65 @@ def remote_url(port: int, token: str | None) -> str:
     if token:
         return f"sc://localhost:{port}/;token={token}"
     return f"sc://localhost:{port}"
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write ``text`` to a file only its owner may read (0600, even if it existed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        os.fchmod(fd, 0o600)
+        f.write(text)
+
+
+def _properties_escape(text: str, key: bool) -> str:
+    """Escape for a Java ``.properties`` file (read as UTF-8 by spark-submit)."""
+    out = text.replace("\\", "\\\\").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    out = out.replace("\f", "\\f")
+    if key:
+        for c in " =:#!":
+            out = out.replace(c, "\\" + c)
+    elif out.startswith(" "):
+        out = "\\" + out
+    return out
+
+
+def properties_text(conf: Mapping[str, str]) -> str:
+    return "".join(f"{_properties_escape(k, True)}={_properties_escape(v, False)}\n" for k, v in conf.items())
+
+
+def client_env(base: Mapping[str, str]) -> dict[str, str]:
+    """``base`` without the Spark client settings of the process starting a child."""
+    return {k: v for k, v in base.items() if k not in _CLIENT_ENV}
+
+
+def warm_up_call(python: str, port: int, token: str | None, home: Path,
+                 base_env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The warm-up child's argv and environment: the token only in the environment."""
+    env = client_env(base_env)
+    env["SPARK_HOME"] = str(home)
+    if token:
+        env[TOKEN_ENV] = token
+    return [python, "-c", WARM_UP, remote_url(port, None)], env
+
+
+def server_call(home: Path, *, name: str, master: str, port: int, properties: Path, python: str,
+                token: str, base_env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+    """The server's argv and environment: settings in ``properties``, the token in the environment."""
+    env = client_env(base_env)  # not the client settings of the process starting it
+    env.update({
+        "SPARK_HOME": str(home),
+        "PYSPARK_PYTHON": python,
+        "PYSPARK_DRIVER_PYTHON": python,
+        "SPARK_LOCAL_IP": "127.0.0.1",
+        TOKEN_ENV: token,
+    })
+    cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS,
+           "--name", name,
+           "--master", master,
+           "--properties-file", str(properties),
+           "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
+           "--conf", f"spark.connect.grpc.binding.port={port}"]
+    return cmd, env
 
 
 class ConnectServer:
@@ -199,9 +265,7 @@ class ConnectServer:
         except OSError:
             pass
         token = secrets.token_urlsafe(24)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(token)
+        write_private(path, token)
         return token
 
     # -- lifecycle -----------------------------------------------------------
@@ -325,23 +389,11 @@ class ConnectServer:
         if port_open(self.port):
             msg = f"port {self.port} is taken by another process"
             raise ServerError(msg)
-        home = spark_home()
-        # Not the client settings of the process starting it.
-        env = {k: v for k, v in os.environ.items() if k not in _CLIENT_ENV}
-        env.update({
-            "SPARK_HOME": str(home),
-            "PYSPARK_PYTHON": self.python,
-            "PYSPARK_DRIVER_PYTHON": self.python,
-            "SPARK_LOCAL_IP": "127.0.0.1",
-            "SPARK_CONNECT_AUTHENTICATE_TOKEN": self.token,
-        })
-        cmd = [str(home / "bin" / "spark-submit"), "--class", SERVER_CLASS,
-               "--name", f"{self.name} {self.dir}",
-               "--master", self.master,
-               "--conf", "spark.connect.grpc.binding.address=127.0.0.1",
-               "--conf", f"spark.connect.grpc.binding.port={self.port}"]
-        for key, value in self.conf.items():
-            cmd += ["--conf", f"{key}={value}"]
+        properties = self.dir / "server.properties"
+        write_private(properties, properties_text(self.conf))
+        cmd, env = server_call(spark_home(), name=f"{self.name} {self.dir}", master=self.master,
+                               port=self.port, properties=properties, python=self.python, token=self.token,
+                               base_env=os.environ)
         with open(self.log_file, "ab") as out:
             # A process group of its own: stop() takes the JVM's Python workers too.
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
@@ -377,10 +429,10 @@ class ConnectServer:
             if self._stop.wait(0.2):
                 return
         remaining = max(1.0, deadline - self.now())
+        cmd, env = warm_up_call(self.python, self.port, self.token, spark_home(), os.environ)
         try:
-            subprocess.run([self.python, "-c", WARM_UP, self.url], check=True, timeout=remaining,
-                           capture_output=True, stdin=subprocess.DEVNULL,
-                           env={**os.environ, "SPARK_HOME": str(spark_home())})
+            subprocess.run(cmd, check=True, timeout=remaining, capture_output=True, stdin=subprocess.DEVNULL,
+                           env=env)
         except subprocess.CalledProcessError as e:
             tail = e.stderr.decode(errors="replace")[-2000:]
             msg = f"the warm-up query failed: {tail}"

@@ -15,6 +15,16 @@ Storm's three timers:
 
 The supervisor keeps no state but its local directory: stopping it leaves
 workers running, and a restarted supervisor adopts them.
+
+Security: everything under ``storm.local.dir`` is this user's only (umask 077
+while the supervisor runs, its directories 0700); a worker's environment is
+an allow-list (``supervisor.worker.env.allow`` plus the topology's
+``topology.environment``); a code package is unpacked within
+``nimbus.code.max.uncompressed.bytes`` and ``nimbus.code.max.entries``.  In a
+secure cluster (``squall.secure``) the supervisor authenticates to ZooKeeper
+with the keyring's credentials, writes each worker's ``secrets.json`` (the
+topology's CURVE keypair and those credentials), and refuses to launch the
+workers of a topology without a CURVE keypair.
 """
 
 from __future__ import annotations
@@ -34,10 +44,19 @@ import structlog
 from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import connect, make_client
+from squall.cluster.zookeeper import cluster_credentials, connect, is_secure, make_client
 from squall.config import DEFAULTS
+from squall.errors import SquallError
 from squall.ops.package import extract
-from squall.supervisor.workers import Slot, read_json, write_json
+from squall.supervisor.workers import (
+    UMASK,
+    Slot,
+    private_dir,
+    read_json,
+    worker_env,
+    worker_secrets,
+    write_json,
+)
 
 log = structlog.get_logger("squall.supervisor.Supervisor")
 
@@ -55,8 +74,9 @@ def node_id(local_dir: Path) -> str:
         return path.read_text().strip()
     except OSError:
         node = f"{socket.gethostname()}-{os.urandom(4).hex()}"
-        local_dir.mkdir(parents=True, exist_ok=True)
-        path.write_text(node)
+        private_dir(local_dir)
+        with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
+            f.write(node)
         return node
 
 
@@ -65,7 +85,7 @@ class Supervisor:
         self.conf = conf
         self.now = now
         self.status = Status.INIT
-        self.local_dir = Path(conf["storm.local.dir"]).resolve()
+        self.local_dir = private_dir(Path(conf["storm.local.dir"]).resolve())
         self.node = node_id(self.local_dir)
         self.host = conf["storm.local.hostname"]
         self.ports = [int(p) for p in conf["supervisor.slots.ports"]]
@@ -76,7 +96,13 @@ class Supervisor:
                                                  # transactional state lives in the cluster's ZooKeeper
                                                  "storm.zookeeper.", "transactional."))
                                 and v != DEFAULTS.get(k)}
-        self.zk = make_client(conf)
+        # Secure: ZooKeeper credentials from the keyring (a ConfigError now if there is none).
+        self.secure = is_secure(conf)
+        self.zk_credentials = cluster_credentials(conf)
+        self.zk = make_client(conf, self.zk_credentials)
+        self._secrets: dict[str, dict[str, Any]] = {}  # topology id -> its workers' secrets.json
+        self._refused: dict[str, str] = {}  # topology id -> why its workers are not launched
+        self._umask: int | None = None
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         self._desired: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
@@ -101,9 +127,13 @@ class Supervisor:
     def start(self) -> None:
         if self.status is not Status.INIT:
             return
+        # Process-wide, for the daemon's life (restored by stop() for in-process use).
+        self._umask = os.umask(UMASK)
+        for sub in ("workers", "code"):
+            private_dir(self.local_dir / sub)
         self.zk.add_listener(self._on_zk_state)
         connect(self.zk, self.conf, "supervisor")
-        self.state.setup()
+        self.state.setup(fix_acls=False)  # the leader nimbus re-ACLs the tree
         self._register()
         self.zk.ChildrenWatch(self.state.path("assignments"), self._on_assignments_changed)
         for target, name in ((self._heartbeat_loop, "heartbeat"),
@@ -136,6 +166,8 @@ class Supervisor:
             self.spark.stop(kill=kill_workers, reason=reason)
         self.zk.stop()
         self.zk.close()
+        if self._umask is not None:
+            os.umask(self._umask)
         self.status = Status.STOPPED
 
     def wait(self) -> None:
@@ -209,7 +241,15 @@ class Supervisor:
             if record is None:
                 continue
             records[topology_id] = record
-            code_dir = self._ensure_code(topology_id)
+            try:
+                if self.secure and topology_id not in self._secrets:
+                    self._secrets[topology_id] = worker_secrets(
+                        topology_id, self.state.topology_secrets(topology_id), self.zk_credentials or [])
+                code_dir = self._ensure_code(topology_id)
+            except SquallError as e:
+                self._refuse(topology_id, record, str(e))
+                continue
+            self._refused.pop(topology_id, None)
             task_address = {}
             for w in assignment["workers"]:
                 address = f"zmq+tcp://{assignment['hosts'][w['node']]}:{w['port']}"
@@ -220,6 +260,7 @@ class Supervisor:
             worker_conf = {**self.worker_defaults, **record["conf"]}
             if self.spark is not None:
                 worker_conf.update(self.spark.worker_conf())
+            worker_conf["squall.secure"] = self.secure  # the cluster's, never a topology's
             for w in mine:
                 desired[w["port"]] = {
                     "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,
@@ -230,7 +271,23 @@ class Supervisor:
         with self._lock:
             self._desired = desired
         self._synced.set()
-        self._remove_stale_code({d["topology_id"] for d in desired.values()})
+        wanted = {d["topology_id"] for d in desired.values()}
+        for gone in set(self._secrets) - wanted:
+            del self._secrets[gone]
+        for gone in set(self._refused) - set(records):
+            del self._refused[gone]
+        self._remove_stale_code(wanted)
+
+    def _refuse(self, topology_id: str, record: dict[str, Any], reason: str) -> None:
+        """Not launching this topology's workers: said once (log and topology errors) per reason."""
+        if self._refused.get(topology_id) == reason:
+            return
+        self._refused[topology_id] = reason
+        log.error("topology refused: its workers are not launched", topology=topology_id, reason=reason)
+        self.state.add_error(topology_id, {
+            "topology": record.get("name", topology_id), "topology_id": topology_id,
+            "component": "__supervisor", "task": None, "error": f"SquallError: {reason}", "trace": "",
+            "fatal": True, "worker": self.host, "time": self.now(), "node": self.node})
 
     def _ensure_code(self, topology_id: str) -> Path:
         code_dir = self.local_dir / "code" / topology_id
@@ -238,7 +295,14 @@ class Supervisor:
             return code_dir
         blob = self.state.code(topology_id) or b""
         shutil.rmtree(code_dir, ignore_errors=True)
-        extract(blob, code_dir) if blob else code_dir.mkdir(parents=True, exist_ok=True)
+        if blob:
+            try:
+                extract(blob, code_dir, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
+                        max_entries=self.conf["nimbus.code.max.entries"])
+            except SquallError:
+                shutil.rmtree(code_dir, ignore_errors=True)
+                raise
+        private_dir(code_dir)
         (code_dir / ".complete").write_text("")
         log.info("code downloaded", topology=topology_id, bytes=len(blob))
         return code_dir
@@ -290,7 +354,16 @@ class Supervisor:
             slot.kill("timed-out", grace)
             self._launch(slot, want)
 
+    def worker_env(self, want: dict[str, Any]) -> dict[str, str]:
+        return worker_env(os.environ, self.conf["supervisor.worker.env.allow"],
+                          want["conf"].get("topology.environment"), {"SQUALL_NODE": self.node})
+
     def _launch(self, slot: Slot, want: dict[str, Any]) -> None:
-        slot.launch(self.node, want, self._children)
+        secrets = self._secrets.get(want["topology_id"])
+        if self.secure and secrets is None:  # not synced since: the next sync says why
+            log.error("no secrets for the topology: worker not launched", port=slot.port,
+                      topology=want["topology_id"])
+            return
+        slot.launch(self.node, want, self._children, env=self.worker_env(want), secrets=secrets)
         self.launches += 1
 

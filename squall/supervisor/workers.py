@@ -3,9 +3,17 @@
 Each slot (port) has a directory ``<local dir>/workers/<port>/`` holding the
 files the worker contract defines (see ``squall.worker.main``):
 ``assignment.json`` (ours), ``heartbeat.json`` and ``errors.jsonl`` (the
-worker's), ``worker.log`` (its stdout and stderr) and ``pid`` (ours: pid,
-process start time and launch time, so that a restarted supervisor can find
-and adopt the workers it left running).
+worker's), ``worker.log`` (its stdout and stderr), ``pid`` (ours: pid, process start
+time and launch time, so that a restarted supervisor can find and adopt the
+workers it left running) and, in a secure cluster, ``secrets.json`` (ours,
+0600, removed when the worker is killed)::
+
+    {"curve": {"public": b64, "secret": b64},          # the topology's CURVE keypair
+     "zookeeper": {"user": u, "passwords": [p, ...]}}  # digest credentials, current first
+
+Everything here is this user's only: directories 0700, files 0600, and the
+worker runs with umask 077.  Its environment is an allow-list
+(:func:`worker_env`), never the supervisor's whole environment.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,19 +32,66 @@ import psutil
 import structlog
 
 from squall import config
+from squall.errors import SquallError
 from squall.ops.processes import kill_tree
 
 log = structlog.get_logger("squall.supervisor.workers")
 
 
+UMASK = 0o077  # the supervisor's and its workers': files 0600, directories 0700
+SECRETS = "secrets.json"
+
+
 def write_json(path: Path, obj: Any) -> None:
-    """Atomically, and readable by this user only: an assignment may carry
-    the Spark Connect token."""
+    """Atomically, and readable by this user only (0600 from the first byte,
+    whatever a leftover temporary file had): an assignment may carry the
+    Spark Connect token, secrets.json the topology's keys."""
     tmp = path.with_name(path.name + ".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
         f.write(json.dumps(obj))
     os.replace(tmp, path)
+
+
+def private_dir(path: Path) -> Path:
+    """``path`` (and missing parents) as a directory of this user's only."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    os.chmod(path, 0o700)
+    return path
+
+
+def worker_env(environ: Mapping[str, str], allow: Iterable[str], topology_environment: Any,
+               squall: Mapping[str, str]) -> dict[str, str]:
+    """A worker's environment: the ``allow``-listed names (supervisor.worker.env.allow)
+    of ``environ``, then the topology's ``topology.environment`` (Storm's key), then
+    what Squall sets itself (``squall``), which nothing overrides.
+
+    Names that cannot be environment variables (empty, '=' or NUL in them) are dropped.
+    """
+    env = {name: environ[name] for name in allow if name in environ}
+    if isinstance(topology_environment, Mapping):
+        for name, value in topology_environment.items():
+            env[str(name)] = "" if value is None else str(value)
+    env.update(squall)
+    return {k: v for k, v in env.items() if k and "=" not in k and "\0" not in k and "\0" not in v}
+
+
+def worker_secrets(topology_id: str, topology_secrets: Any,
+                   credentials: list[tuple[str, str]]) -> dict[str, Any]:
+    """The content of a worker's secrets.json, or a SquallError saying why the
+    topology's workers may not run (no CURVE keypair in ZooKeeper)."""
+    curve = topology_secrets.get("curve") if isinstance(topology_secrets, Mapping) else None
+    if not isinstance(curve, Mapping) or not curve.get("public") or not curve.get("secret"):
+        msg = (f"topology {topology_id} has no CURVE keypair in ZooKeeper (secrets/{topology_id}): "
+               "a secure supervisor does not launch its workers; resubmit it to a secure nimbus")
+        raise SquallError(msg)
+    if not credentials:
+        msg = "a secure supervisor needs the cluster's ZooKeeper credentials for its workers"
+        raise SquallError(msg)
+    user = credentials[0][0]
+    return {"curve": {"public": curve["public"], "secret": curve["secret"]},
+            "zookeeper": {"user": user, "passwords": [p for u, p in credentials if u == user]}}
 
 
 def read_json(path: Path) -> Any:
@@ -53,6 +109,10 @@ class Slot:
     @property
     def assignment_file(self) -> Path:
         return self.dir / "assignment.json"
+
+    @property
+    def secrets_file(self) -> Path:
+        return self.dir / SECRETS
 
     def heartbeat(self) -> dict[str, Any] | None:
         return read_json(self.dir / "heartbeat.json")
@@ -77,19 +137,29 @@ class Slot:
             return None
         return proc
 
-    def launch(self, node: str, assignment: dict[str, Any],
-               children: dict[int, subprocess.Popen[bytes]]) -> int:
-        self.dir.mkdir(parents=True, exist_ok=True)
+    def launch(self, node: str, assignment: dict[str, Any], children: dict[int, subprocess.Popen[bytes]],
+               env: dict[str, str] | None = None, secrets: dict[str, Any] | None = None) -> int:
+        """Start the worker of ``assignment``.  ``env``: its whole environment
+        (None: :func:`worker_env` with the default allow-list); ``secrets``:
+        written to secrets.json first (None: no secrets file)."""
+        private_dir(self.dir)
         self.kill_left_children(grace=0.0)  # a dead predecessor's; must go before its pid record
-        for stale in ("heartbeat.json",):
+        for stale in ("heartbeat.json", SECRETS):
             (self.dir / stale).unlink(missing_ok=True)
         write_json(self.assignment_file, assignment)
-        env = {**os.environ, "SQUALL_NODE": node}
-        with open(self.dir / "worker.log", "ab") as out:
+        if secrets is not None:
+            write_json(self.secrets_file, secrets)
+        if env is None:
+            env = worker_env(os.environ, config.DEFAULTS["supervisor.worker.env.allow"], None,
+                             {"SQUALL_NODE": node})
+        log_fd = os.open(self.dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.fchmod(log_fd, 0o600)
+        with os.fdopen(log_fd, "ab") as out:
             # A session of its own: the worker outlives a supervisor restart.
             proc = subprocess.Popen([sys.executable, "-m", "squall.worker", "--dir", str(self.dir)],
                                     stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, start_new_session=True, cwd=assignment.get("code_dir") or None)
+                                    env=env, start_new_session=True, cwd=assignment.get("code_dir") or None,
+                                    umask=UMASK)
         children[self.port] = proc
         write_json(self.dir / "pid", {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time(),
                                       "launched": time.time()})
@@ -102,6 +172,7 @@ class Slot:
         if proc is not None and kill_tree(proc.pid, grace):
             log.info("worker killed", port=self.port, pid=proc.pid, reason=reason)
         self.kill_left_children(grace)
+        self.secrets_file.unlink(missing_ok=True)
 
     def kill_left_children(self, grace: float) -> None:
         """Kill the multilang children a worker left behind (``<slot>/pids``).

@@ -41,6 +41,17 @@ started)::
                            "complete_latency_ms": {"count", "mean", "p50", "p99", "max"}}},
      "transfer": {"frames_sent", "frames_received", "frames_dropped", ...}}
 
+``secrets.json`` (supervisor -> worker; mode 0600, only in a secure cluster)::
+
+    {"curve": {"public": b64, "secret": b64} | null,   # the topology's CURVE keypair
+     "zookeeper": {"user": str, "passwords": [str, ...]} | null}
+
+With a keypair every ZeroMQ socket of the worker speaks CURVE and admits only
+the topology's workers; the ZooKeeper credentials go to the transactional
+state's client.  A secrets.json that is malformed or readable by group or
+others, or none when the assignment's conf says ``squall.secure``, stops the
+worker with :data:`EXIT_BAD_ASSIGNMENT`.  Secrets are never logged.
+
 ``errors.jsonl`` (worker -> supervisor; appended): one JSON object per
 component error, :meth:`ErrorRecord.to_dict` plus ``topology_id``.  The
 error that kills the worker is written (``"fatal": true``) before it exits.
@@ -82,12 +93,15 @@ from squall.clock import Clock
 from squall.errors import SquallError, TransportError
 from squall.metrics.system import ProcessSampler
 from squall.ops.logging import configure_logging
+from squall.security import curve as curve_keys
 from squall.topology.topology import definition_from_dict
 from squall.transactional.state import BACKEND_RESOURCE, Lazy
 from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
 from squall.worker.transport import Transport, transport_for
+from squall.worker.wire import WireValidator
 from squall.worker.worker import Worker
+from squall.worker.zmq_transport import SCHEME as ZMQ_SCHEME
 from squall.worker.zmq_transport import ZmqTransport
 
 log = structlog.get_logger("squall.worker.WorkerProcess")
@@ -111,10 +125,74 @@ PERCENTILE_SAMPLES = 10_000
 ASSIGNMENT = "assignment.json"
 HEARTBEAT = "heartbeat.json"
 ERRORS = "errors.jsonl"
+SECRETS = "secrets.json"
+# An orderly stop lets senders deliver what they queued for this long at most
+# (and never past worker.shutdown.timeout.secs).
+ORDERLY_LINGER_SECS = 1.0
 
 
 class AssignmentError(SquallError):
     """assignment.json is missing, malformed, or names executors the topology lacks."""
+
+
+class SecretsError(SquallError):
+    """secrets.json is unreadable, malformed, or readable by others."""
+
+
+@dataclass(frozen=True)
+class WorkerSecrets:
+    curve: tuple[bytes, bytes] | None  # raw (public, secret)
+    zookeeper: list[tuple[str, str]] | None  # (user, password) pairs
+
+    def __repr__(self) -> str:  # never let a traceback or a log print a key
+        return (f"WorkerSecrets(curve={'<set>' if self.curve else None}, "
+                f"zookeeper={'<set>' if self.zookeeper else None})")
+
+
+def read_secrets(path: Path) -> WorkerSecrets | None:
+    """The worker's secrets.json, or None if there is none; SecretsError if it is
+    readable by group or others or not what the supervisor writes.  Error
+    messages name what is wrong, never a value."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        msg = f"cannot read {path}: {e.strerror}"
+        raise SecretsError(msg) from None
+    if st.st_mode & 0o077:
+        msg = f"{path} is accessible to group or others (mode {st.st_mode & 0o777:o}); it must be 0600"
+        raise SecretsError(msg)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        msg = f"cannot read {path}: not JSON ({type(e).__name__})"
+        raise SecretsError(msg) from None
+    if not isinstance(data, dict) or "curve" not in data or "zookeeper" not in data:
+        msg = f"{path}: expected an object with 'curve' and 'zookeeper'"
+        raise SecretsError(msg)
+    keys = None
+    if data["curve"] is not None:
+        pair = data["curve"]
+        if (not isinstance(pair, dict) or not isinstance(pair.get("public"), str)
+                or not isinstance(pair.get("secret"), str)):
+            msg = f"{path}: 'curve' must be null or {{'public': base64, 'secret': base64}}"
+            raise SecretsError(msg)
+        try:
+            keys = curve_keys.raw(pair)
+        except ValueError:
+            msg = f"{path}: 'curve' does not hold two base64 32-byte keys"
+            raise SecretsError(msg) from None
+    creds = None
+    if data["zookeeper"] is not None:
+        zk = data["zookeeper"]
+        if (not isinstance(zk, dict) or not isinstance(zk.get("user"), str) or not zk["user"]
+                or not isinstance(zk.get("passwords"), list) or not zk["passwords"]
+                or not all(isinstance(p, str) and p for p in zk["passwords"])):
+            msg = f"{path}: 'zookeeper' must be null or {{'user': str, 'passwords': [str, ...]}}"
+            raise SecretsError(msg)
+        creds = [(zk["user"], password) for password in zk["passwords"]]
+    return WorkerSecrets(keys, creds)
 
 
 class StartupError(SquallError):
@@ -298,17 +376,31 @@ class WorkerProcess:
         executors = [by_id[(first, last)] for first, last in assignment.executors]
         self.plan = plan
         try:
-            self.transport = transport_for(assignment.address)
-            if isinstance(self.transport, ZmqTransport):
-                self.transport.send_hwm = plan.conf["zmq.hwm"]
+            secrets = read_secrets(self.dir / SECRETS)
+        except SecretsError as e:
+            raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
+        if assignment.conf.get("squall.secure") is True and (secrets is None or secrets.curve is None):
+            msg = f"the cluster is secure but {SECRETS} holds no CURVE keypair for this worker"
+            raise StartupError(msg, EXIT_BAD_ASSIGNMENT)
+        creds = secrets.zookeeper if secrets is not None else None
+        try:
+            if assignment.address.startswith(f"{ZMQ_SCHEME}://"):
+                self.transport = ZmqTransport(send_hwm=plan.conf["zmq.hwm"],
+                                              curve=secrets.curve if secrets is not None else None,
+                                              max_message_bytes=plan.conf["zmq.max.message.bytes"])
+            else:
+                self.transport = transport_for(assignment.address)
             # Transactional components keep their state in the cluster's ZooKeeper
             # (Storm's TransactionalState): one client per worker process, made
             # only if a transactional component asks for it.
-            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf))}
+            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf, creds))}
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
                                  resources=resources)
+            if self.worker.transfer is not None:
+                # Nothing from another worker reaches an executor unchecked.
+                self.worker.transfer.validator = WireValidator(plan, self.worker.local_tasks)
             self.worker.bind()
         except TransportError as e:
             raise StartupError(str(e), EXIT_BIND_FAILED) from e
@@ -354,6 +446,13 @@ class WorkerProcess:
                 return
             self.status = Status.STOPPING
         log.info("worker process stopping", reason=reason)
+        if timeout is None and self.plan is not None:
+            timeout = self.plan.conf["worker.shutdown.timeout.secs"]
+        if orderly and isinstance(self.transport, ZmqTransport) and timeout is not None:
+            # Frames queued for connected peers get a bounded chance to go out; those
+            # for peers not connected are counted and dropped (see zmq_transport).
+            self.transport.close_linger = ORDERLY_LINGER_SECS
+            self.transport.linger_deadline = time.monotonic() + timeout
         if self.worker is not None:
             self.worker.stop(reason, timeout=timeout, orderly=orderly)
         self._release()
@@ -513,9 +612,12 @@ def main(argv: list[str] | None = None) -> int:
     return process.run()
 
 
-def _zookeeper_backend(conf: dict[str, Any]) -> Any:
+def _zookeeper_backend(conf: dict[str, Any], credentials: list[tuple[str, str]] | None = None) -> Any:
     """The cluster's ZooKeeper as transactional state (kazoo is imported only
-    by a worker that runs a transactional component)."""
+    by a worker that runs a transactional component), authenticated with the
+    credentials of secrets.json when the cluster is secure."""
     from squall.cluster.transactional_state import ZooKeeperBackend
 
-    return ZooKeeperBackend.for_cluster_conf(conf)
+    if credentials is None:
+        return ZooKeeperBackend.for_cluster_conf(conf)
+    return ZooKeeperBackend.for_cluster_conf(conf, credentials=credentials)

@@ -19,6 +19,14 @@ it lasts, so that a restarted peer learns it.  A worker that hears a peer is
 congested sets ``backpressure.remote`` and its spouts pause; a congestion
 not refreshed within three resend periods is forgotten, so a peer that died
 congested cannot pause the topology for ever.
+
+Nothing from the wire is trusted: with a :class:`~squall.worker.wire.WireValidator`
+(the worker process sets one) every frame is decoded and checked by it, and
+a message of a kind, task or shape this worker's executors would never have
+been sent is dropped and counted per reason in ``stats()["rejected"]``,
+logged at most once per :data:`REJECT_LOG_SECS`.  A ``bp`` must name a known
+peer.  Without one (local mode, in-process frames only) frames are decoded
+as they are.
 """
 
 from __future__ import annotations
@@ -34,12 +42,14 @@ import structlog
 from squall.worker import serialization
 from squall.worker.queues import Backpressure
 from squall.worker.transport import Receiver, Sender, Transport
+from squall.worker.wire import REASONS, FrameRejected, WireValidator
 
 log = structlog.get_logger("squall.worker.transfer")
 
 WORKER_TASK = -1  # the target of worker-level messages
 BP_EXPIRY_PERIODS = 3
 IDLE_WAIT_SECS = 0.1
+REJECT_LOG_SECS = 10.0  # at most one warning about rejected frames per this many seconds
 
 
 class Transfer:
@@ -47,6 +57,7 @@ class Transfer:
                  deliver: Callable[[str, int, Any], None], component_of: Callable[[int], str],
                  record_of: Callable[[str, str], type], die: Callable[[BaseException], None],
                  *, backpressure: Backpressure | None = None, bp_resend: float = 1.0,
+                 validator: WireValidator | None = None,
                  now: Callable[[], float] = time.monotonic) -> None:
         self.address = address
         self._transport = transport
@@ -69,6 +80,10 @@ class Transfer:
         self.bytes_received = 0
         self.unroutable = 0
         self.undecodable = 0
+        #: Decodes and checks received frames; set before start().
+        self.validator = validator
+        self._rejected: dict[str, int] = dict.fromkeys(REASONS, 0)  # what the shell itself refused
+        self._reject_logged_at = float("-inf")
         # Cross-worker backpressure.
         self._backpressure = backpressure
         self._bp_resend = bp_resend
@@ -123,10 +138,22 @@ class Transfer:
             "frames_dropped": self._transport.dropped,
             "unroutable": self.unroutable,
             "undecodable": self.undecodable,
+            "rejected": self.rejected(),
+            "auth_rejected": getattr(self._transport, "auth_rejected", 0),
+            "connections_dropped": getattr(self._transport, "connections_dropped", 0),
+            "frames_undelivered": getattr(self._transport, "undelivered", 0),
             "queued": len(self._outbox),
             "congested": self._congested,
             "peers_congested": sorted(self._peers_congested),
         }
+
+    def rejected(self) -> dict[str, int]:
+        """Messages and frames dropped by the checks, per reason (see squall.worker.wire)."""
+        out = dict(self._rejected)
+        if self.validator is not None:
+            for reason, n in list(self.validator.rejected.items()):
+                out[reason] = out.get(reason, 0) + n
+        return out
 
     def stop(self) -> None:
         self._running = False
@@ -223,14 +250,25 @@ class Transfer:
                     continue
                 self.frames_received += 1
                 self.bytes_received += len(frame)
-                try:
-                    messages = serialization.decode(frame, self._component_of, self._record_of)
-                except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us
-                    self.undecodable += 1
-                    if self.undecodable == 1 or self.undecodable % 1000 == 0:
-                        log.warning("dropping frames that do not decode", error=repr(e),
-                                    undecodable=self.undecodable)
-                    continue
+                validator = self.validator
+                if validator is not None:
+                    before = validator.total_rejected
+                    try:
+                        messages = validator.decode(frame)
+                    except FrameRejected as e:
+                        self._log_rejected(str(e))
+                        continue
+                    if validator.total_rejected != before:
+                        self._log_rejected("messages dropped from a frame")
+                else:
+                    try:
+                        messages = serialization.decode(frame, self._component_of, self._record_of)
+                    except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us
+                        self.undecodable += 1
+                        if self.undecodable == 1 or self.undecodable % 1000 == 0:
+                            log.warning("dropping frames that do not decode", error=repr(e),
+                                        undecodable=self.undecodable)
+                        continue
                 for kind, task, payload in messages:
                     if task == WORKER_TASK:
                         self._on_worker_message(kind, payload)
@@ -241,11 +279,28 @@ class Transfer:
         finally:
             receiver.close()
 
+    def _log_rejected(self, what: str) -> None:
+        now = self._now()
+        if now - self._reject_logged_at >= REJECT_LOG_SECS:
+            self._reject_logged_at = now
+            log.warning("dropping frames that fail the wire checks", last=what,
+                        rejected={k: n for k, n in self.rejected().items() if n})
+
     def _on_worker_message(self, kind: str, payload: Any) -> None:
         if kind != "bp":
-            log.warning("unknown worker message", kind=kind)
+            self._rejected["kind"] += 1
+            self._log_rejected(f"unknown worker message {kind!r}")
+            return
+        if (type(payload) not in (list, tuple) or len(payload) != 2 or type(payload[0]) is not str
+                or type(payload[1]) is not bool):
+            self._rejected["shape"] += 1
+            self._log_rejected("a malformed bp message")
             return
         peer, congested = payload
+        if peer not in self._task_address.values() and peer not in self._peers_congested:
+            self._rejected["source"] += 1
+            self._log_rejected("a bp message from an unknown peer")
+            return
         if congested:
             if peer not in self._peers_congested:
                 log.debug("peer congested, pausing spouts", peer=peer)

@@ -65,14 +65,14 @@ def test_leader_nimbus_dies_a_standby_takes_over(make_cluster: Any, tmp_path: Pa
     run.submit(cluster, "ha", "squall.test.rate=300")
     poll_for(lambda: len(run.acked()) > 100, timeout=30, message="processing started")
     leader = cluster.api("GET", "cluster")["leader"]
-    index = [f"http://127.0.0.1:{p}" for p in cluster.nimbus_ports].index(leader)
+    index = cluster.nimbus_urls().index(leader)
     # When the leader is SIGKILLed
     cluster.kill_process(f"nimbus-{index}")
     # Then workers keep processing while no nimbus leads
     before = len(run.acked())
     poll_for(lambda: len(run.acked()) > before + 100, timeout=30, message="processing without nimbus")
     # and the standby takes over, topologies and code intact
-    other = f"http://127.0.0.1:{cluster.nimbus_ports[1 - index]}"
+    other = cluster.nimbus_urls()[1 - index]
     poll_for(lambda: cluster.api("GET", "cluster", url=other)["leader"] == other, timeout=30,
              message="the standby leads")
     assert [t["name"] for t in cluster.api("GET", "topologies", url=other)] == ["ha"]

@@ -20,7 +20,7 @@ from tests.helpers import stay
 def http(cluster: DevCluster, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
     request = urllib.request.Request(f"{cluster.nimbus_url}/api/v1/{path}", data=raw, method=method)
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with cluster.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())

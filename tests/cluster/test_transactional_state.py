@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -16,13 +17,14 @@ from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.cluster.zookeeper import DevZookeeper, free_port
 from squall.errors import CoordinationError, SerializationError
 from squall.testing import poll_for
+from tests.helpers import keyring_conf
 
 
 def tx_conf(zookeeper: DevZookeeper, **extra: Any) -> dict[str, Any]:
     # A unique root per test: a test never sees another's state.
     return config_mod.merge({
         "storm.zookeeper.port": zookeeper.port, "storm.zookeeper.session.timeout": 6000,
-        "storm.zookeeper.connection.timeout": 5000,
+        "storm.zookeeper.connection.timeout": 5000, **keyring_conf(zookeeper.data_dir.parent),
     }) | {"transactional.zookeeper.root": f"/tx-{uuid4().hex}", **extra}
 
 
@@ -139,9 +141,10 @@ def test_transactional_servers_override_the_clusters(zookeeper: DevZookeeper,
     assert fallback.open("t", "user").list("") == []
 
 
-def test_nothing_listening_is_a_coordination_error_naming_the_address() -> None:
+def test_nothing_listening_is_a_coordination_error_naming_the_address(tmp_path: Path) -> None:
     port = free_port()
-    conf = config_mod.merge({"storm.zookeeper.port": port, "storm.zookeeper.connection.timeout": 2000})
+    conf = config_mod.merge({"storm.zookeeper.port": port, "storm.zookeeper.connection.timeout": 2000,
+                             **keyring_conf(tmp_path)})
     started = time.monotonic()
     with pytest.raises(CoordinationError, match=f"transactional state.*127.0.0.1:{port}"):
         ZooKeeperBackend.for_transactional_conf(conf)

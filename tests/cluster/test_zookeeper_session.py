@@ -16,6 +16,7 @@ from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.nimbus.daemon import Nimbus
 from squall.supervisor.daemon import Supervisor
 from squall.testing import poll_for
+from tests.helpers import keyring_conf
 
 
 def expire(client: KazooClient, hosts: str) -> None:
@@ -33,6 +34,7 @@ def test_nimbus_and_supervisor_re_register_after_session_expiry(zookeeper: DevZo
         "nimbus.http.port": 0, "nimbus.monitor.freq.secs": 0.5, "storm.local.dir": str(tmp_path / "sup"),
         "supervisor.slots.ports": [free_port()], "supervisor.heartbeat.frequency.secs": 0.3,
         "supervisor.assignments.sync.secs": 0.5, "supervisor.monitor.frequency.secs": 0.5,
+        **keyring_conf(tmp_path),
     })
     nimbus, supervisor = Nimbus(conf), Supervisor(conf)
     observer = start_client(conf)
@@ -65,6 +67,7 @@ def test_a_leader_whose_session_came_back_before_it_looked_still_steps_down(zook
     # without its lock, which had died with the old session.)
     conf: dict[str, Any] = config_mod.merge({
         "storm.zookeeper.port": zookeeper.port, "nimbus.http.port": 0, "nimbus.monitor.freq.secs": 0.5,
+        **keyring_conf(tmp_path),
     })
     nimbus = Nimbus(conf)
     try:

@@ -10,13 +10,15 @@ import msgpack
 import pytest
 
 from squall.multilang.codec import (
+    CHUNK,
     JSON_SERIALIZER,
+    MAX_MESSAGE_KEY,
     MSGPACK_SERIALIZER,
     JsonCodec,
     MsgpackCodec,
     codec_for,
 )
-from squall.multilang.errors import ChildWentAway, ProtocolError
+from squall.multilang.errors import ChildWentAway, MessageTooLarge, ProtocolError
 from squall.multilang.protocol import (
     ShellConnection,
     anchor_ids,
@@ -195,3 +197,67 @@ def test_child_field_rules() -> None:
     assert wants_task_ids({}, None) and wants_task_ids({"need_task_ids": True}, None)
     assert not wants_task_ids({"need_task_ids": False}, None)
     assert not wants_task_ids({}, 5)  # direct emits never get a reply
+
+
+@pytest.mark.parametrize("anchors", [[["1"]], {"id": "1"}, 1.5, [True], True, ["1", None], [1.0]])
+def test_anchors_that_are_not_tuple_ids_are_protocol_faults(anchors: object) -> None:
+    with pytest.raises(ProtocolError, match="anchor"):
+        anchor_ids(anchors)
+
+
+# -- the cap on a child's message (topology.multilang.max.message.bytes) ---------------------
+
+CAP = 64 * 1024
+
+
+def _endless(codec: JsonCodec | MsgpackCodec) -> bytes:
+    """The start of one message far longer than the cap (no end in sight)."""
+    if isinstance(codec, JsonCodec):
+        return b'["' + b"x" * (8 * CHUNK)
+    return msgpack.packb("x" * (64 * CHUNK))[:8 * CHUNK]
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()], ids=["json", "msgpack"])
+@pytest.mark.parametrize("cap", [CAP, 3 * CHUNK + 5])
+def test_a_message_over_the_cap_is_refused_before_more_than_a_chunk_past_it(
+        codec: JsonCodec | MsgpackCodec, cap: int) -> None:
+    decoder = codec.decoder(cap)
+    data = _endless(codec)
+    fed = 0
+    with pytest.raises(MessageTooLarge, match=rf"over the limit of {cap} bytes \({MAX_MESSAGE_KEY}\)"):
+        while fed < len(data):
+            fed += CHUNK
+            decoder.feed(data[fed - CHUNK:fed])
+    assert cap < fed <= cap + CHUNK  # it stopped at the first read past the cap
+
+
+@pytest.mark.parametrize("codec", [JsonCodec(), MsgpackCodec()], ids=["json", "msgpack"])
+def test_the_cap_measures_each_message_and_keeps_what_came_before(codec: JsonCodec | MsgpackCodec) -> None:
+    small = [{"command": "sync"}] * 50
+    fits = ["x" * (CAP - 100)]
+    data = b"".join(codec.encode(m) for m in [*small, fits, *small])
+    # In one read, in small reads: everything up to the cap is decoded.
+    for step in (len(data), 1000):
+        decoder = codec.decoder(CAP)
+        out = [m for i in range(0, len(data), step) for m in decoder.feed(data[i:i + step])]
+        assert out == [*small, fits, *small]
+    # One byte-ish too many in a message that completes within one read: refused, the ones before kept.
+    big = ["x" * (CAP + 10)]
+    decoder = codec.decoder(CAP)
+    with pytest.raises(MessageTooLarge) as caught:
+        decoder.feed(b"".join(codec.encode(m) for m in [*small, big, *small]))
+    assert caught.value.decoded == small
+
+
+def test_json_cap_holds_for_crlf_framing() -> None:
+    with pytest.raises(MessageTooLarge, match=f"over the limit of {CAP} bytes"):
+        JsonCodec().decoder(CAP).feed(b'"' + b"x" * CAP + b'"\r\nend\r\n')
+
+
+def test_msgpack_without_a_cap_reports_its_own_buffer_limit_as_a_protocol_fault() -> None:
+    # (msgpack's Unpacker holds 100 MiB at most; its BufferFull used to escape the reader thread.)
+    decoder = MsgpackCodec().decoder()
+    with pytest.raises(MessageTooLarge, match="buffer limit"):
+        decoder.feed(b"\xc6" + (200 << 20).to_bytes(4, "big"))
+        for _ in range(101):
+            decoder.feed(b"x" * CHUNK)

@@ -82,3 +82,45 @@ def test_a_child_silent_past_the_timeout_is_killed_with_its_report() -> None:
     [died] = poll_for(lambda: owner.died, 5, "the child declared dead")
     assert "subprocess heartbeat timeout (30s" in str(died) and "killed by signal SIGKILL" in str(died)
     assert proc.popen is not None and proc.popen.poll() is not None
+
+
+def test_an_unexpected_error_in_the_reader_is_a_reported_death_not_a_silent_one() -> None:
+    # Given a child whose output the reader cannot take (a decoder that raises what no one expects)
+    clock, owner = FakeClock(), Owner()
+    proc = launch(clock, owner)
+    pid = proc.pid
+
+    class Broken:
+        def feed(self, data: bytes) -> list[Any]:
+            raise RuntimeError("decoder bug")
+
+    assert proc.conn is not None
+    proc.conn.decoder = Broken()  # type: ignore[assignment]
+    try:
+        # When the child answers a heartbeat
+        clock.advance(1.0)
+        # Then the reader reports the child dead, with the cause, and the child is killed
+        [died] = poll_for(lambda: owner.died, 5, "the child declared dead")
+        assert "reading the child's output failed: RuntimeError: decoder bug" in str(died)
+        assert proc.popen is not None and proc.popen.poll() is not None and pid is not None
+    finally:
+        proc.close()
+
+
+def test_a_message_over_the_cap_is_a_death_naming_the_cap() -> None:
+    clock, owner = FakeClock(), Owner()
+    child = CHILD.replace('send({"command": "sync"})', 'send({"command": "sync", "pad": "x" * 5000})')
+    proc = ShellProcess([sys.executable, "-c", child], codec=JsonCodec(), cwd=None, env=None,
+                        timeout=30, heartbeat_secs=1.0, owner_alive=threading.main_thread().is_alive,
+                        on_messages=owner.on_messages, on_exit=owner.on_exit, now=clock.now,
+                        max_message_bytes=4096, component="shell")
+    assert proc.start({}, {}, "/tmp") == []
+    proc.run()
+    try:
+        clock.advance(1.0)
+        [died] = poll_for(lambda: owner.died, 5, "the child declared dead")
+        text = str(died)
+        assert "over the limit of 4096 bytes (topology.multilang.max.message.bytes)" in text
+        assert "component: shell" in text and owner.messages == []
+    finally:
+        proc.close()

@@ -200,3 +200,56 @@ def test_a_refused_spout_emit_is_failed_back_to_the_child() -> None:
     assert calls.named("reply") == [("reply", [])]
     s.handle({"command": "sync"})
     assert sent(calls)[-1] == {"command": "fail", "id": 9}
+
+
+def _with_id(value: Any, tid: str) -> Any:
+    """``value`` with the real tuple id wherever it says "ID"."""
+    if value == "ID":
+        return tid
+    if isinstance(value, list):
+        return [_with_id(v, tid) for v in value]
+    if isinstance(value, dict):
+        return {k: _with_id(v, tid) for k, v in value.items()}
+    return value
+
+
+@pytest.mark.parametrize(("message", "text"), [
+    ({"command": "emit", "tuple": [1], "anchors": [["ID"]]}, "anchor that is not a tuple id"),
+    ({"command": "emit", "tuple": [1], "anchors": {"id": "ID"}}, "neither a tuple id nor a list"),
+    ({"command": "emit", "tuple": [1], "anchors": 1.5}, "neither a tuple id nor a list"),
+    ({"command": "emit", "tuple": [1], "anchors": ["ID", False]}, "anchor that is not a tuple id"),
+    ({"command": "emit", "tuple": [1], "stream": {"s": 1}}, "non-string stream"),
+    ({"command": "emit", "tuple": [1], "stream": 0}, "non-string stream"),
+    ({"command": "emit", "tuple": [1], "need_task_ids": "no"}, "non-boolean need_task_ids"),
+    ({"command": "emit", "tuple": [1], "task": 2.0}, "non-integer direct task"),
+    ({"command": "emit", "tuple": {"a": 1}}, "without a 'tuple' list"),
+    ({"command": "ack", "id": ["ID"]}, "ack without a tuple id"),
+    ({"command": "fail", "id": None}, "fail without a tuple id"),
+    ({"command": "log", "msg": {"m": 1}}, "log with a non-string 'msg'"),
+    ({"command": "error", "msg": 5}, "error with a non-string 'msg'"),
+])
+def test_ill_typed_bolt_fields_are_fatal_on_every_path(message: dict[str, Any], text: str) -> None:
+    # handle_many (the hot path) and handle (the full one) agree, and nothing but ProtocolError escapes.
+    for batch in (True, False):
+        calls = Calls()
+        s = bolt(calls)
+        tid = s.tuple_message(tup())["id"]
+        good = {"command": "emit", "tuple": [0], "anchors": [tid]}
+        bad = _with_id(message, tid)
+        with pytest.raises(ProtocolError, match=text):
+            if batch:
+                s.handle_many([good, bad])
+            else:
+                s.handle(bad)
+        assert calls.named("ack") == [] and calls.named("fail") == []
+        assert len(calls.named("emit")) == (1 if batch else 0)  # the good one before the fault went out
+
+
+@pytest.mark.parametrize(("message", "text"), [
+    ({"command": "emit", "tuple": [1], "stream": ["s"]}, "non-string stream"),
+    ({"command": "emit", "tuple": [1], "need_task_ids": 1}, "non-boolean need_task_ids"),
+    ({"command": "log", "msg": [1]}, "non-string 'msg'"),
+])
+def test_ill_typed_spout_fields_are_fatal(message: dict[str, Any], text: str) -> None:
+    with pytest.raises(ProtocolError, match=text):
+        spout(Calls()).handle(message)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -111,7 +110,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 
 def scrape(cluster: DevCluster) -> dict[str, Any]:
-    with urllib.request.urlopen(f"{cluster.nimbus_url}/metrics", timeout=30) as response:
+    with cluster.urlopen(f"{cluster.nimbus_url}/metrics", timeout=30) as response:
         assert response.headers["Content-Type"].startswith("text/plain")
         return parse(response.read().decode())
 

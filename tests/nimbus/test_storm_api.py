@@ -21,6 +21,7 @@ from squall.metrics.book import StatsBook
 from squall.metrics.windows import WINDOW_IDS
 from squall.nimbus import storm_api as api
 from squall.nimbus.service import NimbusService
+from squall.ops.client import credentials
 from squall.ops.devcluster import DevCluster
 from squall.testing import poll_for
 
@@ -209,7 +210,7 @@ def call(cluster: DevCluster, path: str, method: str = "GET", body: Any = None,
     request = urllib.request.Request((url or cluster.nimbus_url) + path, data=data, method=method,
                                      headers={"Content-Type": "application/json"})
     try:
-        with urllib.request.urlopen(request, timeout=30) as response:
+        with cluster.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
     except urllib.error.HTTPError as e:
         with e:
@@ -318,12 +319,14 @@ def test_bad_requests_are_refused_clearly(cluster: DevCluster) -> None:
     assert status == 400 and "whole seconds" in body["error"]
 
 
-def raw_post(url: str, path: str, body: bytes, length: str) -> tuple[int, Any]:
+def raw_post(cluster: DevCluster, url: str, path: str, body: bytes, length: str) -> tuple[int, Any]:
     """A POST with a Content-Length of our choosing (urllib would compute it)."""
-    host, port = url.removeprefix("http://").split(":")
-    conn = http.client.HTTPConnection(host, int(port), timeout=10)
+    host, port = url.split("://")[1].split(":")
+    token, context = credentials(cluster.conf)
+    conn = http.client.HTTPSConnection(host, int(port), timeout=10, context=context)
     try:
         conn.putrequest("POST", path)
+        conn.putheader("Authorization", f"Bearer {token}")
         conn.putheader("Content-Type", "application/json")
         conn.putheader("Content-Length", length)
         conn.endheaders()
@@ -338,15 +341,15 @@ def test_malformed_requests_get_400_not_500_and_change_nothing(cluster: DevClust
     kill = "/api/v1/topologies/WordCount/kill"
     leader = cluster.api("GET", "cluster")["leader"]  # only the leader acts (a standby answers 503)
     for length in ("-1", "abc", "1e3", "0x10"):
-        status, body = raw_post(leader, kill, b"{}", length)
+        status, body = raw_post(cluster, leader, kill, b"{}", length)
         assert status == 400 and "Content-Length" in body["error"], (length, status, body)
-    status, body = raw_post(leader, kill, b"[" * 100_000 + b"]" * 100_000, str(200_000))
+    status, body = raw_post(cluster, leader, kill, b"[" * 100_000 + b"]" * 100_000, str(200_000))
     assert status == 400 and "not valid JSON" in body["error"]
-    status, body = raw_post(leader, kill, b'{"wait_secs": 1}\xff', "17")
+    status, body = raw_post(cluster, leader, kill, b'{"wait_secs": 1}\xff', "17")
     assert status == 400 and "not valid JSON" in body["error"]
     for wait in (b"NaN", b"Infinity", b"-1"):
         payload = b'{"wait_secs": ' + wait + b"}"
-        status, body = raw_post(leader, kill, payload, str(len(payload)))
+        status, body = raw_post(cluster, leader, kill, payload, str(len(payload)))
         assert status == 400 and "wait_secs" in body["error"], (wait, status, body)
     # and the topology is still there, active
     summary = get(cluster, "/api/v1/topology/summary")["topologies"]
@@ -356,7 +359,7 @@ def test_malformed_requests_get_400_not_500_and_change_nothing(cluster: DevClust
 
 def test_storms_actions_drive_the_topology(cluster: DevCluster) -> None:
     ident = topology_id(cluster)
-    nimbuses = {n["status"]: f"http://{n['host']}:{n['port']}"
+    nimbuses = {n["status"]: f"{cluster.scheme}://{n['host']}:{n['port']}"
                 for n in get(cluster, "/api/v1/nimbus/summary")["nimbuses"]}
     leader = nimbuses["Leader"]
 

@@ -8,19 +8,19 @@ supervisor and (where a topology is submitted) a worker; free ports only.
 
 from __future__ import annotations
 
-import json
 import signal
 import subprocess
 import sys
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import psutil
 import pytest
-import yaml
 
+from squall.errors import SquallError
+from squall.ops.client import NimbusClient
 from squall.ops.devcluster import DevCluster
+from squall.ops.settings import load_conf
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -56,10 +56,8 @@ class DevClusterCommand:
     def answers(self) -> bool:
         assert self.proc.poll() is None, f"dev-cluster exited with {self.proc.returncode}:\n{self.output()}"
         try:
-            seed = yaml.safe_load(self.config_file.read_text())["nimbus.seeds"][0]
-            with urllib.request.urlopen(f"http://{seed}/api/v1/cluster", timeout=5) as response:
-                info = json.loads(response.read())
-        except (OSError, ValueError, TypeError, KeyError, IndexError):
+            info = NimbusClient.for_conf(load_conf(str(self.config_file)), timeout=5).cluster()
+        except (OSError, ValueError, TypeError, KeyError, IndexError, SquallError):
             return False
         return bool(info.get("leader")) and len(info.get("supervisors") or []) == 1
 

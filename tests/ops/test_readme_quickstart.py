@@ -17,9 +17,9 @@ from pathlib import Path
 
 import psutil
 import pytest
-import yaml
 
 from squall.ops.client import NimbusClient
+from squall.ops.settings import load_conf
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def quickstart_lines() -> list[str]:
 
 
 def _client(config: Path) -> NimbusClient:
-    return NimbusClient(yaml.safe_load(config.read_text())["nimbus.seeds"], timeout=10)
+    return NimbusClient.for_conf(load_conf(str(config)), timeout=10)
 
 
 def _running(config: Path, name: str) -> bool:

@@ -20,6 +20,7 @@ from squall import config as config_mod
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.state import OpaqueValue
 from squall.testing import poll_for
+from tests.helpers import keyring_conf
 from tests.transactional.topologies import NUMBERS, GlobalTotal, Run
 
 TX_ID = "global-total-id"
@@ -45,7 +46,8 @@ def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevZookeeper
 @pytest.fixture
 def kazoo(zookeeper: DevZookeeper) -> Iterator[KazooClient]:
     client = start_client(config_mod.merge({"storm.zookeeper.servers": ["127.0.0.1"],
-                                            "storm.zookeeper.port": zookeeper.port}))
+                                            "storm.zookeeper.port": zookeeper.port,
+                                            **keyring_conf(zookeeper.data_dir.parent)}))
     yield client
     client.stop()
     client.close()
@@ -55,7 +57,7 @@ def kazoo(zookeeper: DevZookeeper) -> Iterator[KazooClient]:
 
 def cluster_conf(zookeeper: DevZookeeper, root: str) -> dict[str, Any]:
     return {"transactional.zookeeper.servers": ["127.0.0.1"], "transactional.zookeeper.port": zookeeper.port,
-            "transactional.zookeeper.root": root}
+            "transactional.zookeeper.root": root, **keyring_conf(zookeeper.data_dir.parent)}
 
 
 def read(client: KazooClient, path: str) -> Any:
@@ -146,7 +148,7 @@ def test_an_unreachable_zookeeper_is_a_reported_coordination_error(run: Callable
     r = run()
     port = free_port()
     conf = {"transactional.zookeeper.servers": ["127.0.0.1"], "transactional.zookeeper.port": port,
-            "storm.zookeeper.connection.timeout": 1000}
+            "storm.zookeeper.connection.timeout": 1000, "squall.secure": False}
     started = time.monotonic()
     with LocalCluster(conf=conf) as cluster:
         # When the topology starts

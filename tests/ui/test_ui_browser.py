@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 
 import pytest
 
+from squall.ops.client import credentials
 from squall.ops.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,9 +44,16 @@ def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 30.0, ev
     pytest.fail(f"timed out waiting for {what} (last: {last!r})")
 
 
-def fetch(url: str) -> tuple[int, str, bytes]:
+# The cluster's admin token and CA (set by the cluster fixture): the API wants both.
+CLIENT: dict[str, Any] = {}
+
+
+def fetch(url: str, token: bool = True) -> tuple[int, str, bytes]:
+    request = urllib.request.Request(url)
+    if token and CLIENT.get("token"):
+        request.add_header("Authorization", f"Bearer {CLIENT['token']}")
     try:
-        with urllib.request.urlopen(url, timeout=30) as response:
+        with urllib.request.urlopen(request, timeout=30, context=CLIENT.get("context")) as response:
             return response.status, response.headers.get("Content-Type", ""), response.read()
     except urllib.error.HTTPError as e:
         with e:
@@ -64,6 +72,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
                    conf={"nimbus.stats.freq.secs": 1})
     try:
         c.start()
+        CLIENT["token"], CLIENT["context"] = credentials(c.conf)
         proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit",
                                str(REPO / "examples" / "wordcount.py"), "--config", str(c.config_file),
                                "--conf", "topology.workers=2"],
@@ -94,6 +103,8 @@ def browser() -> Iterator[Any]:
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
+    # The dev cluster's nimbus certificate is signed by its own CA, which this browser does not know.
+    options.accept_insecure_certs = True
     for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                 "--window-size=1400,1800"):
         options.add_argument(arg)
@@ -104,6 +115,15 @@ def browser() -> Iterator[Any]:
         yield driver
     finally:
         driver.quit()
+
+
+def signed_in_url(cluster: DevCluster) -> str:
+    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "ui", "--config",
+                           str(cluster.config_file)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
+    url = proc.stdout.strip()
+    assert url.startswith(cluster.nimbus_url + "/#token="), url
+    return url
 
 
 # -- without a browser ------------------------------------------------------------------
@@ -123,6 +143,10 @@ def test_static_files_and_visualization_answer(cluster: DevCluster, topology: di
     for path in ("/ui/nothing.html", "/ui/../__init__.py", "/ui/%2e%2e/__init__.py"):
         status, _, _ = fetch(base + path)
         assert status == 404, path
+    # The UI's files are public; what it shows is not.
+    for path in ("/api/v1/cluster/summary", f"/api/v1/topology/{topology['encodedId']}", "/metrics"):
+        status, _, body = fetch(base + path, token=False)
+        assert status == 401 and b"Bearer" in body, path
 
     def flowing() -> Any:
         graph = get_json(f"{base}/api/v1/topology/{topology['encodedId']}/visualization?window=600")
@@ -149,7 +173,16 @@ def test_static_files_and_visualization_answer(cluster: DevCluster, topology: di
 def test_cluster_page(cluster: DevCluster, topology: dict[str, Any], browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
+    # Not signed in: the page asks for a token and shows nothing of the cluster.
+    browser.delete_all_cookies()
     browser.get(cluster.nimbus_url + "/")
+    browser.execute_script("sessionStorage.clear()")
+    browser.get(cluster.nimbus_url + "/")
+    wait_for("the sign-in box", lambda: browser.find_elements(By.ID, "sign-in"))
+    assert not browser.find_elements(By.CSS_SELECTOR, "#supervisors tbody tr[data-row]")
+    # `squall ui` prints the address that signs in.
+    browser.get(signed_in_url(cluster))
+    wait_for("the token off the address bar", lambda: "token=" not in browser.current_url)
     supervisors = wait_for("the supervisor", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#supervisors tbody tr[data-row]"))
     assert len(supervisors) == 1
@@ -168,7 +201,8 @@ def test_cluster_page(cluster: DevCluster, topology: dict[str, Any], browser: An
 def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
-    browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=count&refresh=1")
+    browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=count&refresh=1"
+                f"#token={CLIENT['token']}")
     executors = wait_for("count's executors", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#executors tbody tr[data-row]"))
     assert len(executors) == 2  # par=2
@@ -186,7 +220,7 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
                                                    browser: Any) -> None:
     from selenium.webdriver.common.by import By
 
-    browser.get(f"{cluster.nimbus_url}/ui/topology.html?id={topology['encodedId']}&refresh=1")
+    browser.get(f"{cluster.nimbus_url}/ui/topology.html?id={topology['encodedId']}&refresh=1#token={CLIENT['token']}")
     nodes = wait_for("the graph", lambda: browser.find_elements(By.CSS_SELECTOR, "#graph g.node"))
     assert sorted(n.get_attribute("data-id") for n in nodes) == ["count", "sentences", "split"]
     edges = browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")

@@ -1,14 +1,48 @@
 /* Squall UI: helpers shared by the pages.  Everything comes from nimbus's REST API. */
 "use strict";
 
+/* Signing in: `squall ui` prints this page's address with "#token=..." (a fragment never
+   reaches a server or its logs); the token moves to this tab's sessionStorage and off the
+   address bar, and every API call sends it as a bearer token. */
+function takeToken() {
+  const hash = new URLSearchParams(window.location.hash.slice(1));
+  if (!hash.get("token")) return false;
+  sessionStorage.setItem("squall.token", hash.get("token"));
+  history.replaceState(null, "", window.location.pathname + window.location.search);
+  return true;
+}
+takeToken();
+/* The signed-in address pasted over a page already open here: no load happens, so reload. */
+window.addEventListener("hashchange", () => { if (takeToken()) window.location.reload(); });
+
 const squall = {
   params: new URLSearchParams(window.location.search),
 
   async api(path, method) {
-    const response = await fetch("/api/v1/" + path, {method: method || "GET"});
+    const token = sessionStorage.getItem("squall.token");
+    const headers = token ? {"Authorization": "Bearer " + token} : {};
+    const response = await fetch("/api/v1/" + path, {method: method || "GET", headers: headers});
     const body = await response.json();
+    if (response.status === 401) {
+      squall.signIn();
+      throw new Error("sign in: " + (body.error || "a token is needed"));
+    }
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
+  },
+
+  /* A token box, once: `squall ui` prints an address that signs in by itself. */
+  signIn() {
+    if (document.getElementById("sign-in")) return;
+    const input = squall.el("input", {type: "password", id: "token", placeholder: "token", autocomplete: "off"});
+    const button = squall.el("button", {id: "sign-in-button"}, "Sign in");
+    button.addEventListener("click", () => {
+      sessionStorage.setItem("squall.token", input.value.trim());
+      window.location.reload();
+    });
+    const box = squall.el("div", {id: "sign-in", class: "sign-in"},
+      "This cluster is secured: run `squall ui` for a signed-in address, or paste your token ", input, button);
+    document.querySelector("main").prepend(box);
   },
 
   el(tag, attrs, ...children) {

@@ -88,6 +88,13 @@ class Kitchen(Bolt):
             self.emit([arg], stream="undeclared")
         elif cmd == "bigint":
             self.emit([2 ** 70], stream="echo")
+        elif cmd == "badanchor":
+            anchors = {"nested": [[tup.id]], "dict": {"id": tup.id}, "float": 1.5, "bool": [True]}[arg]
+            self.send_message({"command": "emit", "tuple": ["x"], "stream": "echo", "anchors": anchors})
+        elif cmd == "raw":
+            self.send_message(arg)
+        elif cmd == "oversize":
+            self.emit(["x" * arg], stream="echo")
 
     def process_tick(self, tup):
         self.emit([["tick", list(tup.values), tup.component, tup.stream, tup.task]], stream="echo")

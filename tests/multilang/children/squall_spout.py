@@ -3,7 +3,8 @@
 ``test.spout.items``: ``[[msg_id, sentence], ...]`` emitted in order, one per
 ``next`` (``msg_id`` null = unreliable).  Special sentences: ``ASK`` (emit
 asking for task ids, report them), ``EMPTY`` (emit nothing), ``HANG``,
-``EXIT``, ``ILLEGAL`` (send an ack command, which spouts may not).  acks,
+``EXIT``, ``ILLEGAL`` (send an ack command, which spouts may not), ``BIG <n>``
+(emit a string of n characters).  acks,
 fails, activate and deactivate are reported on the ``events`` stream as JSON;
 with ``test.spout.replay`` a failed item is emitted again.
 The serializer comes from the parent.
@@ -47,6 +48,9 @@ class Kitchen(Spout):
             os._exit(3)
         if sentence == "ILLEGAL":
             self.send_message({"command": "ack", "id": msg_id})
+            return
+        if sentence.startswith("BIG "):
+            self.emit(["x" * int(sentence[4:])], tup_id=msg_id)
             return
         if sentence == "ASK":
             ids = self.emit([sentence], tup_id=msg_id, need_task_ids=True)

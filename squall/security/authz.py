@@ -1,0 +1,58 @@
+"""Who may do what to the cluster: Storm's authorizer, as a pure function.
+
+Storm's SimpleACLAuthorizer shape, on identities the keyring authenticated:
+
+* ``nimbus.admins`` may do anything;
+* ``nimbus.readonly.users`` may only read;
+* anyone else authenticated may read; may submit if ``nimbus.users`` is None
+  (the default) or names them;
+* a topology's owner (who submitted it) and the users its conf lists in
+  ``topology.users`` may kill, rebalance, activate and deactivate it.
+
+Reading never shows a secret (squall.security.redact does that for everyone).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+READ = "read"
+SUBMIT = "submit"
+MANAGE = ("kill", "rebalance", "activate", "deactivate")
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str
+
+
+def decide(user: str, action: str, conf: Mapping[str, Any],
+           topology: Mapping[str, Any] | None = None) -> Decision:
+    """May ``user`` perform ``action`` (READ, SUBMIT, or one of MANAGE on ``topology``)?
+
+    ``conf`` is nimbus's; ``topology`` the stored record (``owner``, ``conf``)."""
+    if user in (conf.get("nimbus.admins") or ()):
+        return Decision(True, "admin")
+    if action == READ:
+        return Decision(True, "authenticated")
+    if user in (conf.get("nimbus.readonly.users") or ()):
+        return Decision(False, f"user {user!r} is read-only (nimbus.readonly.users)")
+    if action == SUBMIT:
+        allowed = conf.get("nimbus.users")
+        if allowed is None or user in allowed:
+            return Decision(True, "nimbus.users")
+        return Decision(False, f"user {user!r} may not submit topologies (not in nimbus.users)")
+    if action not in MANAGE:
+        return Decision(False, f"unknown action {action!r}")
+    if topology is None:
+        return Decision(False, "no such topology")
+    if topology.get("owner") == user:
+        return Decision(True, "owner")
+    if user in ((topology.get("conf") or {}).get("topology.users") or ()):
+        return Decision(True, "topology.users")
+    name = topology.get("name", "?")
+    return Decision(False, f"user {user!r} may not {action} topology {name!r} "
+                           "(not its owner, not in its topology.users, not in nimbus.admins)")

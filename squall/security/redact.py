@@ -1,0 +1,50 @@
+"""Secrets in configs: never in an API answer, never in a log line.
+
+A key is secret if its last dotted part is ``password``, ``token``, ``secret``
+(or ends with one of them after ``.`` or ``_``, e.g. ``redis.auth_token``), or
+if the conf's own ``topology.secret.keys`` names it.  Nested dicts are walked,
+so ``spark.connect.server.conf`` entries are covered too.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+REDACTED = "*****"
+# A credential inside a value, as in spark.remote's "sc://host:15002/;token=...".
+_IN_VALUE = re.compile(r"((?:token|password|secret)=)[^;&\s]+", re.IGNORECASE)
+_SECRET = re.compile(r"(^|[._-])(password|passwd|token|secret|secret[._-]key|api[._-]key|credentials?)$",
+                     re.IGNORECASE)
+
+
+def is_secret(key: str, extra: Iterable[str] = ()) -> bool:
+    return bool(_SECRET.search(key)) or key in set(extra)
+
+
+def redact(conf: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, Any]:
+    """A copy of ``conf`` with every secret value replaced by :data:`REDACTED`."""
+    return redact_answer(conf, frozenset(extra))
+
+
+def redact_answer(answer: Any, listed: frozenset[str] = frozenset()) -> Any:
+    """An API answer with every secret hidden, wherever a config sits in it:
+    a dict holding ``topology.secret.keys`` extends the listed keys for itself
+    and what it contains."""
+    if isinstance(answer, Mapping):
+        own = answer.get("topology.secret.keys")
+        if isinstance(own, list):
+            listed = listed | {k for k in own if isinstance(k, str)}
+        out: dict[Any, Any] = {}
+        for key, value in answer.items():
+            if isinstance(key, str) and is_secret(key, listed):
+                out[key] = REDACTED if value is not None else None
+            else:
+                out[key] = redact_answer(value, listed)
+        return out
+    if isinstance(answer, list):
+        return [redact_answer(v, listed) for v in answer]
+    if isinstance(answer, str) and "=" in answer:
+        return _IN_VALUE.sub(lambda m: m.group(1) + REDACTED, answer)
+    return answer

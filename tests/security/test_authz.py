@@ -1,0 +1,49 @@
+"""The authorizer's table (Storm's SimpleACLAuthorizer shape), and redaction."""
+
+from __future__ import annotations
+
+import pytest
+
+from squall import config
+from squall.security import authz
+from squall.security.redact import REDACTED, redact, redact_answer
+
+CONF = {**config.DEFAULTS, "nimbus.admins": ["root"], "nimbus.readonly.users": ["auditor"]}
+TOPOLOGY = {"name": "t", "owner": "alice", "conf": {"topology.users": ["carol"]}}
+
+
+@pytest.mark.parametrize(("user", "action", "allowed"), [
+    ("root", "kill", True), ("root", authz.SUBMIT, True),
+    ("alice", "kill", True), ("alice", "rebalance", True),   # the owner
+    ("carol", "deactivate", True),                            # topology.users
+    ("bob", "kill", False), ("bob", "activate", False),       # anyone else
+    ("bob", authz.SUBMIT, True), ("bob", authz.READ, True),
+    ("auditor", authz.READ, True), ("auditor", authz.SUBMIT, False), ("auditor", "kill", False),
+])
+def test_decisions(user: str, action: str, allowed: bool) -> None:
+    decision = authz.decide(user, action, CONF, TOPOLOGY)
+    assert decision.allowed is allowed, decision.reason
+    if not allowed:
+        assert user in decision.reason
+
+
+def test_nimbus_users_limits_who_submits() -> None:
+    conf = {**CONF, "nimbus.users": ["alice"]}
+    assert authz.decide("alice", authz.SUBMIT, conf).allowed
+    refused = authz.decide("bob", authz.SUBMIT, conf)
+    assert not refused.allowed and "nimbus.users" in refused.reason
+
+
+def test_redaction_by_name_by_list_and_inside_values() -> None:
+    conf = {"redis.password": "p", "db.auth_token": "t", "aws.secret": "s", "api.key": "k1",
+            "topology.name": "n",
+            "topology.secret.keys": ["my.dsn"], "my.dsn": "postgres://u:p@h/db",
+            "spark.remote": "sc://h:15002/;token=abc", "topology.workers": 2, "nested": {"x.password": "q"}}
+    out = redact(conf)
+    for key in ("redis.password", "db.auth_token", "aws.secret", "api.key", "my.dsn"):
+        assert out[key] == REDACTED
+    assert out["spark.remote"] == f"sc://h:15002/;token={REDACTED}"
+    assert out["nested"]["x.password"] == REDACTED
+    assert out["topology.workers"] == 2 and out["topology.name"] == "n"
+    answer = redact_answer({"topologies": [{"configuration": conf}]})
+    assert answer["topologies"][0]["configuration"]["my.dsn"] == REDACTED

@@ -1,0 +1,104 @@
+"""The keyring: 0600 files, tokens checked by hash, rotation without a gap."""
+
+from __future__ import annotations
+
+import json
+import os
+import ssl
+from pathlib import Path
+
+import pytest
+
+from squall.errors import ConfigError
+from squall.security import tls
+from squall.security.keyring import Keyring, KeyringWatch
+
+
+def test_created_keyring_is_private_and_authenticates_its_admin(tmp_path: Path) -> None:
+    keyring, token = Keyring.create()
+    path = keyring.save(tmp_path / "dir" / "keyring.json")
+    assert path.stat().st_mode & 0o777 == 0o600
+    loaded = Keyring.load(path)
+    assert loaded.authenticate(token) == "admin"
+    assert loaded.client_token == token
+    assert loaded.authenticate(token + "x") is None
+    assert loaded.authenticate("") is None
+    # Only a hash of the token is kept in the users section.
+    assert token not in json.dumps(loaded.users)
+
+
+def test_a_keyring_readable_by_others_is_refused(tmp_path: Path) -> None:
+    keyring, _ = Keyring.create()
+    path = keyring.save(tmp_path / "keyring.json")
+    os.chmod(path, 0o644)
+    with pytest.raises(ConfigError, match=r"readable by others.*chmod 600"):
+        Keyring.load(path)
+
+
+def test_missing_or_garbled_keyring_says_what_to_do(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="squall secrets init"):
+        Keyring.load(tmp_path / "none.json")
+    bad = tmp_path / "bad.json"
+    bad.write_text("{nope")
+    bad.chmod(0o600)
+    with pytest.raises(ConfigError, match="not valid JSON"):
+        Keyring.load(bad)
+
+
+def test_user_tokens_rotate_without_a_gap(tmp_path: Path) -> None:
+    keyring, _ = Keyring.create()
+    old = keyring.add_user("alice")
+    new = keyring.rotate_user("alice")
+    assert keyring.authenticate(old) == keyring.authenticate(new) == "alice"
+    assert keyring.retire_user("alice") == 1
+    assert keyring.authenticate(old) is None
+    assert keyring.authenticate(new) == "alice"
+    keyring.remove_user("alice")
+    assert keyring.authenticate(new) is None
+    with pytest.raises(ConfigError, match="exists already"):
+        keyring.add_user("admin")
+    with pytest.raises(ConfigError, match="user name"):
+        keyring.add_user("a b")
+
+
+def test_a_user_keyring_holds_only_their_token_and_the_ca() -> None:
+    keyring, _ = Keyring.create()
+    token = keyring.add_user("bob")
+    theirs = keyring.client_keyring("bob", token)
+    assert theirs.client_user == "bob" and theirs.client_token == token
+    assert set(theirs.data) == {"format", "cluster", "client", "tls"}
+    assert set(theirs.data["tls"]) == {"ca"}
+
+
+def test_zookeeper_rotation_keeps_the_previous_password() -> None:
+    keyring, _ = Keyring.create()
+    (first,) = keyring.zookeeper_credentials()
+    keyring.rotate_zookeeper()
+    current, previous = keyring.zookeeper_credentials()
+    assert previous == first and current != first
+    keyring.rotate_zookeeper()
+    assert len(keyring.zookeeper_credentials()) == 2
+
+
+def test_watch_sees_a_rotated_token_without_a_restart(tmp_path: Path) -> None:
+    keyring, token = Keyring.create()
+    path = keyring.save(tmp_path / "keyring.json")
+    watch = KeyringWatch(path)
+    assert watch.current().authenticate(token) == "admin"
+    alice = keyring.add_user("alice")
+    keyring.save()
+    os.utime(path, ns=(1, 1))  # a new mtime even on a coarse clock
+    assert watch.current().authenticate(alice) == "alice"
+    path.write_text("garbage")  # a bad rewrite keeps the last good keyring
+    assert watch.current().authenticate(alice) == "alice"
+
+
+def test_nimbus_certificate_verifies_against_the_keyring_ca() -> None:
+    keyring, _ = Keyring.create(hosts=["nimbus.example.com"])
+    cert_pem, _key = keyring.server_cert()
+    assert "nimbus.example.com" in keyring.data["tls"]["hosts"]
+    context = tls.client_context(ca_pem=keyring.ca_pem)
+    assert context.verify_mode == ssl.CERT_REQUIRED and context.check_hostname
+    server = tls.server_context(*keyring.server_cert())
+    assert server.minimum_version >= ssl.TLSVersion.TLSv1_2
+    assert "BEGIN CERTIFICATE" in cert_pem

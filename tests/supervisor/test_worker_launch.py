@@ -1,0 +1,236 @@
+"""What a supervisor gives the workers it launches: an allow-listed
+environment, the topology's secrets in a 0600 file (or no launch at all),
+and files only its user can read."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import config as config_mod
+from squall.cluster.state import ClusterState
+from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
+from squall.errors import SquallError
+from squall.security.keyring import Keyring
+from squall.supervisor import workers
+from squall.supervisor.daemon import Supervisor
+from squall.supervisor.workers import worker_env, worker_secrets, write_json
+
+CURVE = {"public": "cHVibGlj", "secret": "c2VjcmV0"}
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+# -- pure pieces ------------------------------------------------------------------
+
+
+def test_the_worker_env_is_an_allow_list_plus_the_topologys_plus_squalls() -> None:
+    supervisor_env = {"PATH": "/usr/bin", "HOME": "/home/storm", "AWS_SECRET_ACCESS_KEY": "leak",
+                      "SQUALL_KEYRING": "/etc/squall/keyring.json", "SQUALL_NODE": "spoofed"}
+    env = worker_env(supervisor_env, ["PATH", "HOME", "LANG"],
+                     {"PATH": "/opt/bin:/usr/bin", "MY_SETTING": 42, "SQUALL_NODE": "evil", "BAD=NAME": "x",
+                      "": "empty"},
+                     {"SQUALL_NODE": "node-1"})
+    assert env == {"PATH": "/opt/bin:/usr/bin", "HOME": "/home/storm", "MY_SETTING": "42",
+                   "SQUALL_NODE": "node-1"}
+    assert worker_env(supervisor_env, [], None, {"SQUALL_NODE": "n"}) == {"SQUALL_NODE": "n"}
+
+
+def test_worker_secrets_carry_the_curve_keys_and_every_zookeeper_password() -> None:
+    credentials = [("squall", "new"), ("squall", "old")]
+    assert worker_secrets("t-1", {"curve": CURVE, "other": 1}, credentials) == {
+        "curve": CURVE, "zookeeper": {"user": "squall", "passwords": ["new", "old"]}}
+    for missing in (None, {}, {"curve": {"public": "p"}}, {"curve": "x"}):
+        with pytest.raises(SquallError, match="t-1 has no CURVE keypair in ZooKeeper"):
+            worker_secrets("t-1", missing, credentials)
+
+
+def test_write_json_is_0600_even_over_a_leftover_temporary_file(tmp_path: Path) -> None:
+    leftover = tmp_path / "secrets.json.tmp"
+    leftover.write_text("{}")
+    os.chmod(leftover, 0o644)
+    write_json(tmp_path / "secrets.json", {"k": "v"})
+    assert mode(tmp_path / "secrets.json") == 0o600
+    assert not leftover.exists()
+
+
+# -- the supervisor's shell, with a fake ZooKeeper state and no real worker -------------
+
+
+class FakeState:
+    def __init__(self, node: str, port: int, secrets: Any) -> None:
+        self.node, self.port, self.secrets = node, port, secrets
+        self.errors: list[tuple[str, dict[str, Any]]] = []
+
+    def assignments(self) -> dict[str, Any]:
+        return {"t-1": {"workers": [{"node": self.node, "port": self.port, "executors": [[1, 1]]}],
+                        "hosts": {self.node: "127.0.0.1"}, "active": True, "version": 1}}
+
+    def topology(self, topology_id: str) -> dict[str, Any]:
+        return {"id": topology_id, "name": "t", "definition": {},
+                "conf": {"topology.environment": {"MY_SETTING": "on"}, "squall.secure": False}}
+
+    def topology_secrets(self, topology_id: str) -> Any:
+        return self.secrets
+
+    def code(self, topology_id: str) -> bytes | None:
+        return None
+
+    def add_error(self, topology_id: str, error: dict[str, Any]) -> None:
+        self.errors.append((topology_id, error))
+
+
+REAL_POPEN = subprocess.Popen
+
+
+class FakePopen:
+    """Records how the worker was launched; runs a sleeper in its place."""
+
+    launched: list[FakePopen] = []
+
+    def __init__(self, args: list[str], **kwargs: Any) -> None:
+        self.args, self.kwargs = args, kwargs
+        self.sleeper = REAL_POPEN([sys.executable, "-c", "import time; time.sleep(60)"],
+                                  start_new_session=True)
+        self.pid = self.sleeper.pid
+        FakePopen.launched.append(self)
+
+    def poll(self) -> int | None:
+        return self.sleeper.poll()
+
+
+@pytest.fixture
+def fake_popen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakePopen]]:
+    FakePopen.launched = []
+    monkeypatch.setattr(workers.subprocess, "Popen", FakePopen)
+    yield FakePopen.launched
+    for fake in FakePopen.launched:
+        fake.sleeper.kill()
+        fake.sleeper.wait(10)
+
+
+@pytest.fixture
+def keyring(tmp_path: Path) -> Keyring:
+    keyring, _token = Keyring.create()
+    keyring.rotate_zookeeper()
+    keyring.save(tmp_path / "keyring.json")
+    return keyring
+
+
+def supervisor(tmp_path: Path, secrets: Any, **conf: Any) -> tuple[Supervisor, FakeState, int]:
+    port = free_port()
+    sup = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "local"),
+                                       "supervisor.slots.ports": [port],
+                                       "supervisor.worker.env.allow": ["PATH"], **conf}))
+    sup.state = state = FakeState(sup.node, port, secrets)  # type: ignore[assignment]
+    return sup, state, port
+
+
+def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, keyring: Keyring,
+                                                                fake_popen: list[FakePopen]) -> None:
+    # Given a secure supervisor and a topology with its CURVE keys in ZooKeeper
+    sup, _, port = supervisor(tmp_path, {"curve": CURVE}, **{"squall.keyring.path": str(keyring.path)})
+    # When it syncs and launches the worker
+    sup.sync_assignments()
+    sup.sync_processes()
+    # Then the worker's secrets file is 0600 and holds the keys and every ZooKeeper password
+    slot = sup.slots[port]
+    assert mode(slot.secrets_file) == 0o600
+    assert json.loads(slot.secrets_file.read_text()) == {
+        "curve": CURVE, "zookeeper": {"user": "squall",
+                                      "passwords": [p for _, p in keyring.zookeeper_credentials()]}}
+    assert len(keyring.zookeeper_credentials()) == 2
+    # And the worker gets the allow-list, the topology's environment and its node, nothing else
+    (proc,) = fake_popen
+    assert proc.kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on", "SQUALL_NODE": sup.node}
+    assert proc.kwargs["umask"] == 0o077
+    # And its files are this user's only; the topology cannot turn security off for its workers
+    assert mode(slot.dir) == 0o700 and mode(slot.dir / "worker.log") == 0o600
+    assert mode(slot.assignment_file) == 0o600
+    assert mode(sup.local_dir) == 0o700 and mode(sup.local_dir / "node-id") == 0o600
+    assert json.loads(slot.assignment_file.read_text())["conf"]["squall.secure"] is True
+    # And killing the worker removes its secrets
+    slot.kill("test", 0.0)
+    assert fake_popen[0].sleeper.wait(10) is not None
+    assert not slot.secrets_file.exists()
+
+
+def test_a_secure_supervisor_refuses_a_topology_without_curve_keys(tmp_path: Path, keyring: Keyring,
+                                                                   fake_popen: list[FakePopen]) -> None:
+    sup, state, port = supervisor(tmp_path, None, **{"squall.keyring.path": str(keyring.path)})
+    sup.sync_assignments()
+    sup.sync_processes()
+    sup.sync_assignments()
+    assert fake_popen == []
+    assert not sup.slots[port].secrets_file.exists()
+    ((topology_id, error),) = state.errors  # said once
+    assert topology_id == "t-1" and error["component"] == "__supervisor"
+    assert "t-1 has no CURVE keypair in ZooKeeper" in error["error"]
+    # Until nimbus wrote the keys
+    state.secrets = {"curve": CURVE}
+    sup.sync_assignments()
+    sup.sync_processes()
+    assert len(fake_popen) == 1 and sup.slots[port].secrets_file.exists()
+
+
+def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: list[FakePopen]) -> None:
+    sup, _, port = supervisor(tmp_path, None, **{"squall.secure": False,
+                                                 "squall.keyring.path": str(tmp_path / "none.json")})
+    sup.sync_assignments()
+    sup.sync_processes()
+    assert len(fake_popen) == 1 and not sup.slots[port].secrets_file.exists()
+    assert fake_popen[0].kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on",
+                                           "SQUALL_NODE": sup.node}
+    assert json.loads(sup.slots[port].assignment_file.read_text())["conf"]["squall.secure"] is False
+
+
+# -- a real supervisor on a real (secure) ZooKeeper -------------------------------
+
+
+@pytest.fixture
+def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
+    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
+    zk.start()
+    yield zk
+    zk.stop()
+
+
+def test_a_running_supervisor_creates_files_for_its_user_only(tmp_path: Path, keyring: Keyring,
+                                                              zookeeper: DevZookeeper) -> None:
+    conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, "squall.keyring.path": str(keyring.path),
+                             "storm.local.dir": str(tmp_path / "local"),
+                             "supervisor.slots.ports": [free_port()]})
+    before = os.umask(0o022)
+    os.umask(before)
+    sup = Supervisor(conf)
+    try:
+        # When the supervisor runs
+        sup.start()
+        # Then what this process creates is 0600 / 0700
+        created = tmp_path / "local" / "some-file"
+        created.write_text("x")
+        (tmp_path / "local" / "some-dir").mkdir()
+        assert mode(created) == 0o600 and mode(tmp_path / "local" / "some-dir") == 0o700
+        assert mode(sup.local_dir / "workers") == 0o700 and mode(sup.local_dir / "code") == 0o700
+        # And it registered in ZooKeeper, with the keyring's credentials
+        observer = start_client(conf)
+        try:
+            assert sup.node in ClusterState(observer, conf["storm.zookeeper.root"]).supervisors()
+        finally:
+            observer.stop()
+            observer.close()
+    finally:
+        sup.stop()
+    # And a stopped supervisor gives the process its umask back
+    now = os.umask(before)
+    assert now == before
