@@ -1,6 +1,6 @@
 """Cluster-mode word count next to local mode, and recovery after SIGKILL.
 
-    python benchmarks/cluster.py [--duration 8]
+    python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure]
 
 Starts a real dev cluster (ZooKeeper JVM, nimbus, 2 supervisors) on this
 machine.  Throughput is the spout's acked sentences per second, read from
@@ -8,6 +8,10 @@ nimbus's stats between two points ``--duration`` seconds apart.  Recovery
 is measured on a durable word count fed at a steady rate: from SIGKILL of a
 worker to (a) the supervisor's replacement process running and (b) acks
 flowing again at half the rate they had before the kill.
+
+Secure mode (the default: CURVE on every worker socket, frames validated,
+nimbus over TLS) and ``--insecure`` dev clusters are measured side by side,
+so the rows show what the security costs.
 """
 
 from __future__ import annotations
@@ -122,23 +126,31 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--security", choices=["both", "secure", "insecure"], default="both",
+                        help="which dev clusters to measure (default: both, side by side)")
     args = parser.parse_args()
+    modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
+    rows = [("local mode, 1 worker (in-process)", local_throughput(args.duration))]
+    rec: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
-        cluster = DevCluster(Path(tmp) / "cluster", supervisors=2, slots=2)
-        cluster.start()
-        try:
-            rows = [("local mode, 1 worker (in-process)", local_throughput(args.duration))]
-            for workers in (2, 4):
-                rows.append((f"cluster, {workers} workers on 2 nodes", cluster_throughput(cluster, workers,
-                                                                                         args.duration)))
-            rec = recovery(cluster, Path(tmp), rate=500)
-        finally:
-            cluster.stop()
+        for secure in modes:
+            label = "CURVE" if secure else "plain"
+            cluster = DevCluster(Path(tmp) / f"cluster-{label}", supervisors=2, slots=2, secure=secure)
+            cluster.start()
+            try:
+                for workers in (2, 4):
+                    rows.append((f"cluster ({label}), {workers} workers on 2 nodes",
+                                 cluster_throughput(cluster, workers, args.duration)))
+                if rec is None:
+                    rec = recovery(cluster, Path(tmp), rate=500)
+            finally:
+                cluster.stop()
+    assert rec is not None
     print("word count (split x2, count x2, acking on, max pending 2000), sentences acked per second\n")
-    print(f"{'configuration':<40}{'sentences/s':>12}")
-    print("-" * 52)
+    print(f"{'configuration':<44}{'sentences/s':>12}")
+    print("-" * 56)
     for label, value in rows:
-        print(f"{label:<40}{value:>12,.0f}")
+        print(f"{label:<44}{value:>12,.0f}")
     print(f"\nrecovery after SIGKILL of a worker "
           f"(durable word count at {rec['rate_before']:.0f} sentences/s):")
     print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")

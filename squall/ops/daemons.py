@@ -6,6 +6,7 @@ the daemon (for a supervisor: without killing its workers).
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from typing import Any, Protocol
@@ -31,6 +32,8 @@ def run_foreground(daemon: Daemon, name: str) -> int:
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, handle)
+    # Whatever a daemon writes (state, logs, extracted code, worker secrets) is its user's only.
+    os.umask(0o077)
     daemon.start()
     while not stop.wait(0.5):
         pass

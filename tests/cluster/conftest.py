@@ -15,21 +15,11 @@ from typing import Any
 
 import pytest
 
-from squall.cluster.zookeeper import DevZookeeper, free_port
 from squall.ops.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = Path(__file__).resolve().parent / "topologies"
 VOCAB = [f"w{i}" for i in range(200)]
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
-    """One embedded ZooKeeper server of its own, on a free port."""
-    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
 
 
 @pytest.fixture

@@ -197,14 +197,6 @@ def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: li
 # -- a real supervisor on a real (secure) ZooKeeper -------------------------------
 
 
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
-    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
-
-
 def test_a_running_supervisor_creates_files_for_its_user_only(tmp_path: Path, keyring: Keyring,
                                                               zookeeper: DevZookeeper) -> None:
     conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, "squall.keyring.path": str(keyring.path),

@@ -9,27 +9,11 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from squall import Bolt, Grouping, Spout, Topology
 from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE
-from squall.worker.plan import plan_topology
 from squall.worker.wire import WIRE_KINDS, FrameRejected, WireValidator
+from tests.worker.wire_topology import PLAN
 
-
-class Words(Spout):
-    outputs = ["word"]
-
-
-class Count(Bolt):
-    outputs = ["word", "count"]
-
-
-class WordCount(Topology):
-    words = Words.spec()
-    count = Count.spec(inputs={words: Grouping.shuffle()})
-
-
-PLAN = plan_topology(WordCount.definition())
 VALIDATOR = WireValidator(PLAN, PLAN.task_component)
 TASKS = [-1, 0, 1, 2, 3, 4, 999, *PLAN.task_component]
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

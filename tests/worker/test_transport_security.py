@@ -18,31 +18,16 @@ import pytest
 import zmq
 from zmq.utils import z85
 
-from squall import Bolt, Grouping, Spout, Topology
 from squall.security import curve
 from squall.testing import poll_for
 from squall.topology.tuple import Tuple, record_type
 from squall.worker.main import SecretsError, read_secrets
-from squall.worker.plan import TopologyPlan, plan_topology
+from squall.worker.plan import TopologyPlan
 from squall.worker.transfer import WORKER_TASK, Transfer
 from squall.worker.wire import WireValidator
 from squall.worker.zmq_transport import ZmqTransport
+from tests.worker.wire_topology import PLAN
 
-
-class Words(Spout):
-    outputs = ["word"]
-
-
-class Count(Bolt):
-    outputs = ["word", "count"]
-
-
-class WordCount(Topology):
-    words = Words.spec()
-    count = Count.spec(inputs={words: Grouping.shuffle()})
-
-
-PLAN = plan_topology(WordCount.definition())
 SPOUT = PLAN.component_tasks["words"][0]
 BOLT = PLAN.component_tasks["count"][0]
 ACKER = PLAN.acker_tasks[0]
