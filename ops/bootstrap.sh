@@ -5,10 +5,18 @@
 # virtualenv in .venv with Squall and its test tools.  Idempotent and quick
 # when everything is there: the venv is reinstalled only when pyproject.toml
 # changed since the last install.  ``--tests``: also what only the tests need
-# (Chromium), so that running the word count does not download a browser.
+# (Chromium, redis-server), so that running the word count does not download a
+# browser.  ``--redis``: redis-server only (the Redis examples).
 set -euo pipefail
 tests=0
-[ "${1:-}" = "--tests" ] && tests=1
+redis=0
+for arg in "$@"; do
+    case "$arg" in
+        --tests) tests=1; redis=1 ;;
+        --redis) redis=1 ;;
+        *) echo "bootstrap: unknown option $arg (--tests, --redis)" >&2; exit 2 ;;
+    esac
+done
 cd "$(dirname "$0")/.."
 
 java_ok() {
@@ -32,6 +40,16 @@ if [ "$tests" = 1 ] && ! chromium_ok; then
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq chromium chromium-driver >/dev/null
+fi
+
+# Redis Streams sources and Redis state (squall.contrib.redis): tests start their own
+# redis-server on a free loopback port; the Debian package's service is not used.
+if [ "$redis" = 1 ] && ! command -v redis-server >/dev/null 2>&1; then
+    echo "bootstrap: installing redis-server" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
 stamp=.venv/.squall-installed

@@ -79,6 +79,8 @@ class NimbusService:
         # (node, port) -> its worker's last two system samples [previous or None, latest] (see
         # worker_sample), read with the statistics: CPU and GC % are rates between the two.
         self.worker_samples: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
+        # node -> when this nimbus last saw its supervisor registered (or first missed it).
+        self._node_seen: dict[str, float] = {}
 
     # -- lookups -------------------------------------------------------------
 
@@ -477,6 +479,8 @@ class NimbusService:
         for other_id, other in self.state.assignments().items():
             if other_id != topology_id:
                 used.update((w["node"], w["port"]) for w in other["workers"])
+        for node in supervisors:
+            self._node_seen[node] = now
         alive: dict[Slot, list[tuple[int, int]]] = {}
         since: dict[Slot, float] = {}
         if current and not reschedule:
@@ -484,6 +488,13 @@ class NimbusService:
                 slot = (w["node"], w["port"])
                 since[slot] = w["since"]
                 if w["node"] not in supervisors:
+                    # A supervisor restarting (an upgrade, a rotated keyring) leaves its workers
+                    # running, and its ZooKeeper node is gone for a moment: its workers keep their
+                    # executors for nimbus.task.timeout.secs from when it was last seen (from now
+                    # for a nimbus that never saw it, as Storm gives a new leader's first look).
+                    seen = self._node_seen.setdefault(w["node"], now)
+                    if now - seen < self.conf["nimbus.task.timeout.secs"]:
+                        alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
                     continue
                 beat = beats.get(w["node"], {}).get(str(w["port"]))
                 fresh = bool(beat and beat.get("topology_id") == topology_id
@@ -497,7 +508,9 @@ class NimbusService:
                     "since": since.get((node, port), now) if (node, port) in alive else now}
                    for (node, port), execs in sorted(placement.items())]
         active = record["status"] == "active"
-        hosts = {w["node"]: supervisors[w["node"]]["host"] for w in workers}
+        known = (current or {}).get("hosts", {})
+        hosts = {w["node"]: supervisors[w["node"]]["host"] if w["node"] in supervisors else known[w["node"]]
+                 for w in workers}
         if current and current["workers"] == workers and current["active"] == active:
             return
         version = (current or {}).get("version", 0) + 1

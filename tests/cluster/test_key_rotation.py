@@ -64,10 +64,11 @@ def test_tokens_and_zookeeper_password_rotate_under_a_running_topology(make_clus
     # ZooKeeper's password, with the daemons restarted one at a time.
     workers = dict(cluster.worker_pids())
     secrets(cluster, "rotate-zookeeper")
-    cluster.kill_process("nimbus-0", "term")
-    cluster.start_nimbus(0)
     cluster.kill_process("supervisor-0", "term")
     cluster.start_supervisor(0)
+    cluster.wait_ready(60)
+    cluster.kill_process("nimbus-0", "term")
+    cluster.start_nimbus(0)
     cluster.wait_ready(60)
     assert cluster.worker_pids() == workers  # the running workers were never touched
     before = len(run.acked())

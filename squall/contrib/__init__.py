@@ -1,0 +1,1 @@
+"""Connectors to outside systems, each an optional extra (``pip install squall[redis]``)."""
