@@ -1,0 +1,126 @@
+"""The max spout pending auto-tuner of the Storm@Twitter paper, §3.3.3, as written there.
+
+Every ``t`` seconds a spout task hands :meth:`PaperTuner.auto_tune` the
+progress it made since the last call (acked trees, or the spout's own
+``progress()``), and :meth:`PaperTuner.get` is its max spout pending from then
+on.  The tuner remembers its last action and the last delta:
+
+=================  ===============================  ==========================================
+last action        delta against the last one       action taken
+=================  ===============================  ==========================================
+No Change          first call ever                  Increase
+No Change          lower                            Decrease
+No Change          higher                           Increase
+No Change          similar                          No Change; the 5th in a row: Increase
+Increase           lower                            Decrease
+Increase           higher                           Increase
+Increase           similar                          No Change, back to the value before the
+                                                    last increase
+Decrease           higher                           Increase
+Decrease           lower or similar                 No Change
+=================  ===============================  ==========================================
+
+Increase multiplies the value by 1.25; Decrease takes away max(25%, the
+relative drop in progress); the value stays within [minimum, maximum].
+"Similar" is the one thing the paper leaves open: here, within ``tolerance``
+(5%) of the last delta.  No clock and no I/O: the spout executor calls it.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from typing import Protocol
+
+STEP = 0.25
+TOLERANCE = 0.05
+NO_CHANGE_LIMIT = 5
+
+
+class Action(enum.Enum):
+    INCREASE = "increase"
+    DECREASE = "decrease"
+    NO_CHANGE = "no change"
+
+
+class Tuner(Protocol):
+    """The pluggable tuner class (``topology.max.spout.pending.autotune.class``): the paper's two calls."""
+
+    def auto_tune(self, delta_progress: float) -> None: ...
+
+    def get(self) -> int: ...
+
+
+class PaperTuner:
+    def __init__(self, initial: int, *, minimum: int = 1, maximum: int | None = None,
+                 step: float = STEP, tolerance: float = TOLERANCE,
+                 no_change_limit: int = NO_CHANGE_LIMIT) -> None:
+        if initial < 1 or minimum < 1 or (maximum is not None and maximum < minimum):
+            msg = (f"max spout pending bounds must be 1 <= minimum <= maximum, initial >= 1: "
+                   f"initial={initial}, minimum={minimum}, maximum={maximum}")
+            raise ValueError(msg)
+        self.minimum = minimum
+        self.maximum = maximum
+        self.step = step
+        self.tolerance = tolerance
+        self.no_change_limit = no_change_limit
+        self.value = self._bounded(initial)
+        self.action = Action.NO_CHANGE
+        self.last_delta: float | None = None
+        self.no_change_turns = 0
+        self._before_increase = self.value
+
+    def get(self) -> int:
+        return self.value
+
+    def auto_tune(self, delta_progress: float) -> None:
+        last, current = self.last_delta, float(delta_progress)
+        self.last_delta = current
+        if last is None:  # the first call: whatever the last action, increase
+            self._increase()
+            return
+        trend = self._trend(last, current)
+        if self.action is Action.NO_CHANGE:
+            if trend == "similar":
+                self.no_change_turns += 1
+                if self.no_change_turns >= self.no_change_limit:
+                    self._increase()
+                return
+            self._decrease(last, current) if trend == "lower" else self._increase()
+        elif self.action is Action.INCREASE:
+            if trend == "similar":
+                self.value = self._before_increase  # the last increase bought nothing
+                self._no_change()
+            else:
+                self._decrease(last, current) if trend == "lower" else self._increase()
+        elif trend == "higher":  # after a decrease
+            self._increase()
+        else:
+            self._no_change()
+
+    def _trend(self, last: float, current: float) -> str:
+        if abs(current - last) <= self.tolerance * max(abs(last), 1.0):
+            return "similar"
+        return "higher" if current > last else "lower"
+
+    def _increase(self) -> None:
+        self._before_increase = self.value
+        self.value = self._bounded(max(self.value + 1, math.ceil(self.value * (1 + self.step))))
+        self.action = Action.INCREASE
+        self.no_change_turns = 0
+
+    def _decrease(self, last: float, current: float) -> None:
+        drop = (last - current) / last if last > 0 else 0.0
+        cut = max(self.step, drop)
+        # (1e-9: 1250 x (1 - 0.9) is 124.99999... in floating point, and means 125.)
+        self.value = self._bounded(min(self.value - 1, math.floor(self.value * (1 - cut) + 1e-9)))
+        self.action = Action.DECREASE
+        self.no_change_turns = 0
+
+    def _no_change(self) -> None:
+        self.action = Action.NO_CHANGE
+        self.no_change_turns = 0
+
+    def _bounded(self, value: int) -> int:
+        value = max(self.minimum, value)
+        return value if self.maximum is None else min(self.maximum, value)

@@ -1,0 +1,84 @@
+"""The paper's transition table (Storm@Twitter §3.3.3), one row at a time."""
+
+from __future__ import annotations
+
+import pytest
+
+from squall.tuning.autotune import Action, PaperTuner
+
+
+def tuner_after(*deltas: float, initial: int = 1000) -> PaperTuner:
+    tuner = PaperTuner(initial)
+    for delta in deltas:
+        tuner.auto_tune(delta)
+    return tuner
+
+
+def test_first_call_increases_by_a_quarter() -> None:
+    tuner = tuner_after(100)
+    assert tuner.action is Action.INCREASE and tuner.get() == 1250
+
+
+@pytest.mark.parametrize(("deltas", "action", "value"), [
+    # last action Increase (after the first call: 1000 -> 1250)
+    ((100, 200), Action.INCREASE, 1563),        # more progress: increase again
+    ((100, 50), Action.DECREASE, 625),          # 50% less progress: cut by max(25%, 50%)
+    ((100, 90), Action.DECREASE, 937),          # 10% less: cut by 25%
+    ((100, 102), Action.NO_CHANGE, 1000),       # similar: back to the value before the increase
+    # last action Decrease (1250 -> 937 after a 10% drop)
+    ((100, 90, 120), Action.INCREASE, 1172),    # better: increase
+    ((100, 90, 80), Action.NO_CHANGE, 937),     # worse again: no change
+    ((100, 90, 91), Action.NO_CHANGE, 937),     # similar: no change
+    # last action No Change (reached through Increase then similar: value 1000)
+    ((100, 102, 80), Action.DECREASE, 750),     # lower: decrease by max(25%, 21.6%)
+    ((100, 102, 130), Action.INCREASE, 1250),   # higher: increase
+    ((100, 102, 101), Action.NO_CHANGE, 1000),  # similar: stay, count the turn
+])
+def test_transitions(deltas: tuple[float, ...], action: Action, value: int) -> None:
+    tuner = tuner_after(*deltas)
+    assert (tuner.action, tuner.get()) == (action, value)
+
+
+def test_five_similar_turns_in_no_change_increase() -> None:
+    tuner = tuner_after(100, 102)  # No Change at 1000
+    for turn in range(1, 5):
+        tuner.auto_tune(101)
+        assert tuner.action is Action.NO_CHANGE and tuner.no_change_turns == turn and tuner.get() == 1000
+    tuner.auto_tune(101)
+    assert tuner.action is Action.INCREASE and tuner.get() == 1250
+
+
+def test_a_big_drop_cuts_by_the_drop_not_a_quarter() -> None:
+    tuner = tuner_after(1000, 100)  # 90% less progress after the first increase
+    assert tuner.action is Action.DECREASE and tuner.get() == 125
+
+
+def test_bounds_hold_and_small_values_still_move() -> None:
+    tuner = PaperTuner(1, minimum=1, maximum=3)
+    tuner.auto_tune(10)
+    assert tuner.get() == 2  # 1.25 rounds up: a value of 1 can still grow
+    tuner.auto_tune(20)
+    tuner.auto_tune(40)
+    assert tuner.get() == 3  # the maximum
+    tuner.auto_tune(1)
+    assert tuner.get() == 1  # the minimum
+    with pytest.raises(ValueError, match="bounds"):
+        PaperTuner(0)
+
+
+def test_it_follows_capacity_down_and_back_up() -> None:
+    """A topology whose throughput peaks at pending 2000: the tuner climbs to it,
+    backs off when a bolt slows down, and climbs again when it recovers."""
+    def progress(pending: int, capacity: int) -> float:
+        return min(pending, capacity) - max(0, pending - capacity) * 0.5  # overload costs replays
+
+    tuner = PaperTuner(100)
+    for _ in range(30):
+        tuner.auto_tune(progress(tuner.get(), 2000))
+    assert 1000 <= tuner.get() <= 3000
+    for _ in range(30):
+        tuner.auto_tune(progress(tuner.get(), 500))  # a bolt slows down
+    assert tuner.get() <= 1000
+    for _ in range(40):
+        tuner.auto_tune(progress(tuner.get(), 2000))  # and recovers
+    assert tuner.get() >= 1000
