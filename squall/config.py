@@ -145,6 +145,10 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
     # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
     "supervisor.worker.shutdown.sleep.secs": (6, (int, float), 0),
+    # -- Redis (squall.contrib.redis) -------------------------------------------
+    # The Redis that spouts, sinks and stores use when their spec gives no url=
+    # ("redis://[:password@]host:port/db"; passwords are redacted in messages).
+    "redis.url": (None, (str, type(None)), None),
     # -- Spark bolt (squall.spark) -------------------------------------------
     # A batch goes to Spark when it holds this many tuples,
     "spark.bolt.batch.size": (1000, (int,), 1),

@@ -91,6 +91,9 @@ class DevRedis:
         if self.process is not None and self.process.poll() is None:
             self.process.kill()
             self.process.wait(10)
+        if self._log is not None:
+            self._log.close()
+            self._log = None
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

@@ -1,0 +1,68 @@
+"""Redis connectors (``pip install squall[redis]``): Redis Streams spouts, Redis state, sinks.
+
+    from squall.contrib.redis import RedisStore, RedisStreamSpout
+    from squall.state import OpaqueMap
+
+    events = RedisStreamSpout.spec(url="redis://127.0.0.1:6379/0", streams=["clicks"], group="counts")
+    counts = OpaqueMap(RedisStore("redis://127.0.0.1:6379/0", namespace="counts"))
+
+Names are imported on first use, so importing this package does not need
+the ``redis`` client; using a connector without it says how to install it.
+"""
+
+from typing import TYPE_CHECKING
+
+from squall.lazy import lazy_exports
+
+_EXPORTS = {
+    "Backoff": "squall.contrib.redis.client",
+    "RedisUnavailable": "squall.contrib.redis.client",
+    "connect": "squall.contrib.redis.client",
+    "redact": "squall.contrib.redis.client",
+    "RedisMap": "squall.contrib.redis.store",
+    "RedisStore": "squall.contrib.redis.store",
+    "RedisStreamSpout": "squall.contrib.redis.stream_spout",
+    "RedisKeysCommitter": "squall.contrib.redis.sink",
+    "RedisKeysSink": "squall.contrib.redis.sink",
+    "RedisStreamCommitter": "squall.contrib.redis.sink",
+    "RedisStreamSink": "squall.contrib.redis.sink",
+    "RedisStreamOpaqueSpout": "squall.contrib.redis.transactional",
+    "RedisStreamPartitionedSpout": "squall.contrib.redis.transactional",
+    "ReplayLost": "squall.contrib.redis.transactional",
+    "DevRedis": "squall.contrib.redis.devserver",
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = [
+    "Backoff",
+    "DevRedis",
+    "RedisKeysCommitter",
+    "RedisKeysSink",
+    "RedisMap",
+    "RedisStore",
+    "RedisStreamCommitter",
+    "RedisStreamOpaqueSpout",
+    "RedisStreamPartitionedSpout",
+    "RedisStreamSink",
+    "RedisStreamSpout",
+    "RedisUnavailable",
+    "ReplayLost",
+    "connect",
+    "redact",
+]
+
+if TYPE_CHECKING:
+    from squall.contrib.redis.client import Backoff, RedisUnavailable, connect, redact
+    from squall.contrib.redis.devserver import DevRedis
+    from squall.contrib.redis.sink import (
+        RedisKeysCommitter,
+        RedisKeysSink,
+        RedisStreamCommitter,
+        RedisStreamSink,
+    )
+    from squall.contrib.redis.store import RedisMap, RedisStore
+    from squall.contrib.redis.stream_spout import RedisStreamSpout
+    from squall.contrib.redis.transactional import (
+        RedisStreamOpaqueSpout,
+        RedisStreamPartitionedSpout,
+        ReplayLost,
+    )
