@@ -22,6 +22,11 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.acker.executors": (None, (int, type(None)), 0),
     "topology.message.timeout.secs": (30, (int, float), 0.001),
     "topology.max.spout.pending": (None, (int, type(None)), 1),
+    # The Storm@Twitter paper's tuner (§3.3.3, squall.tuning): every .secs (the paper's t) a
+    # spout executor hands it the progress made since, and takes its max spout pending.
+    "topology.max.spout.pending.autotune": (False, (bool,), None),
+    "topology.max.spout.pending.autotune.secs": (120, (int, float), 0.01),
+    "topology.max.spout.pending.autotune.class": ("squall.tuning.autotune:PaperTuner", (str,), None),
     "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
     "topology.debug": (False, (bool,), None),
     # Capacity of an executor's data queue, in tuples: above it spouts pause.

@@ -13,10 +13,19 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from squall.topology.loading import resolve_class
 from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
 
 LATENCY_SAMPLES = 200_000
+AUTOTUNE = "autotune"  # the control the worker's timer sends every autotune period
+INITIAL_PENDING = 1000  # where the tuner starts when no max spout pending is set
+
+
+def make_tuner(conf: dict[str, Any], initial: int | None) -> Any:
+    """The configured tuner class (the paper's pluggable one), started at ``initial``."""
+    cls = resolve_class(conf["topology.max.spout.pending.autotune.class"])
+    return cls(initial or INITIAL_PENDING)
 
 
 class SpoutTask:
@@ -37,6 +46,7 @@ class SpoutExecutor(ComponentExecutor):
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self.complete_secs = 0.0  # sum of complete latencies of acked trees (with self.acked: the mean)
         self.max_pending = self.conf["topology.max.spout.pending"]
+        self.tuner: Any = None
         self.batch = self.conf["topology.spout.batch.size"]
         self.wait_secs = self.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
         self.tracker = SpoutTracker(self.acker_tasks)
@@ -55,6 +65,13 @@ class SpoutExecutor(ComponentExecutor):
             self.by_task[task] = st
         if any(not getattr(st.spout, "throttled_by_pending", True) for st in self.spouts):
             self.max_pending = None  # the spout limits what it has in flight itself
+        elif self.conf["topology.max.spout.pending.autotune"]:
+            self.tuner = make_tuner(self.conf, self.max_pending)
+            self.max_pending = int(self.tuner.get())
+            self._tuned_progress = self.progress(0)
+            for st in self.spouts:  # seen per task by the API, Prometheus and the UI
+                self.worker.metrics_of(self.component, st.task).gauge(
+                    "max_spout_pending", lambda: self.max_pending)
         if self.active:
             for st in self.spouts:
                 st.spout.activate()
@@ -107,7 +124,9 @@ class SpoutExecutor(ComponentExecutor):
             self.by_task[task].spout.ack(msg_id)
 
     def on_control(self, kind: str, task: int, payload: Any) -> None:
-        if kind == "acked" or kind == "failed":
+        if kind == AUTOTUNE:
+            self.autotune()
+        elif kind == "acked" or kind == "failed":
             self.settle(payload, kind == "acked")
         elif kind == "tick":
             expired = self.tracker.pending.rotate()
@@ -156,11 +175,25 @@ class SpoutExecutor(ComponentExecutor):
         else:
             self.failed += settled
 
+    def autotune(self) -> None:
+        """The paper's step c): the progress of the last period to the tuner, its value in force."""
+        if self.tuner is None:
+            return
+        progress = self.progress(self.acked)
+        delta, self._tuned_progress = progress - self._tuned_progress, progress
+        self.tuner.auto_tune(delta)
+        tuned = max(1, int(self.tuner.get()))
+        if tuned != self.max_pending:
+            self.log.info("max spout pending tuned", max_spout_pending=tuned, was=self.max_pending,
+                             delta_progress=delta)
+        self.max_pending = tuned
+
     def stats_snapshot(self) -> dict[str, Any]:
         out = super().stats_snapshot()
         acked = self.acked  # read once: another thread is counting
         out.update(acked=acked, failed=self.failed, pending=self.tracker.count,
-                   complete_secs=self.complete_secs, progress=self.progress(acked))
+                   complete_secs=self.complete_secs, progress=self.progress(acked),
+                   max_pending=self.max_pending)
         return out
 
     def progress(self, acked: int) -> float:

@@ -31,7 +31,7 @@ from squall.worker.gc_tuning import tune_gc
 from squall.worker.plan import ExecutorDef, TopologyPlan
 from squall.worker.queues import Backpressure, ExecutorQueue
 from squall.worker.reporting import ErrorRecord, describe
-from squall.worker.spout_executor import SpoutExecutor
+from squall.worker.spout_executor import AUTOTUNE, SpoutExecutor
 from squall.worker.timer import SystemTimer
 from squall.worker.transfer import Transfer
 from squall.worker.transport import Transport
@@ -265,6 +265,9 @@ class Worker:
                 self.timer.every(timeout / (BUCKETS - 1), _ticker(queue, executor.tasks[0], None))
             elif kind == "spout" and self.plan.tracking:
                 self.timer.every(timeout, _ticker(queue, executor.tasks[0], None))
+                if executor.conf["topology.max.spout.pending.autotune"]:
+                    period = executor.conf["topology.max.spout.pending.autotune.secs"]
+                    self.timer.every(period, _controller(queue, executor.tasks[0], AUTOTUNE))
             elif kind == "bolt":
                 freq = executor.conf.get("topology.tick.tuple.freq.secs")
                 if freq:
@@ -312,6 +315,10 @@ class Worker:
             if samples:
                 s["latencies"].extend(samples)
         return out
+
+
+def _controller(queue: ExecutorQueue, task: int, kind: str) -> Callable[[], None]:
+    return lambda: queue.put_control(kind, task, None)
 
 
 def _ticker(queue: ExecutorQueue, task: int, payload: Any) -> Callable[[], None]:
