@@ -27,6 +27,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.max.spout.pending.autotune": (False, (bool,), None),
     "topology.max.spout.pending.autotune.secs": (120, (int, float), 0.01),
     "topology.max.spout.pending.autotune.class": ("squall.tuning.autotune:PaperTuner", (str,), None),
+    # Beyond the paper: a complete latency (ms) to keep under, trading at most a few percent of
+    # throughput (squall.tuning.autotune.LatencyTargetTuner); None: throughput only.
+    "topology.max.spout.pending.autotune.latency.ms": (None, (int, float, type(None)), 0.001),
     "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
     "topology.debug": (False, (bool,), None),
     # Capacity of an executor's data queue, in tuples: above it spouts pause.

@@ -124,3 +124,50 @@ class PaperTuner:
     def _bounded(self, value: int) -> int:
         value = max(self.minimum, value)
         return value if self.maximum is None else min(self.maximum, value)
+
+
+class LatencyTargetTuner(PaperTuner):
+    """Beyond the paper (``topology.max.spout.pending.autotune.latency.ms``): the paper's
+    tuner chases throughput only, and past the knee more pending buys no throughput, just
+    queueing (Little's law).  This one remembers, per value it ran at, the progress and
+    the mean complete latency it saw (each an exponential moving average).  When the
+    latency of the last period is over ``target_ms``, or the paper's step leads to a
+    value already seen over it, it moves to the lowest value it has seen whose progress
+    is within ``within`` (5%) of the best seen, if that value is lower than the paper's
+    choice.
+    """
+
+    def __init__(self, initial: int, *, target_ms: float, within: float = 0.05, smoothing: float = 0.5,
+                 **kwargs: float | int | None) -> None:
+        super().__init__(initial, **kwargs)  # type: ignore[arg-type]
+        if target_ms <= 0:
+            msg = f"a latency target must be > 0 ms, got {target_ms}"
+            raise ValueError(msg)
+        self.target_ms = target_ms
+        self.within = within
+        self.smoothing = smoothing
+        self.seen: dict[int, tuple[float, float]] = {}  # value -> (progress, latency ms)
+        self._latency_ms: float | None = None
+
+    def observe_latency(self, mean_ms: float | None) -> None:
+        """The mean complete latency of the period about to be handed to :meth:`auto_tune`."""
+        self._latency_ms = mean_ms
+
+    def auto_tune(self, delta_progress: float) -> None:
+        ran_at, latency = self.value, self._latency_ms
+        if latency is not None:
+            old = self.seen.get(ran_at)
+            a = self.smoothing
+            self.seen[ran_at] = ((delta_progress, latency) if old is None else
+                                 (a * delta_progress + (1 - a) * old[0], a * latency + (1 - a) * old[1]))
+        super().auto_tune(delta_progress)
+        if not self.seen:
+            return
+        best = max(progress for progress, _ in self.seen.values())
+        lowest = min(v for v, (progress, _) in self.seen.items() if progress >= (1 - self.within) * best)
+        over = latency is not None and latency > self.target_ms
+        # Where the paper's step leads may be known already: over the target, for no more throughput.
+        known = self.seen.get(self.value)
+        known_over = known is not None and known[1] > self.target_ms
+        if (over or known_over) and lowest < self.value:
+            self.value = self._bounded(lowest)

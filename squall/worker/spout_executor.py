@@ -23,7 +23,13 @@ INITIAL_PENDING = 1000  # where the tuner starts when no max spout pending is se
 
 
 def make_tuner(conf: dict[str, Any], initial: int | None) -> Any:
-    """The configured tuner class (the paper's pluggable one), started at ``initial``."""
+    """The configured tuner class (the paper's pluggable one), started at ``initial``; with a
+    latency target, the paper's tuner that also keeps complete latency under it."""
+    target = conf.get("topology.max.spout.pending.autotune.latency.ms")
+    if target is not None:
+        from squall.tuning.autotune import LatencyTargetTuner
+
+        return LatencyTargetTuner(initial or INITIAL_PENDING, target_ms=float(target))
     cls = resolve_class(conf["topology.max.spout.pending.autotune.class"])
     return cls(initial or INITIAL_PENDING)
 
@@ -69,6 +75,7 @@ class SpoutExecutor(ComponentExecutor):
             self.tuner = make_tuner(self.conf, self.max_pending)
             self.max_pending = int(self.tuner.get())
             self._tuned_progress = self.progress(0)
+            self._tuned_acked, self._tuned_waited = 0, 0.0
             for st in self.spouts:  # seen per task by the API, Prometheus and the UI
                 self.worker.metrics_of(self.component, st.task).gauge(
                     "max_spout_pending", lambda: self.max_pending)
@@ -179,8 +186,14 @@ class SpoutExecutor(ComponentExecutor):
         """The paper's step c): the progress of the last period to the tuner, its value in force."""
         if self.tuner is None:
             return
-        progress = self.progress(self.acked)
+        acked, waited = self.acked, self.complete_secs
+        progress = self.progress(acked)
         delta, self._tuned_progress = progress - self._tuned_progress, progress
+        observe = getattr(self.tuner, "observe_latency", None)
+        if observe is not None:  # the period's mean complete latency, for a latency-aware tuner
+            trees = acked - self._tuned_acked
+            observe((waited - self._tuned_waited) / trees * 1000 if trees else None)
+        self._tuned_acked, self._tuned_waited = acked, waited
         self.tuner.auto_tune(delta)
         tuned = max(1, int(self.tuner.get()))
         if tuned != self.max_pending:

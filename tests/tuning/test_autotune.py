@@ -82,3 +82,25 @@ def test_it_follows_capacity_down_and_back_up() -> None:
     for _ in range(40):
         tuner.auto_tune(progress(tuner.get(), 2000))  # and recovers
     assert tuner.get() >= 1000
+
+
+def test_a_latency_target_settles_at_the_lowest_value_near_the_best_throughput() -> None:
+    """Throughput flat past 1,000 pending, latency growing with it (Little's law): the
+    paper's tuner wanders up the plateau; with a target it comes back to the knee."""
+    from squall.tuning.autotune import LatencyTargetTuner
+
+    def period(pending: int) -> tuple[float, float]:
+        throughput = min(pending, 1000) * 10.0
+        return throughput, pending / 10.0  # ms: pending over a rate of 10 per ms
+
+    plain, targeted = PaperTuner(100), LatencyTargetTuner(100, target_ms=120)
+    for _ in range(60):
+        plain.auto_tune(period(plain.get())[0])
+        progress, latency = period(targeted.get())
+        targeted.observe_latency(latency)
+        targeted.auto_tune(progress)
+    assert period(targeted.get())[0] >= 0.95 * 10_000  # within 5% of the best throughput
+    assert targeted.get() <= 1250
+    assert period(targeted.get())[1] <= period(max(plain.get(), 1000))[1]
+    with pytest.raises(ValueError, match="latency target"):
+        LatencyTargetTuner(100, target_ms=0)
