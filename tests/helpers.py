@@ -170,3 +170,29 @@ def keyring_conf(directory: Any) -> dict[str, Any]:
     if not path.exists():
         Keyring.create()[0].save(path)
     return {"squall.secure": True, "squall.keyring.path": str(path)}
+
+
+def run_together(commands: list[list[str]], timeout: float = 60) -> None:
+    """Start ``commands`` (children that print "ready", then wait for "go" on stdin), release
+    them at once, and require every one to exit 0: two writers racing for real."""
+    import subprocess
+
+    procs = [subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+             for cmd in commands]
+    try:
+        for p in procs:
+            assert p.stdout is not None
+            assert p.stdout.readline().strip() == "ready"
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write("go\n")
+            p.stdin.close()
+        for p in procs:
+            assert p.wait(timeout=timeout) == 0
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+            if p.stdout is not None:
+                p.stdout.close()

@@ -5,7 +5,6 @@ reopening and across processes sharing the file."""
 from __future__ import annotations
 
 import sqlite3
-import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from squall.errors import SerializationError
 from squall.state import MemoryStore, SQLiteStore, Store
 from squall.state.store import StoreError
+from tests.helpers import run_together
 
 
 def _increment(current: dict[str, Any]) -> dict[str, Any]:
@@ -203,24 +203,6 @@ store.close()
 
 def test_two_processes_never_interleave_between_read_and_write(tmp_path: Path) -> None:
     path = tmp_path / "state.db"
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, str(path)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True) for _ in range(2)]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            assert p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.close()
-        for p in procs:
-            assert p.wait(timeout=60) == 0
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            if p.stdout is not None:
-                p.stdout.close()
+    run_together([[sys.executable, "-c", _CHILD, str(path)] for _ in range(2)])
     with SQLiteStore(path) as s:
         assert s.get_many(["n"]) == [400]

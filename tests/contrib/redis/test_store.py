@@ -3,7 +3,6 @@ so the transactional and opaque maps run over it unchanged; RedisMap is a batche
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from typing import Any
 
@@ -15,6 +14,7 @@ from squall.contrib.redis.store import RedisMap, RedisStore
 from squall.errors import SerializationError
 from squall.state import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue
 from squall.state.store import StoreError
+from tests.helpers import run_together
 
 
 @pytest.fixture
@@ -120,26 +120,7 @@ store.close()
 
 
 def test_two_processes_committing_concurrently_lose_no_update(redis_server: DevRedis) -> None:
-    procs = [subprocess.Popen([sys.executable, "-c", _CHILD, redis_server.url, str(base)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-             for base in (0, 1000)]
-    try:
-        for p in procs:
-            assert p.stdout is not None
-            assert p.stdout.readline().strip() == "ready"
-        for p in procs:
-            assert p.stdin is not None
-            p.stdin.write("go\n")
-            p.stdin.close()
-        for p in procs:
-            assert p.wait(timeout=60) == 0
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.wait()
-            if p.stdout is not None:
-                p.stdout.close()
+    run_together([[sys.executable, "-c", _CHILD, redis_server.url, str(base)] for base in (0, 1000)])
     with RedisStore(redis_server.url, "race") as s:
         assert s.get_many(["n"]) == [400]
         # Process 0000's txids all lose to 1000's if they come later; each increment lands or is
