@@ -33,7 +33,7 @@ SLOW_WORK_SECS = 50e-6
 
 
 def run(kind: str, pending: int | None, autotune: bool, period: float, settle: float,
-        duration: float, latency_ms: float | None = None) -> dict[str, Any]:
+        duration: float, latency_ms: float | None = None, tolerance: float = 0.05) -> dict[str, Any]:
     from squall import Bolt, Grouping, LocalCluster, Spout, Topology
     from squall.ops.logging import configure_logging
 
@@ -68,7 +68,8 @@ def run(kind: str, pending: int | None, autotune: bool, period: float, settle: f
     if autotune:
         conf.update({"topology.max.spout.pending.autotune": True,
                      "topology.max.spout.pending.autotune.secs": period,
-                     "topology.max.spout.pending.autotune.latency.ms": latency_ms})
+                     "topology.max.spout.pending.autotune.latency.ms": latency_ms,
+                     "topology.max.spout.pending.autotune.tolerance": tolerance})
 
     class WordCount(Topology):
         sentences = Sentences.spec()
@@ -107,6 +108,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--settle", type=float, default=40.0)
     parser.add_argument("--period", type=float, default=2.0)
+    parser.add_argument("--tolerance", type=float, default=0.05,
+                        help="topology.max.spout.pending.autotune.tolerance (default 0.05)")
     parser.add_argument("--latency-ms", type=float, default=20.0,
                         help="the latency target of the last row (default 20 ms)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -114,7 +117,8 @@ def main() -> int:
     if args.child:
         print(json.dumps(run(**json.loads(args.child))))
         return 0
-    common = {"period": args.period, "settle": args.settle, "duration": args.duration}
+    common = {"period": args.period, "settle": args.settle, "duration": args.duration,
+              "tolerance": args.tolerance}
     for kind, title in (("wordcount", "word count"), ("slow", "word count, count bolt 50 µs a word")):
         print(f"\n{title}, acking on, local mode\n")
         print(f"{'max spout pending':<28}{'sentences/s':>12}{'p50 ms':>9}{'p99 ms':>9}")

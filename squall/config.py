@@ -30,6 +30,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # Beyond the paper: a complete latency (ms) to keep under, trading at most a few percent of
     # throughput (squall.tuning.autotune.LatencyTargetTuner); None: throughput only.
     "topology.max.spout.pending.autotune.latency.ms": (None, (int, float, type(None)), 0.001),
+    # How close two periods' progress must be to count as "similar" (the paper leaves it open):
+    # a fraction of the last; raise it where throughput is noisy (shared machines, VMs).
+    "topology.max.spout.pending.autotune.tolerance": (0.05, (int, float), 0),
     "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
     "topology.debug": (False, (bool,), None),
     # Capacity of an executor's data queue, in tuples: above it spouts pause.

@@ -25,13 +25,16 @@ INITIAL_PENDING = 1000  # where the tuner starts when no max spout pending is se
 def make_tuner(conf: dict[str, Any], initial: int | None) -> Any:
     """The configured tuner class (the paper's pluggable one), started at ``initial``; with a
     latency target, the paper's tuner that also keeps complete latency under it."""
-    target = conf.get("topology.max.spout.pending.autotune.latency.ms")
-    if target is not None:
-        from squall.tuning.autotune import LatencyTargetTuner
+    from squall.tuning.autotune import LatencyTargetTuner, PaperTuner
 
-        return LatencyTargetTuner(initial or INITIAL_PENDING, target_ms=float(target))
+    target = conf.get("topology.max.spout.pending.autotune.latency.ms")
+    tolerance = float(conf.get("topology.max.spout.pending.autotune.tolerance", 0.05))
+    if target is not None:
+        return LatencyTargetTuner(initial or INITIAL_PENDING, target_ms=float(target), tolerance=tolerance)
     cls = resolve_class(conf["topology.max.spout.pending.autotune.class"])
-    return cls(initial or INITIAL_PENDING)
+    if isinstance(cls, type) and issubclass(cls, PaperTuner):
+        return cls(initial or INITIAL_PENDING, tolerance=tolerance)
+    return cls(initial or INITIAL_PENDING)  # a tuner of the user's: the paper's one-argument shape
 
 
 class SpoutTask:

@@ -104,3 +104,30 @@ def test_a_latency_target_settles_at_the_lowest_value_near_the_best_throughput()
     assert period(targeted.get())[1] <= period(max(plain.get(), 1000))[1]
     with pytest.raises(ValueError, match="latency target"):
         LatencyTargetTuner(100, target_ms=0)
+
+
+class OneArgTuner:
+    """A user's tuner in the paper's shape: a constructor of one argument, auto_tune and get."""
+
+    def __init__(self, initial: int) -> None:
+        self.value = initial
+
+    def auto_tune(self, delta_progress: float) -> None:
+        self.value += 1
+
+    def get(self) -> int:
+        return self.value
+
+
+def test_the_executor_makes_the_configured_tuner() -> None:
+    from squall import config
+    from squall.tuning.autotune import LatencyTargetTuner
+    from squall.worker.spout_executor import make_tuner
+
+    conf = {**config.DEFAULTS, "topology.max.spout.pending.autotune.tolerance": 0.2}
+    paper = make_tuner(conf, None)
+    assert isinstance(paper, PaperTuner) and paper.get() == 1000 and paper.tolerance == 0.2
+    targeted = make_tuner({**conf, "topology.max.spout.pending.autotune.latency.ms": 50}, 300)
+    assert isinstance(targeted, LatencyTargetTuner) and targeted.get() == 300
+    own = make_tuner({**conf, "topology.max.spout.pending.autotune.class": f"{__name__}:OneArgTuner"}, 7)
+    assert isinstance(own, OneArgTuner) and own.get() == 7
