@@ -24,7 +24,7 @@ def tx_conf(zookeeper: DevZookeeper, **extra: Any) -> dict[str, Any]:
     # A unique root per test: a test never sees another's state.
     return config_mod.merge({
         "storm.zookeeper.port": zookeeper.port, "storm.zookeeper.session.timeout": 6000,
-        "storm.zookeeper.connection.timeout": 5000, **keyring_conf(zookeeper.data_dir.parent),
+        "storm.zookeeper.connection.timeout": 15000, **keyring_conf(zookeeper.data_dir.parent),
     }) | {"transactional.zookeeper.root": f"/tx-{uuid4().hex}", **extra}
 
 
