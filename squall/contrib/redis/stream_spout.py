@@ -247,12 +247,7 @@ class RedisStreamSpout(Spout):
             return
 
     def ack(self, msg_id: MsgId) -> None:
-        stream, entry_id = msg_id
-        # Still held until the XACK lands: a PEL re-read meanwhile must not emit it again.
-        if not self._n_acks:
-            self._ack_deadline = self.clock.now() + self.ack_flush_secs
-        self._acks[stream].append(entry_id)
-        self._n_acks += 1
+        self._ack(*msg_id)
         if self._n_acks >= self.ack_batch and self.backoff.ready(self.clock.now()):
             self._attempt(self._flush_acks)
 
