@@ -35,6 +35,12 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.max.spout.pending.autotune.tolerance": (0.05, (int, float), 0),
     "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
     "topology.debug": (False, (bool,), None),
+    # Shuffle prefers the emitting worker's own tasks, as Storm 2's load-aware shuffle does:
+    # it widens to every task when the local ones' queues are fuller than the higher bound
+    # (a fraction of their capacity) and narrows again below the lower bound.
+    "topology.disable.loadaware.messaging": (False, (bool,), None),
+    "topology.localityaware.higher.bound": (0.8, (int, float), 0),
+    "topology.localityaware.lower.bound": (0.2, (int, float), 0),
     # Capacity of an executor's data queue, in tuples: above it spouts pause.
     "topology.executor.receive.buffer.size": (32768, (int,), 1),
     # How many times a spout's next_tuple runs before its output is flushed.
@@ -149,6 +155,11 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "nimbus.task.launch.secs": (120, (int, float), 0.01),
     "nimbus.code.max.bytes": (16 * 1024 * 1024, (int,), 1),
     "supervisor.slots.ports": ([6700, 6701, 6702, 6703], (list,), None),
+    # One worker is one GIL: its threads gain nothing from a second core and lose to the
+    # cache and lock traffic of moving between cores.  Each worker is pinned to one core of
+    # supervisor.cpu.cores (None: every core this supervisor may use), slot k to the k-th.
+    "supervisor.worker.cpu.affinity": (True, (bool,), None),
+    "supervisor.cpu.cores": (None, (list, type(None)), None),
     "supervisor.heartbeat.frequency.secs": (5, (int, float), 0.01),
     "supervisor.monitor.frequency.secs": (3, (int, float), 0.01),
     "supervisor.assignments.sync.secs": (10, (int, float), 0.01),

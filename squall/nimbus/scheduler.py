@@ -2,14 +2,17 @@
 
 A slot is (node, port).  New workers take free slots round-robin over the
 nodes with the most free slots, so a topology's workers land on distinct
-nodes; executors are dealt over its workers round-robin.  When some workers
+nodes; executors are dealt over its workers by component (plan.spread_ids),
+so that tasks joined by a hot edge share a worker.  When some workers
 of a running topology are dead, the live ones keep their executors and only
 the orphans move — to fresh slots if there are any, else onto the live ones.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+
+from squall.worker.plan import spread_ids
 
 Slot = tuple[str, int]
 ExecutorId = tuple[int, int]
@@ -29,11 +32,12 @@ def choose_slots(free: dict[str, list[int]], count: int) -> list[Slot]:
     return chosen
 
 
-def deal(executors: Iterable[ExecutorId], slots: list[Slot]) -> dict[Slot, list[ExecutorId]]:
-    placed: dict[Slot, list[ExecutorId]] = {slot: [] for slot in slots}
-    for i, executor in enumerate(sorted(executors)):
-        placed[slots[i % len(slots)]].append(executor)
-    return placed
+def deal(executors: Iterable[ExecutorId], slots: list[Slot],
+         component_of: Mapping[ExecutorId, str] | None = None) -> dict[Slot, list[ExecutorId]]:
+    """Executors over slots; without ``component_of`` every executor is its own group."""
+    ids = sorted(executors)
+    named = [(component_of[e] if component_of else f"#{e}", e) for e in ids]
+    return dict(zip(slots, spread_ids(named, len(slots)), strict=True))
 
 
 def schedule(
@@ -41,12 +45,14 @@ def schedule(
     num_workers: int,
     free: dict[str, list[int]],
     alive: dict[Slot, list[ExecutorId]] | None = None,
+    component_of: Mapping[ExecutorId, str] | None = None,
 ) -> dict[Slot, list[ExecutorId]]:
     """The new placement of a topology's executors.
 
     ``free`` are the slots no other topology uses (and not in ``alive``);
-    ``alive`` are this topology's live workers and what they run now.  The
-    result is empty when there is nowhere to run.
+    ``alive`` are this topology's live workers and what they run now;
+    ``component_of`` names each executor's component.  The result is empty
+    when there is nowhere to run.
     """
     wanted = set(executors)
     kept = {slot: [e for e in execs if e in wanted] for slot, execs in (alive or {}).items()}
@@ -60,11 +66,11 @@ def schedule(
         new_slots = choose_slots(free, 1)
     if new_slots:
         placement = dict(kept)
-        placement.update(deal(orphans, new_slots))
+        placement.update(deal(orphans, new_slots, component_of))
         return placement
     if not kept:
         return {}
     placement = {slot: list(execs) for slot, execs in kept.items()}
-    for slot, extra in deal(orphans, sorted(kept)).items():
+    for slot, extra in deal(orphans, sorted(kept), component_of).items():
         placement[slot].extend(extra)
     return placement

@@ -503,7 +503,8 @@ class NimbusService:
                     alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
         free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
                 for node, info in supervisors.items()}
-        placement = schedule(executors, record["num_workers"], free, alive)
+        placement = schedule(executors, record["num_workers"], free, alive,
+                             {e.id: e.component for e in plan.executors})
         workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],
                     "since": since.get((node, port), now) if (node, port) in alive else now}
                    for (node, port), execs in sorted(placement.items())]

@@ -248,7 +248,18 @@ class DevCluster:
         self.supervisor_dir(i).mkdir(parents=True, exist_ok=True)
         known.write_text(json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {
-            "storm.local.dir": str(self.supervisor_dir(i)), "supervisor.slots.ports": ports})
+            "storm.local.dir": str(self.supervisor_dir(i)), "supervisor.slots.ports": ports,
+            "supervisor.cpu.cores": self.supervisor_cores(i)})
+
+    def supervisor_cores(self, i: int) -> list[int]:
+        """This machine's cores shared out between the dev cluster's supervisors, as separate
+        machines would have them: the workers of two nodes are not pinned to the same core."""
+        cores = sorted(os.sched_getaffinity(0))
+        n = self.n_supervisors
+        if n >= len(cores):
+            return [cores[i % len(cores)]]
+        share = len(cores) // n
+        return cores[i * share:(i + 1) * share]
 
     def wait_ready(self, timeout: float) -> None:
         deadline = time.monotonic() + timeout

@@ -354,9 +354,27 @@ class Supervisor:
             slot.kill("timed-out", grace)
             self._launch(slot, want)
 
-    def worker_env(self, want: dict[str, Any]) -> dict[str, str]:
+    def worker_env(self, want: dict[str, Any], port: int | None = None) -> dict[str, str]:
+        squall = {"SQUALL_NODE": self.node}
+        cpu = None if port is None else self.worker_cpu(port)
+        if cpu is not None:
+            squall["SQUALL_WORKER_CPU"] = str(cpu)
         return worker_env(os.environ, self.conf["supervisor.worker.env.allow"],
-                          want["conf"].get("topology.environment"), {"SQUALL_NODE": self.node})
+                          want["conf"].get("topology.environment"), squall)
+
+    def worker_cpu(self, port: int) -> int | None:
+        """The core the worker of ``port`` pins itself to (supervisor.worker.cpu.affinity), if any."""
+        if not self.conf["supervisor.worker.cpu.affinity"]:
+            return None
+        cores = self.conf["supervisor.cpu.cores"]
+        if cores is None:
+            cores = sorted(os.sched_getaffinity(0))
+            if len(cores) < 2:
+                return None  # one core: nothing to choose between
+        if not cores:
+            return None
+        ports = sorted(self.conf["supervisor.slots.ports"])
+        return int(cores[ports.index(port) % len(cores)]) if port in ports else None
 
     def _launch(self, slot: Slot, want: dict[str, Any]) -> None:
         secrets = self._secrets.get(want["topology_id"])
@@ -364,6 +382,6 @@ class Supervisor:
             log.error("no secrets for the topology: worker not launched", port=slot.port,
                       topology=want["topology_id"])
             return
-        slot.launch(self.node, want, self._children, env=self.worker_env(want), secrets=secrets)
+        slot.launch(self.node, want, self._children, env=self.worker_env(want, slot.port), secrets=secrets)
         self.launches += 1
 

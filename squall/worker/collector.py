@@ -11,7 +11,7 @@ for each root of the anchor, so multi-anchoring inside one tree stays exact.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from squall.acker.rotating_map import RotatingMap
@@ -157,15 +157,42 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
 class SpoutTracker:
     """A spout executor's pending trees: root id -> (task, message id, emit time)."""
 
-    __slots__ = ("acker_tasks", "count", "immediate", "inits", "pending")
+    __slots__ = ("acker_tasks", "count", "immediate", "inits", "local_ackers", "pending")
 
-    def __init__(self, acker_tasks: list[int]) -> None:
+    def __init__(self, acker_tasks: list[int], local_tasks: Collection[int] = ()) -> None:
         self.pending = RotatingMap(2)
         self.count = 0
         self.acker_tasks = acker_tasks
+        # Indices (into acker_tasks) of the ackers in this worker: see new_roots.
+        self.local_ackers = [i for i, t in enumerate(acker_tasks) if t in local_tasks]
         self.inits: dict[int, list[tuple[int, int, int]]] = {t: [] for t in acker_tasks}
         # Message ids to ack at once: no ackers, or emitted to no task at all.
         self.immediate: list[tuple[int, Any]] = []
+
+
+def new_roots(rand64: Callable[[], int], n_ackers: int, local: Sequence[int]) -> Callable[[], int]:
+    """Random 64-bit root ids whose acker (``root mod n_ackers``) is in this worker when one is.
+
+    A tree's acker is chosen by its root id, so choosing the root's residue
+    keeps the spout's init and the acker's ack or fail inside the worker (and,
+    for a tree no bolt of another worker touches, every ack of it).  Only
+    log2(n_ackers) bits of the root are chosen; the rest stay random.
+    """
+    if not local or len(local) == n_ackers:
+        return rand64
+    choices = tuple(local)
+    m = len(choices)
+    top = (1 << 64) - n_ackers
+    turn = 0
+
+    def new_root() -> int:
+        nonlocal turn
+        turn += 1
+        root = rand64()
+        root += choices[turn % m] - root % n_ackers
+        return root if root < top else root - n_ackers
+
+    return new_root
 
 
 def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
@@ -179,6 +206,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
     table = {name: so.unpacked() for name, so in streams.items()}
     acker_tasks = tracker.acker_tasks
     n_ackers = len(acker_tasks)
+    new_root = new_roots(rand64, n_ackers, tracker.local_ackers)
     inits = tracker.inits
     immediate = tracker.immediate
     pending = tracker.pending
@@ -211,7 +239,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
             if tup_id is not None:
                 immediate.append((task, tup_id))
             return tasks
-        root = rand64()
+        root = new_root()
         val = 0
         for t in tasks:
             e = rand64()

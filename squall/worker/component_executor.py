@@ -39,6 +39,11 @@ class ComponentExecutor(Executor):
         """Routers for each declared stream of this task, and its batch lists."""
         cdef = self.plan.components[self.component]
         subscribers = self.plan.subscribers.get(self.component, {})
+        conf = self.conf
+        load = None
+        if not conf["topology.disable.loadaware.messaging"]:
+            load = (self.worker.load_of, conf["topology.localityaware.higher.bound"],
+                    conf["topology.localityaware.lower.bound"])
         streams: dict[str, StreamOut] = {}
         for name, stream in cdef.streams.items():
             choosers = []
@@ -54,7 +59,7 @@ class ComponentExecutor(Executor):
                         raise TopologyValidationError(msg)
                     custom.prepare(context, name, list(tasks))
                 choosers.append(routing.make_chooser(
-                    inp.grouping, tasks, indices, self.worker.local_tasks, custom, task))
+                    inp.grouping, tasks, indices, self.worker.local_tasks, custom, task, load))
                 for t in tasks:
                     if t not in self.out:
                         self.out[t] = []

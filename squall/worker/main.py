@@ -584,6 +584,19 @@ def _remote(a: Assignment, worker: Worker) -> dict[int, str]:
     return {t: addr for t, addr in a.task_address.items() if t not in worker.local_tasks}
 
 
+def pin_to_core(cpu: str | None) -> None:
+    """Pin this process to the core its supervisor chose, before any thread starts (threads inherit it)."""
+    if not cpu:
+        return
+    try:
+        os.sched_setaffinity(0, {int(cpu)})
+    except (ValueError, OSError) as e:
+        # A core the supervisor may not give (a cgroup shrank since): run unpinned, say so.
+        log.warning("cannot pin the worker to its core", cpu=cpu, error=str(e))
+        return
+    log.info("worker pinned to a core", cpu=int(cpu))
+
+
 def main(argv: list[str] | None = None) -> int:
     env = os.environ
     parser = argparse.ArgumentParser(prog="python -m squall.worker",
@@ -598,6 +611,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.dir is None:
         parser.error("--dir is required")
     configure_logging(args.log_level, json=True)
+    pin_to_core(env.get("SQUALL_WORKER_CPU"))
     process = WorkerProcess(args.dir, node=args.node)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:

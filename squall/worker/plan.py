@@ -2,8 +2,8 @@
 
 Task ids follow Storm: components sorted by id, tasks numbered from 1, the
 ``__acker`` system component included.  Executors own contiguous task ranges
-and are spread over workers round-robin (Storm's even scheduler, in its
-simplest form) by local mode; nimbus places them with squall.nimbus.scheduler.
+are spread over workers by :func:`spread`, in local mode and by nimbus's
+scheduler alike.
 """
 
 from __future__ import annotations
@@ -103,8 +103,38 @@ def _split(tasks: list[int], parts: int) -> list[tuple[int, ...]]:
 
 
 def spread(executors: list[ExecutorDef], slots: int) -> list[list[ExecutorDef]]:
-    """Executor i goes to slot i mod n: a component's executors land on distinct slots."""
-    placed: list[list[ExecutorDef]] = [[] for _ in range(slots)]
-    for i, executor in enumerate(executors):
-        placed[i % slots].append(executor)
+    """Local mode's placement: :func:`spread_ids` over the plan's executors."""
+    by_id = {e.id: e for e in executors}
+    return [[by_id[i] for i in ids] for ids in spread_ids([(e.component, e.id) for e in executors], slots)]
+
+
+def spread_ids(executors: list[tuple[str, tuple[int, int]]], slots: int) -> list[list[tuple[int, int]]]:
+    """(component, executor id) pairs over ``slots`` workers, hot edges kept inside a worker.
+
+    Executor j of a component with p executors goes to worker j when p <= slots,
+    else to worker floor(j * slots / p), so components of equal parallelism line
+    up (and the first slots, which take the busiest slices, are the ones
+    scheduler.choose_slots spread over distinct nodes): the spout, splitter and counter
+    tasks of index j share a worker, and a shuffle that prefers local tasks
+    (routing.load_aware_shuffle) keeps that whole slice of the stream in-process.
+    Storm's even scheduler deals executors round-robin in task order instead,
+    which puts a spout's shuffle edge across workers half of the time.
+    Single-executor components take the workers in turn, so that several of
+    them do not all land on the first.
+    """
+    by_component: dict[str, list[tuple[int, int]]] = {}
+    for component, executor in executors:
+        by_component.setdefault(component, []).append(executor)
+    placed: list[list[tuple[int, int]]] = [[] for _ in range(slots)]
+    singles = 0
+    for component in sorted(by_component):
+        group = sorted(by_component[component])
+        p = len(group)
+        for j, executor in enumerate(group):
+            if p == 1:
+                slot = singles % slots
+                singles += 1
+            else:
+                slot = j if p <= slots else j * slots // p
+            placed[slot].append(executor)
     return placed

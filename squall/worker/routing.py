@@ -116,6 +116,41 @@ def direct(tasks: Sequence[int]) -> Choose:
     return choose
 
 
+LOAD_CHECK_EVERY = 256  # choices between two looks at the local tasks' load
+
+
+def load_aware_shuffle(tasks: Sequence[int], local_tasks: set[int], load_of: Callable[[int], float],
+                       higher: float, lower: float) -> Choose:
+    """Storm 2's shuffle: the emitting worker's own tasks while they keep up, else every task.
+
+    A tuple that stays in its worker costs no serialization and no thread
+    hand-off through the transfer layer, which in Python is most of a
+    cross-worker hop.  ``load_of`` is a local task's queue fill (0..1); when
+    the local tasks' mean load passes ``higher`` the scope widens to every
+    task, and narrows back once it falls under ``lower`` (Storm's
+    topology.localityaware bounds), so a busy worker still sheds work.
+    """
+    near = [t for t in tasks if t in local_tasks]
+    if not near or len(near) == len(tasks):
+        return shuffle(tasks)
+    narrow = shuffle(near)
+    wide = shuffle(tasks)
+    n = len(near)
+    seen = 0
+    widened = False
+
+    def choose(values: Any, direct: Any) -> Sequence[int]:
+        nonlocal seen, widened
+        seen += 1
+        if seen >= LOAD_CHECK_EVERY:
+            seen = 0
+            load = sum(load_of(t) for t in near) / n
+            widened = load > lower if widened else load > higher
+        return wide(values, direct) if widened else narrow(values, direct)
+
+    return choose
+
+
 def local_or_shuffle(tasks: Sequence[int], local_tasks: set[int]) -> Choose:
     near = [t for t in tasks if t in local_tasks]
     return shuffle(near or list(tasks))
@@ -142,8 +177,12 @@ def make_chooser(
     local_tasks: set[int],
     custom_instance: CustomGrouping | None,
     src_task: int,
+    load: tuple[Callable[[int], float], float, float] | None = None,
 ) -> Choose:
+    """``load``: (a local task's queue fill, higher bound, lower bound) makes shuffle load-aware."""
     kind = spec.type
+    if kind == "shuffle" and load is not None:
+        return load_aware_shuffle(tasks, local_tasks, *load)
     if kind in ("shuffle", "none"):
         return shuffle(tasks)
     if kind == "fields":

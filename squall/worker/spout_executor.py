@@ -58,7 +58,7 @@ class SpoutExecutor(ComponentExecutor):
         self.tuner: Any = None
         self.batch = self.conf["topology.spout.batch.size"]
         self.wait_secs = self.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
-        self.tracker = SpoutTracker(self.acker_tasks)
+        self.tracker = SpoutTracker(self.acker_tasks, self.worker.local_tasks)
         self.spouts: list[SpoutTask] = []
         self.by_task: dict[int, SpoutTask] = {}
         now = self.worker.clock.now

@@ -300,6 +300,11 @@ class Worker:
                 out.setdefault(component, {})[str(task)] = snap
         return out
 
+    def load_of(self, task: int) -> float:
+        """A local task's receive queue fill, 0 (empty) to 1 (at capacity): the load-aware shuffle's input."""
+        queue = self.queues[task]
+        return queue.size / queue.high
+
     def executor_stats(self) -> list[dict[str, Any]]:
         """Every executor's cumulative statistics (see Executor.stats_snapshot)."""
         return [e.stats_snapshot() for e in self.executors]

@@ -4,11 +4,13 @@ worker processes -> ZeroMQ, with exact results."""
 from __future__ import annotations
 
 import json
+import os
 import urllib.error
 import urllib.request
 from pathlib import Path
 from typing import Any
 
+import psutil
 import pytest
 
 from squall.ops.devcluster import DevCluster
@@ -40,6 +42,13 @@ def test_word_count_on_two_supervisors_and_four_workers_is_exact(make_cluster: A
     assert len({w["node"] for w in info["workers"]}) == 2  # spread over both nodes
     listing = squall_cli(cluster, "list").stdout
     assert "wc" in listing and "active" in listing
+    # Each worker is pinned to one core, and the two nodes' workers do not share one
+    # (the dev cluster shares this machine's cores out between its supervisors).
+    pinned = {key: psutil.Process(pid).cpu_affinity() for key, pid in cluster.worker_pids().items()}
+    assert all(len(cores) == 1 for cores in pinned.values()), pinned
+    if len(os.sched_getaffinity(0)) >= 2:
+        by_node = {i: {c for (j, _), cores in pinned.items() if j == i for c in cores} for i in (0, 1)}
+        assert not by_node[0] & by_node[1], pinned
 
 
 def test_bad_submissions_get_clear_errors_and_change_nothing(make_cluster: Any, tmp_path: Path) -> None:

@@ -39,3 +39,32 @@ def test_nowhere_to_run_is_an_empty_placement() -> None:
 def test_fewer_slots_than_workers_still_places_everything() -> None:
     placement = schedule(EXECS, 4, {"a": [6700]})
     assert placement == {("a", 6700): EXECS}
+
+
+# The word count of benchmarks/topologies: task ids follow sorted component names.
+WORDCOUNT = {(1, 1): "__acker", (2, 2): "__acker", (3, 3): "count", (4, 4): "count",
+             (5, 5): "sentences", (6, 6): "sentences", (7, 7): "split", (8, 8): "split"}
+
+
+def test_components_of_equal_parallelism_line_up_in_workers() -> None:
+    placement = schedule(sorted(WORDCOUNT), 2, {"a": [6700], "b": [6700]}, component_of=WORDCOUNT)
+    for execs in placement.values():
+        # One slice of the pipeline per worker: the shuffle from a spout task finds a
+        # splitter beside it, and every tree's acker is in the worker of its spout.
+        assert sorted(WORDCOUNT[e] for e in execs) == ["__acker", "count", "sentences", "split"]
+
+
+def test_fewer_executors_than_workers_still_share_a_worker() -> None:
+    placement = schedule(sorted(WORDCOUNT), 4, {"a": [6700, 6701], "b": [6700, 6701]},
+                         component_of=WORDCOUNT)
+    full = [slot for slot, execs in placement.items()
+            if {"sentences", "split", "count"} <= {WORDCOUNT[e] for e in execs}]
+    assert len(full) == 2
+    assert full[0][0] != full[1][0]  # the two busy workers are on different nodes (cores)
+    assert sorted(e for execs in placement.values() for e in execs) == sorted(WORDCOUNT)
+
+
+def test_single_executor_components_take_workers_in_turn() -> None:
+    singles = {(1, 1): "a", (2, 2): "b", (3, 3): "c", (4, 4): "d"}
+    placement = schedule(sorted(singles), 2, {"x": [1], "y": [1]}, component_of=singles)
+    assert sorted(len(execs) for execs in placement.values()) == [2, 2]

@@ -127,6 +127,22 @@ def keyring(tmp_path: Path) -> Keyring:
     return keyring
 
 
+def pinned_to_first_core() -> dict[str, str]:
+    """The core a supervisor's only slot pins its worker to (none on a one-core machine)."""
+    cores = os.sched_getaffinity(0)
+    return {"SQUALL_WORKER_CPU": str(min(cores))} if len(cores) > 1 else {}
+
+
+def test_workers_are_pinned_to_the_supervisors_cores_slot_by_slot(tmp_path: Path) -> None:
+    sup = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "local"), "squall.secure": False,
+                                       "supervisor.slots.ports": [6703, 6701, 6702],
+                                       "supervisor.cpu.cores": [4, 5]}))
+    assert [sup.worker_cpu(p) for p in (6701, 6702, 6703, 9999)] == [4, 5, 4, None]
+    off = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "off"), "squall.secure": False,
+                                       "supervisor.worker.cpu.affinity": False}))
+    assert off.worker_cpu(6700) is None
+
+
 def supervisor(tmp_path: Path, secrets: Any, **conf: Any) -> tuple[Supervisor, FakeState, int]:
     port = free_port()
     sup = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "local"),
@@ -150,9 +166,10 @@ def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, 
         "curve": CURVE, "zookeeper": {"user": "squall",
                                       "passwords": [p for _, p in keyring.zookeeper_credentials()]}}
     assert len(keyring.zookeeper_credentials()) == 2
-    # And the worker gets the allow-list, the topology's environment and its node, nothing else
+    # And the worker gets the allow-list, the topology's environment, its node and its core, nothing else
     (proc,) = fake_popen
-    assert proc.kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on", "SQUALL_NODE": sup.node}
+    assert proc.kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on", "SQUALL_NODE": sup.node,
+                                  **pinned_to_first_core()}
     assert proc.kwargs["umask"] == 0o077
     # And its files are this user's only; the topology cannot turn security off for its workers
     assert mode(slot.dir) == 0o700 and mode(slot.dir / "worker.log") == 0o600
@@ -190,7 +207,7 @@ def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: li
     sup.sync_processes()
     assert len(fake_popen) == 1 and not sup.slots[port].secrets_file.exists()
     assert fake_popen[0].kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on",
-                                           "SQUALL_NODE": sup.node}
+                                           "SQUALL_NODE": sup.node, **pinned_to_first_core()}
     assert json.loads(sup.slots[port].assignment_file.read_text())["conf"]["squall.secure"] is False
 
 

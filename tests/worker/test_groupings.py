@@ -18,6 +18,7 @@ import pytest
 from squall import Bolt, CustomGrouping, Grouping, Spout, Stream, Topology
 from squall.errors import ComponentError
 from squall.testing import CompletedTopology, complete_topology
+from squall.worker import routing
 from squall.worker.plan import plan_topology, spread
 
 # -- components ---------------------------------------------------------------
@@ -410,6 +411,47 @@ def test_local_or_shuffle_falls_back_to_remote_tasks() -> None:
     spouts = task_ids(LocalOrShuffleFallbackTopology, "words", conf)
     assert {source for _, _, source in result["rec"]} == set(spouts)
     assert_all_acked(result, len(words))
+
+
+class ShuffleTwoWorkersTopology(Topology):
+    words = Words.spec(par=2)
+    rec = RecordWithSource.spec(inputs={words: Grouping.shuffle()}, par=2)
+
+
+def test_shuffle_prefers_the_emitting_workers_tasks_like_storms_load_aware_shuffle() -> None:
+    conf = {"topology.workers": 2}
+    words = [f"w{i}" for i in range(40)]
+    result = complete_topology(ShuffleTwoWorkersTopology, {"words": words_input(words)}, conf=conf)
+
+    assert Counter(word for _, word, _ in result["rec"]) == Counter(words)
+    assert_all_acked(result, len(words))
+    slot = worker_of(ShuffleTwoWorkersTopology, conf)
+    assert {slot[t] for t in task_ids(ShuffleTwoWorkersTopology, "rec", conf)} == {0, 1}
+    for task, word, source in result["rec"]:
+        assert slot[task] == slot[source], f"{word} crossed from task {source} to task {task}"
+
+    # Storm's switch turns it off: the spread is even over both workers again.
+    plain = complete_topology(ShuffleTwoWorkersTopology, {"words": words_input(words)},
+                              conf={**conf, "topology.disable.loadaware.messaging": True})
+    assert any(slot[task] != slot[source] for task, _, source in plain["rec"])
+
+
+def test_load_aware_shuffle_widens_when_local_tasks_fill_and_narrows_when_they_drain() -> None:
+    load = {1: 0.0}
+    choose = routing.load_aware_shuffle([1, 2, 3], {1}, load.__getitem__, higher=0.8, lower=0.2)
+
+    def picks(n: int) -> Counter[int]:
+        return Counter(t for _ in range(n) for t in choose(None, None))
+
+    assert picks(2000) == Counter({1: 2000})
+    load[1] = 0.9  # over the higher bound: every task now
+    assert set(picks(2000)) == {1, 2, 3}
+    load[1] = 0.5  # between the bounds: stays wide (hysteresis)
+    assert set(picks(2000)) == {1, 2, 3}
+    load[1] = 0.1
+    later = picks(2000)
+    assert set(later) == {1, 2, 3}  # the first look at the load is up to 256 choices away
+    assert picks(2000) == Counter({1: 2000})
 
 
 # -- partial_key --------------------------------------------------------------
