@@ -116,6 +116,7 @@ class WindowCore:
         self.watermarks = WatermarkTracker(streams, policy.lag_ms) if self.event_time else None
         self.next_end: int | None = None  # event time, time slide: the next window's end
         self.last_ref: int | None = None  # event time, count slide: the last trigger's timestamp
+        self.last_tick: int | None = None  # processing time, time slide: the last trigger's time
         self.late = 0
 
     def __len__(self) -> int:
@@ -139,6 +140,10 @@ class WindowCore:
                 self.tuples.insert(at, tup)
                 self.fresh.insert(at, 1)
                 return []
+        elif self.last_tick is not None and ts <= self.last_tick:
+            # Arrived in the same millisecond as the last slide but after it:
+            # it belongs to the next window, so it is stamped just after.
+            ts = self.last_tick + 1
         self.ts.append(ts)
         self.tuples.append(tup)
         self.fresh.append(1)
@@ -157,7 +162,12 @@ class WindowCore:
         if self.watermarks is None:
             if self.time_slide is None:
                 return []
-            return [self.trigger(len(self.ts), now)]
+            # Storm's drift correction: the window reaches back from the previous
+            # slide, not from now, so a late tick neither drops nor repeats tuples
+            # (tumbling windows stay a partition); the first window takes all.
+            last, self.last_tick = self.last_tick, now
+            cut = None if last is None else last + self.time_slide - (self.time_length or 0)
+            return [self.trigger(bisect_right(self.ts, now), now, cut)]
         mark = self.watermarks.advance()
         if mark is None:
             return []
@@ -222,11 +232,14 @@ class WindowCore:
 
     # -- the window itself ---------------------------------------------------
 
-    def trigger(self, upto: int, ref: int) -> Activation:
+    def trigger(self, upto: int, ref: int, cut: int | None = -1) -> Activation:
         """The window of the buffered tuples before index ``upto`` at
-        reference time ``ref``; evict what came before it."""
+        reference time ``ref``; evict what came before it.  A duration window
+        starts after ``cut`` (default ``ref - length``; None: from the first)."""
         if self.time_length is not None:
-            lo = bisect_right(self.ts, ref - self.time_length, 0, upto)
+            if cut == -1:
+                cut = ref - self.time_length
+            lo = 0 if cut is None else bisect_right(self.ts, cut, 0, upto)
         else:
             assert self.count_length is not None
             lo = max(0, upto - self.count_length)

@@ -174,7 +174,8 @@ def make_policy(where: str, *, window: Any = None, slide: Any = None, tumbling: 
     event_time = timestamp_field is not None or extractor is not None
     for name, value in (("lag", lag), ("watermark_interval", watermark_interval)):
         if value is not None and not event_time:
-            msg = f"{where}: {name}= only applies to event time (give timestamp_field= or timestamp_extractor=)"
+            msg = (f"{where}: {name}= only applies to event time "
+                   f"(give timestamp_field= or timestamp_extractor=)")
             raise TopologyValidationError(msg)
     if late_stream is not None:
         if not event_time:
