@@ -101,7 +101,8 @@ def run(kind: str, duration: float, warmup: float) -> dict[str, Any]:
         "sliding-window": lambda s: WindowSum.spec(inputs=[s], window=Count(10_000), slide=Count(1000)),
         "sliding-plain": lambda s: PlainSliding.spec(inputs=[s]),
         "tumbling-window": lambda s: WindowSum.spec(inputs=[s], tumbling=Duration.seconds(1)),
-        "tumbling-plain": lambda s: PlainTumbling.spec(inputs=[s], config={"topology.tick.tuple.freq.secs": 1}),
+        "tumbling-plain": lambda s: PlainTumbling.spec(inputs=[s],
+                                                       config={"topology.tick.tuple.freq.secs": 1}),
     }
     spout = Ints.spec()
     T = Topology.from_specs("Bench", {"ints": spout, "sums": bolts[kind](spout),  # noqa: N806

@@ -49,6 +49,7 @@ class WindowedBolt(Bolt):
     _core: WindowCore | None = None
     _raw_emit: Any = staticmethod(_unbound_emit)
     _anchors: list[Any] | None = None
+    _failed: set[int] | None = None  # ids of tuples failed with their window: never acked after
 
     @classmethod
     def spec(  # type: ignore[override]
@@ -217,11 +218,19 @@ class WindowedBolt(Bolt):
                 except SerializationError:
                     raise
                 except Exception as e:  # noqa: BLE001 - user code: its window replays
+                    failed = self._failed if self._failed is not None else set()
                     for tup in window.tuples:
-                        self.fail(tup)
+                        if id(tup) not in failed:
+                            failed.add(id(tup))
+                            self.fail(tup)
+                    self._failed = failed
                     self.report_error(e)
                 finally:
                     self._anchors = None
             # Expired tuples are acked after the window that saw them last was processed.
+            failed = self._failed
             for tup in act.evicted:
-                self.ack(tup)
+                if failed and id(tup) in failed:
+                    failed.discard(id(tup))
+                else:
+                    self.ack(tup)

@@ -192,3 +192,32 @@ def test_late_tuples_are_counted_and_emitted_or_dropped(fake_clock: FakeClock, l
         fake_clock.advance(1.0)
         poll_for(lambda: out.count("seen") == 2, message="the second window")
         assert out.seen[1][0] == [3, 5]
+
+
+def test_a_failing_window_fails_its_tuples_once_and_never_acks_them(cluster: LocalCluster) -> None:
+    # Given a tumbling Count(5) window whose first evaluation raises
+    journal, out = Journal(), Journal()
+
+    class Flaky(WindowedBolt):
+        outputs = ["ids"]
+        raised = False
+
+        def process_window(self, window: Any) -> None:
+            if not Flaky.raised:
+                Flaky.raised = True
+                msg = "boom"
+                raise RuntimeError(msg)
+            self.emit([[t.values.n for t in window.tuples]])
+
+    class T(Topology):
+        numbers = numbers_spout(journal, 10).spec()
+        windows = Flaky.spec(inputs=[numbers], tumbling=Count(5))
+        sink = recorder(out).spec(inputs=[windows])
+
+    cluster.submit("flaky", T)
+    # Then the first window's tuples fail (once each), the error is reported, and
+    # the next window, once expired, acks 6..10 only
+    poll_for(lambda: sorted(journal.failed) == [1, 2, 3, 4, 5], message="the first window failed")
+    poll_for(lambda: any("boom" in e.error for e in cluster.errors("flaky")), message="error reported")
+    assert out.seen == [([6, 7, 8, 9, 10],)]
+    assert stay(lambda: journal.count("acked") == 0 and journal.count("failed") == 5)
