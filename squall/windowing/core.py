@@ -24,7 +24,7 @@ window length plus one slide, which is also how long it stays unacked.
 from __future__ import annotations
 
 from array import array
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass, field
 from itertools import compress
@@ -261,9 +261,3 @@ class WindowCore:
         else:
             start, end = ref - self.time_length, ref
         return Activation(Window(tuples, new, expired, start, end), evicted)
-
-    def earliest(self) -> int | None:
-        return self.ts[0] if self.ts else None
-
-    def count_before(self, ts: int) -> int:
-        return bisect_left(self.ts, ts)
