@@ -115,7 +115,10 @@ class WindowCore:
         self.since_trigger = 0  # processing time, count slide: arrivals since the last trigger
         self.watermarks = WatermarkTracker(streams, policy.lag_ms) if self.event_time else None
         self.next_end: int | None = None  # event time, time slide: the next window's end
-        self.last_ref: int | None = None  # event time, count slide: the last trigger's timestamp
+        # Event time, count slide: buffer index just past the last trigger's tuple (by
+        # position, not timestamp: several tuples may share a millisecond).  Nothing is
+        # inserted before it: a tuple below the watermark is late.
+        self.count_pos = 0
         self.last_tick: int | None = None  # processing time, time slide: the last trigger's time
         self.late = 0
 
@@ -221,13 +224,12 @@ class WindowCore:
         assert slide is not None
         out: list[Activation] = []
         while True:
-            start = 0 if self.last_ref is None else bisect_right(self.ts, self.last_ref)
-            k = start + slide - 1
+            k = self.count_pos + slide - 1
             if k >= len(self.ts) or self.ts[k] > mark:
                 break
-            ref = self.ts[k]
-            out.append(self.trigger(k + 1, ref))
-            self.last_ref = ref
+            act = self.trigger(k + 1, self.ts[k])
+            self.count_pos = k + 1 - len(act.evicted)
+            out.append(act)
         return out
 
     # -- the window itself ---------------------------------------------------

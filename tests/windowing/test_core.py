@@ -226,3 +226,13 @@ def test_event_time_count_windows():
     assert [a.window.tuples for a in acts] == [["a", "b"], ["c", "d"]]
     assert all(a.window.start is None for a in acts)
     assert list(core.tuples) == ["c", "d", "e"]
+
+
+def test_event_time_count_slides_count_tuples_that_share_a_millisecond():
+    core = core_for(window=Count(4), slide=Count(2), timestamp_field="ts")
+    for name in "abcde":
+        core.add(name, 1000)
+    core.add("f", 2000)
+    acts = core.tick(0)  # watermark 2 s
+    assert [a.window.tuples for a in acts] == [["a", "b"], ["a", "b", "c", "d"], ["c", "d", "e", "f"]]
+    assert acts[2].evicted == ["a", "b"]
