@@ -162,6 +162,12 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
     name_of = {id(spec): cname for cname, spec in by_name.items()}
     for cname, spec in by_name.items():
         components[cname].inputs = _resolve_inputs(name, cname, spec, by_name, name_of, components)
+        # A component class may check its settings against the topology's config
+        # (a windowed bolt: its window against the message timeout).
+        check = getattr(spec.cls, "check_definition", None)
+        if check is not None:
+            cdef = components[cname]
+            check(cdef, config_mod.merge(conf, cdef.config), f"topology {name}: component {cname!r}")
     return TopologyDef(name, conf, components)
 
 

@@ -1,0 +1,49 @@
+"""Windowed bolts: Storm's sliding and tumbling windows, by count or time,
+in processing time or event time with watermarks.
+
+    from squall.windowing import WindowedBolt, Count, Duration
+
+    class SlidingSum(WindowedBolt):
+        outputs = ["sum"]
+        def process_window(self, window):
+            self.emit([sum(t.values.n for t in window.tuples)])
+
+    sliding = SlidingSum.spec(inputs=[numbers], window=Count(30), slide=Count(10))
+
+:mod:`~squall.windowing.policy` checks what a spec says, the pure
+:mod:`~squall.windowing.core` buffers, triggers and evicts, and
+:mod:`~squall.windowing.bolt` is the shell that runs it as a bolt.
+"""
+
+from typing import TYPE_CHECKING
+
+from squall.lazy import lazy_exports
+
+_EXPORTS = {
+    "LATE_TUPLE_FIELD": "squall.windowing.bolt",
+    "WindowedBolt": "squall.windowing.bolt",
+    "Activation": "squall.windowing.core",
+    "WatermarkTracker": "squall.windowing.core",
+    "Window": "squall.windowing.core",
+    "WindowCore": "squall.windowing.core",
+    "Count": "squall.windowing.policy",
+    "Duration": "squall.windowing.policy",
+    "WindowPolicy": "squall.windowing.policy",
+}
+__getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
+__all__ = [
+    "LATE_TUPLE_FIELD",
+    "Activation",
+    "Count",
+    "Duration",
+    "WatermarkTracker",
+    "Window",
+    "WindowCore",
+    "WindowPolicy",
+    "WindowedBolt",
+]
+
+if TYPE_CHECKING:
+    from squall.windowing.bolt import LATE_TUPLE_FIELD, WindowedBolt
+    from squall.windowing.core import Activation, WatermarkTracker, Window, WindowCore
+    from squall.windowing.policy import Count, Duration, WindowPolicy
