@@ -1,0 +1,92 @@
+"""constructorArgs, factory, properties, configMethods and refs reach the
+instances the tasks run (in a LocalCluster), and objects build from plain data."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import squall.flux
+from squall.flux.objects import OBJECT, RecipeError, construct
+from squall.local.cluster import LocalCluster
+from squall.testing import poll_for
+from squall.topology.loading import resolve_class
+from tests.flux import parts
+from tests.flux.helpers import write
+
+pytestmark = pytest.mark.timeout(60)
+
+OBJECTS = """\
+name: "objects"
+components:
+  - id: "angle"
+    className: "tests.flux.parts.Prefix"
+    constructorArgs: ["<"]
+    properties:
+      - name: "suffix"
+        value: ">"
+  - id: "star"
+    className: "tests.flux.parts.Prefix"
+    constructorArgs: ["*"]
+spouts:
+  - id: "words"
+    className: "tests.flux.parts.Words"
+    constructorArgs: ["a", "b", "c"]
+bolts:
+  - id: "decorate"
+    className: "tests.flux.parts.Decorate"
+    constructorArgs:
+      - ref: "angle"
+      - 2
+    properties:
+      - name: "upper"
+        value: true
+    configMethods:
+      - name: "with_extra"
+        args:
+          - reflist: ["star", "star"]
+  - id: "factory"
+    className: "tests.flux.parts.Decorate"
+    factory: "make"
+    factoryArgs: [3]
+streams:
+  - {from: words, to: decorate, grouping: {type: SHUFFLE}}
+  - {from: words, to: factory, grouping: {type: SHUFFLE}}
+"""
+
+
+def test_tasks_run_instances_built_as_the_file_says(tmp_path: Path) -> None:
+    topology = squall.flux.load(str(write(tmp_path, OBJECTS)))
+    captured: dict[str, list[str]] = {}
+    lock = threading.Lock()
+
+    def capture(component: str, stream: str, values: Any) -> None:
+        with lock:
+            captured.setdefault(component, []).append(values[0])
+
+    with LocalCluster() as cluster:
+        cluster.submit("objects", topology, {}, capture=capture)
+        poll_for(lambda: len(captured.get("decorate", [])) == 6 and len(captured.get("factory", [])) == 9,
+                 timeout=30, message=f"the bolts' output (now {captured})")
+    # <word> by the ref'd component with its property, then ** before it from the two reflist
+    # entries (configMethods), upper-cased by a property, twice (a constructor arg)
+    assert sorted(captured["decorate"]) == sorted(2 * ["**<A>", "**<B>", "**<C>"])
+    assert sorted(captured["factory"]) == sorted(3 * ["a", "b", "c"])  # Decorate.make(3)
+    assert sorted(captured["words"]) == ["a", "b", "c"]  # the spout's constructorArgs
+
+
+def test_a_recipe_builds_one_shared_object_per_referenced_component() -> None:
+    star = {"id": "star", "class": "tests.flux.parts:Prefix", "args": ["*"]}
+    recipe = {"class": "tests.flux.parts:Decorate", "args": [{OBJECT: star}],
+              "calls": [["with_extra", [[{OBJECT: star}]]]]}
+    bolt = construct(parts.Decorate, recipe, resolve_class)
+    assert bolt.prefix is bolt.extra[0]  # one "star" within one task's build
+
+
+def test_recipe_errors_say_which_step() -> None:
+    with pytest.raises(RecipeError) as info:
+        construct(parts.Decorate, {"properties": [["prefix", 1]], "calls": [["nope", []]]}, resolve_class)
+    assert info.value.step == ("configMethods", 0)
