@@ -334,9 +334,11 @@ def _stream(entry: Entry, vertices: dict[str, _Vertex], components: dict[str, di
     stream_id = grouping.value("streamId", DEFAULT_STREAM)
     declared = source.streams.get(stream_id)
     if declared is None:
-        raise grouping.error("streamId" if "streamId" in grouping else "type",
-                             f"{source.id!r} declares no stream {stream_id!r} "
-                             f"(its streams: {', '.join(source.streams) or 'none'})")
+        known = ", ".join(source.streams) or "none"
+        msg = f"{source.id!r} declares no stream {stream_id!r} (its streams: {known})"
+        if "streamId" in grouping:
+            raise grouping.error("streamId", msg)
+        raise entry.error("from", msg)
     if "args" in grouping and kind != "FIELDS":
         raise grouping.error("args", f"args belong to a FIELDS grouping, not {kind}")
     if "customClass" in grouping and kind != "CUSTOM":

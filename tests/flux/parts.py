@@ -91,3 +91,10 @@ class FirstTask(CustomGrouping):
 
 
 NOT_A_COMPONENT = 42
+
+
+class Quiet(Bolt):
+    """Declares no output stream."""
+
+    def process(self, tup: Any) -> None:
+        pass

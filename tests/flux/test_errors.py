@@ -155,3 +155,13 @@ def test_unsupported_storm_sections_are_refused(tmp_path: Path) -> None:
     message = error_of(path)
     assert_points_at(message, path, 2, "topologySource")
     assert "not supported" in message
+
+
+def test_a_source_without_a_default_stream(tmp_path: Path) -> None:
+    text = BASE.replace('  - from: "words"', '  - from: "quiet"').replace("streams:\n", (
+        '  - id: "quiet"\n    className: "tests.flux.parts.Quiet"\nstreams:\n'))
+    text = text.replace("type: FIELDS", "type: SHUFFLE").replace('      args: ["word"]\n', "")
+    path = write(tmp_path, text)
+    message = error_of(path)
+    assert_points_at(message, path, 12, "from")
+    assert "'quiet' declares no stream 'default' (its streams: none)" in message

@@ -90,3 +90,19 @@ def test_recipe_errors_say_which_step() -> None:
     with pytest.raises(RecipeError) as info:
         construct(parts.Decorate, {"properties": [["prefix", 1]], "calls": [["nope", []]]}, resolve_class)
     assert info.value.step == ("configMethods", 0)
+
+
+def test_a_file_written_for_storm_runs() -> None:
+    # Storm's layout: '---', hyphenated ids, Storm's FluxShellBolt class name, named streams
+    topology = squall.flux.load(str(Path(__file__).parent / "files" / "storm_shell.yaml"))
+    captured: list[str] = []
+
+    def capture(component: str, stream: str, values: Any) -> None:
+        if component == "count":
+            captured.append(values[0])
+
+    with LocalCluster() as cluster:
+        runner = cluster.submit("shell-topology", topology, {}, capture=capture)
+        poll_for(lambda: len(captured) == 6, timeout=30, message=f"6 words counted (now {captured})")
+        assert list(runner.errors) == []
+    assert sorted(captured) == sorted(["the", "cow", "jumped", "over", "the", "moon"])
