@@ -39,3 +39,20 @@ def test_the_flux_word_count_on_the_dev_cluster(make_cluster: Any, tmp_path: Pat
     assert stats["split"]["executed"] == SENTENCES
     # in two worker processes
     assert len(cluster.worker_pids()) == 2
+
+
+def test_submit_with_filters_and_includes_on_the_dev_cluster(make_cluster: Any) -> None:
+    # Given the dev variant, which includes wordcount.yaml and takes its limit from dev.properties
+    cluster = make_cluster(supervisors=2, slots=1)
+    proc = squall_cli(cluster, "submit", "examples/flux/wordcount-dev.yaml",
+                      "--filter", "examples/flux/dev.properties", "--env-filter")
+    assert "submitted topology WordCountDev" in proc.stdout
+
+    def components() -> dict[str, Any]:
+        return cluster.api("GET", "topologies/WordCountDev").get("components", {})
+
+    # Then the workers ran with the filtered config: sentences.limit=2000 from the properties file
+    poll_for(lambda: components().get("sentences", {}).get("acked", 0) == 2000, timeout=60,
+             message=f"2000 sentences acked (now {components().get('sentences')})")
+    poll_for(lambda: components().get("count", {}).get("executed", 0) == 16000, timeout=30,
+             message=f"16000 words counted (now {components().get('count')})")
