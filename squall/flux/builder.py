@@ -93,14 +93,13 @@ def build(flux: FluxFile) -> type[Topology]:
         raise name_entry.error("spouts", "a topology needs at least one spout")
     for entry in flux.streams:
         _stream(entry, vertices, components)
-    specs = {f"{v.id}_" if v.id in _RESERVED else v.id: _spec(v) for v in vertices.values()}
+    # Each spec carries its id as its name; the attribute names only have to stay
+    # clear of Topology's own (an id may be "config" or "_abstract").
+    specs = {f"_flux_{i}": _spec(v) for i, v in enumerate(vertices.values())}
     try:
         return Topology.from_specs(name, specs, conf)
     except TopologyValidationError as e:
         raise name_entry.error("name", str(e)) from e
-
-
-_RESERVED = frozenset({"config", "definition", "from_specs", "transactional_id", "_definition", "_build"})
 
 
 def load_class(entry: Entry, key: str) -> Any:

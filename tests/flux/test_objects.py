@@ -106,3 +106,18 @@ def test_a_file_written_for_storm_runs() -> None:
         poll_for(lambda: len(captured) == 6, timeout=30, message=f"6 words counted (now {captured})")
         assert list(runner.errors) == []
     assert sorted(captured) == sorted(["the", "cow", "jumped", "over", "the", "moon"])
+
+
+def test_recipes_travel_as_json_as_a_submitted_topology_does(tmp_path: Path) -> None:
+    import json
+
+    from squall.topology.loading import instantiate, verify_loadable
+    from squall.topology.topology import definition_from_dict
+
+    defn = squall.flux.load(str(write(tmp_path, OBJECTS))).definition()
+    received = definition_from_dict(json.loads(json.dumps(defn.to_dict())))  # what nimbus rebuilds
+    verify_loadable(received)
+    bolt = instantiate(received.components["decorate"])
+    assert (bolt.prefix.text, bolt.prefix.suffix, bolt.repeat, bolt.upper) == ("<", ">", 2, True)
+    assert [p.text for p in bolt.extra] == ["*", "*"]
+    assert instantiate(received.components["factory"]).repeat == 3

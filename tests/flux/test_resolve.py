@@ -242,3 +242,11 @@ def test_the_same_definition_as_a_python_topology(tmp_path: Path) -> None:
         assert options.pop("defined_in") in (str(tmp_path), str(Path(__file__).parent))
         options["argv"] = options.pop("command") + ([options.pop("script")] if "script" in options else [])
     assert from_yaml == from_python
+
+
+@pytest.mark.parametrize("ident", ["config", "_abstract", "definition", "spout-1"])
+def test_ids_that_are_topology_attributes_or_not_identifiers(tmp_path: Path, ident: str) -> None:
+    text = BASE.replace('"sink"', f'"{ident}"')
+    defn = squall.flux.load(str(write(tmp_path, text))).definition()
+    assert sorted(defn.components) == sorted(["words", ident])
+    assert defn.components[ident].inputs[0].component == "words"
