@@ -121,3 +121,39 @@ def test_recipes_travel_as_json_as_a_submitted_topology_does(tmp_path: Path) -> 
     assert (bolt.prefix.text, bolt.prefix.suffix, bolt.repeat, bolt.upper) == ("<", ">", 2, True)
     assert [p.text for p in bolt.extra] == ["*", "*"]
     assert instantiate(received.components["factory"]).repeat == 3
+
+
+SHELL_SPOUT = """\
+name: "shell-spout"
+spouts:
+  - id: "sentences"
+    className: "org.apache.storm.flux.wrappers.spouts.FluxShellSpout"
+    constructorArgs:
+      - ["python", "sentences.py"]
+      - ["word"]
+    properties:
+      - name: "cwd"
+        value: "{cwd}"
+bolts:
+  - id: "sink"
+    className: "tests.flux.parts.Sink"
+streams:
+  - {{from: sentences, to: sink, grouping: {{type: SHUFFLE}}}}
+"""
+
+
+def test_a_multilang_spout(tmp_path: Path) -> None:
+    resources = Path(__file__).resolve().parents[2] / "examples" / "multilang" / "resources"
+    topology = squall.flux.load(str(write(tmp_path, SHELL_SPOUT.format(cwd=resources))))
+    captured: list[str] = []
+
+    def capture(component: str, stream: str, values: Any) -> None:
+        if component == "sink":
+            captured.append(values[0])
+
+    with LocalCluster() as cluster:
+        runner = cluster.submit("shell-spout", topology, {"sentences.limit": 20}, capture=capture)
+        poll_for(lambda: runner.stats().get("sentences", {}).get("acked", 0) == 20, timeout=30,
+                 message="20 sentences from the child spout acked")
+        assert list(runner.errors) == []
+    assert len(captured) == 20 and all(len(s.split()) == 6 for s in captured)
