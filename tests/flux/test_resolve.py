@@ -250,3 +250,17 @@ def test_ids_that_are_topology_attributes_or_not_identifiers(tmp_path: Path, ide
     defn = squall.flux.load(str(write(tmp_path, text))).definition()
     assert sorted(defn.components) == sorted(["words", ident])
     assert defn.components[ident].inputs[0].component == "words"
+
+
+def test_the_cli_loader_branches_on_the_suffix(tmp_path: Path) -> None:
+    from squall.errors import SquallError
+    from squall.ops.cli import load_topology
+
+    path = write(tmp_path, BASE, "t.yml")
+    assert load_topology(str(path)).definition().name == "t"
+    with pytest.raises(SquallError, match="--topology picks a class of a Python file"):
+        load_topology(str(path), "T")
+    python_file = tmp_path / "t.py"
+    python_file.write_text("")
+    with pytest.raises(SquallError, match="--filter and --env-filter apply to Flux"):
+        load_topology(str(python_file), env_filter=True)
