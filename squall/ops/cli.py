@@ -26,8 +26,20 @@ EXIT_USAGE = 2
 EXIT_ERROR = 1
 
 
-def load_topology(path: str, name: str | None = None) -> type[Topology]:
-    """Import a topology file and pick its Topology subclass."""
+def load_topology(path: str, name: str | None = None, *, filter: str | None = None,  # noqa: A002
+                  env_filter: bool = False) -> type[Topology]:
+    """Import a topology file and pick its Topology subclass; a ``.yaml``/``.yml``
+    file is a Flux definition (``filter``/``env_filter``: its substitutions)."""
+    from squall import flux
+
+    if flux.is_flux_file(path):
+        if name is not None:
+            msg = f"--topology picks a class of a Python file; {path} is a Flux file with one topology"
+            raise SquallError(msg)
+        return flux.load(path, filter=filter, env_filter=env_filter)
+    if filter is not None or env_filter:
+        msg = f"--filter and --env-filter apply to Flux (.yaml) files, not to {path}"
+        raise SquallError(msg)
     file = Path(path).resolve()
     if not file.is_file():
         msg = f"no such topology file: {path}"
@@ -84,7 +96,7 @@ def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
-    topology = load_topology(args.file, args.topology)
+    topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
     conf = parse_conf(args.conf)
     name = args.name or topology.__name__
     with LocalCluster() as cluster:
@@ -133,7 +145,7 @@ def build_parser() -> argparse.ArgumentParser:
                         help="squall.yaml of the cluster commands (also accepted after the command)")
     sub = parser.add_subparsers(dest="command", required=True)
     local = sub.add_parser("local", help="run a topology file in local mode (one process)")
-    local.add_argument("file", help="a Python file defining a Topology subclass")
+    local.add_argument("file", help="a Python file defining a Topology subclass, or a Flux .yaml file")
     local.add_argument("--topology", help="which Topology subclass, if the file has several")
     local.add_argument("--name", help="topology name (default: the class name)")
     local.add_argument("--duration", type=float, default=None, help="seconds to run (default: until ^C)")
@@ -144,9 +156,13 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serve the web UI and Storm's UI REST API from this process")
     local.add_argument("--ui-port", type=int, default=8080,
                        help="the UI's port on 127.0.0.1 (default 8080; 0: any free port)")
+    from squall.flux import command as flux_command
+
+    flux_command.add_filter_flags(local)
     local.set_defaults(func=cmd_local)
     from squall.ops import cluster_cli, secrets_cli
 
+    flux_command.add_commands(sub)
     cluster_cli.add_commands(sub)
     secrets_cli.add_commands(sub)
     return parser

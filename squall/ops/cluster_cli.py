@@ -110,7 +110,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from squall.ops.cli import load_topology, parse_conf
 
     conf = _conf(args)
-    topology = load_topology(args.file, args.topology)
+    topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
     root = Path(args.file).resolve().parent
     overrides = parse_conf(args.conf)
     include = ({**topology.config, **overrides}.get("topology.package.include")
@@ -243,10 +243,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--insecure", action="store_true",
                    help="no TLS, tokens, CURVE or ZooKeeper ACLs (secure by default, like production)")
     p = command("submit", cmd_submit, "submit a topology file to the cluster")
-    p.add_argument("file")
+    p.add_argument("file", help="a Python topology file, or a Flux .yaml file")
     p.add_argument("--name")
     p.add_argument("--topology", help="which Topology subclass, if the file has several")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    from squall.flux.command import add_filter_flags
+
+    add_filter_flags(p)
     p = command("kill", cmd_kill, "kill a topology (deactivate, wait, remove)")
     p.add_argument("name")
     p.add_argument("--wait", type=float, default=None, help="seconds to drain (default: message timeout)")

@@ -29,6 +29,18 @@ def resolve_class(ref: Any) -> Any:
     return obj
 
 
+def instantiate(cdef: Any) -> Any:
+    """A task's instance of a component: ``cls()``, or built from the recipe a
+    Flux file's constructorArgs/properties/configMethods left in its options."""
+    cls = resolve_class(cdef.cls)
+    recipe = cdef.options.get("flux.construct")
+    if recipe is None:
+        return cls()
+    from squall.flux.objects import construct
+
+    return construct(cls, recipe, resolve_class)
+
+
 def verify_loadable(defn: TopologyDef) -> None:
     """Every component class and custom grouping loads and has the right base."""
     from squall.topology.component import Bolt, Spout

@@ -6,7 +6,7 @@ from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.grouping import CustomGrouping
-from squall.topology.loading import resolve_class
+from squall.topology.loading import instantiate, resolve_class
 from squall.topology.tuple import record_type
 from squall.worker import routing
 from squall.worker.collector import StreamOut, TaskState
@@ -20,7 +20,7 @@ class ComponentExecutor(Executor):
 
     def make_instance(self, task: int) -> tuple[Any, TopologyContext, TaskState]:
         cdef = self.plan.components[self.component]
-        instance = resolve_class(cdef.cls)()
+        instance = instantiate(cdef)
         context = self.make_context(task)
         instance.conf = self.conf
         instance.context = context

@@ -1,0 +1,100 @@
+"""Components the Flux test files name (tests.flux.parts.X)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall import Bolt, Spout, Stream
+from squall.topology.grouping import CustomGrouping
+
+
+class Prefix:
+    """A plain object (a Flux component) that bolts get by ref."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.suffix = ""
+
+    def set_suffix(self, suffix: str) -> None:
+        self.suffix = suffix
+
+    def wrap(self, word: str) -> str:
+        return f"{self.text}{word}{self.suffix}"
+
+
+class Words(Spout):
+    """Emits ``words`` once each (reliably), then nothing."""
+
+    outputs = ["word"]
+
+    def __init__(self, *words: str) -> None:
+        super().__init__()
+        self.words = list(words)
+
+    def next_tuple(self) -> None:
+        if self.words:
+            word = self.words.pop(0)
+            self.emit([word], tup_id=word)
+
+
+class TwoStreams(Spout):
+    outputs = [Stream(["word"]), Stream(["word", "n"], name="numbered"), Stream(["word"], name="direct",
+                                                                               direct=True)]
+
+
+class Decorate(Bolt):
+    """Emits each word wrapped by its prefixes (constructor arg, property, config method)."""
+
+    outputs = ["word"]
+
+    def __init__(self, prefix: Prefix | None = None, repeat: int = 1) -> None:
+        super().__init__()
+        self.prefix = prefix
+        self.repeat = repeat
+        self.extra: list[Prefix] = []
+        self.upper = False
+
+    @classmethod
+    def make(cls, repeat: int) -> Decorate:
+        return cls(None, repeat)
+
+    def with_extra(self, prefixes: list[Prefix]) -> None:  # a reflist is one list argument
+        self.extra.extend(prefixes)
+
+    def process(self, tup: Any) -> None:
+        word = tup.values.word
+        for p in [self.prefix, *self.extra]:
+            if p is not None:
+                word = p.wrap(word)
+        if self.upper:
+            word = word.upper()
+        for _ in range(self.repeat):
+            self.emit([word])
+
+
+class Sink(Bolt):
+    outputs = ["word"]
+
+    def process(self, tup: Any) -> None:
+        self.emit([tup.values.word])
+
+
+class FirstTask(CustomGrouping):
+    """Sends every tuple to one target task: the ``index``-th."""
+
+    def __init__(self, index: int = 0) -> None:
+        super().__init__()
+        self.index = index
+
+    def choose_tasks(self, task_id: int, values: Any) -> list[int]:
+        return [self.target_tasks[self.index]]
+
+
+NOT_A_COMPONENT = 42
+
+
+class Quiet(Bolt):
+    """Declares no output stream."""
+
+    def process(self, tup: Any) -> None:
+        pass
