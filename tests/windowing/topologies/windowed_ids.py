@@ -8,7 +8,7 @@ import json
 import os
 from typing import Any
 
-from squall import Bolt, Spout, Topology
+from squall import Bolt, Grouping, Spout, Topology
 from squall.windowing import Duration, WindowedBolt
 
 
@@ -52,5 +52,7 @@ class WriteWindows(Bolt):
 class WindowedIds(Topology):
     config = {"topology.message.timeout.secs": 10, "topology.max.spout.pending": 500}
     numbers = Numbers.spec()
-    windows = WindowIds.spec(inputs=[numbers], par=2, tumbling=Duration.seconds(1))
+    # Fields grouping: half the ids cross to the other worker (a shuffle would keep them
+    # beside the spout, as Storm 2's load-aware shuffle does).
+    windows = WindowIds.spec(inputs={numbers: Grouping.fields("id")}, par=2, tumbling=Duration.seconds(1))
     sink = WriteWindows.spec(inputs=[windows])
