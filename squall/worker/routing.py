@@ -72,13 +72,36 @@ def shuffle(tasks: Sequence[int]) -> Choose:
     return choose
 
 
+FIELDS_MEMO_SIZE = 1 << 16  # distinct keys remembered per chooser before the memo starts over
+
+
 def fields(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
     targets = [(t,) for t in sorted(tasks)]
     n = len(targets)
     if n == 1:
         return _constant(targets[0])
-    key = _key_fn(indices)
-    return lambda values, direct: targets[stable_hash(key(values)) % n]
+    if len(indices) != 1:
+        key = _key_fn(indices)
+        return lambda values, direct: targets[stable_hash(key(values)) % n]
+    # One grouping field (the common case): the chosen task of a key is memoized.  Keys
+    # repeat (words, user ids), and a dict lookup of a str, whose hash Python caches, is
+    # a fraction of encoding and CRC-ing it again; the memo starts over when it is full.
+    i = indices[0]
+    memo: dict[Any, tuple[int, ...]] = {}
+
+    def choose(values: Any, direct: Any) -> Sequence[int]:
+        k = values[i]
+        hit = memo.get(k) if type(k) is str else None
+        if hit is not None:
+            return hit
+        target = targets[stable_hash(k) % n]
+        if type(k) is str:
+            if len(memo) >= FIELDS_MEMO_SIZE:
+                memo.clear()
+            memo[k] = target
+        return target
+
+    return choose
 
 
 def partial_key(tasks: Sequence[int], indices: Sequence[int]) -> Choose:

@@ -559,3 +559,12 @@ def test_custom_grouping_choosing_a_task_outside_its_targets_fails_the_tuple_cle
     result = complete_topology(T, mock_sources={"words": [["a"]]}, fail_fast=False)
     assert result.failed and not result["sink"]
     assert "Wild chose tasks [999]" in result.errors[0].error
+
+
+def test_fields_memo_gives_the_hash_answer_past_its_size() -> None:
+    tasks = [4, 5, 6]
+    choose = routing.fields(tasks, [0])
+    keys = [f"k{i}" for i in range(routing.FIELDS_MEMO_SIZE + 100)] + ["k1", "k7"]
+    for key in keys:
+        assert choose([key], None) == (sorted(tasks)[routing.stable_hash(key) % 3],)
+    assert choose([17], None) == (sorted(tasks)[routing.stable_hash(17) % 3],)
