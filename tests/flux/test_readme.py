@@ -1,4 +1,4 @@
-"""README-flux.md's commands run as written, and its error example is real."""
+"""docs/flux.md's commands run as written, and its error example is real."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.flux.helpers import BASE, error_of, write
 
 REPO = Path(__file__).resolve().parents[2]
-README = REPO / "README-flux.md"
+README = REPO / "docs" / "flux.md"
 
 
 def sh_blocks() -> list[list[str]]:
