@@ -56,7 +56,8 @@ class StatsBook:
             executor = (int(snap["executor"][0]), int(snap["executor"][-1]))
             self.latest[(topology, executor)] = {"component": component, "time": now,
                                                  "queue_depth": snap.get("queue_depth"),
-                                                 "pending": snap.get("pending")}
+                                                 "pending": snap.get("pending"),
+                                                 "max_pending": snap.get("max_pending")}
             for stat in _COUNTERS:
                 if stat in snap:
                     self._add(topology, component, executor, stat, "", incarnation, snap[stat], now)
@@ -117,6 +118,11 @@ class StatsBook:
                 "progress": e.get("progress", 0), "backpressureSecs": round(e.get("backpressure_secs", 0), 3),
                 "streams": {stat: {s: int(v) for s, v in streams.items()} for stat, streams in per.items()},
             }
+            gauges = self.latest.get((topology, key[1]))
+            if gauges is not None and gauges.get("pending") is not None:
+                # A spout's trees in flight now, and its max spout pending (the tuner's latest
+                # value when it tunes; None: unbounded).
+                out[key].update(pending=gauges["pending"], maxSpoutPending=gauges.get("max_pending"))
         return out
 
     def components(self, topology: str, window: str, now: float) -> dict[str, dict[str, Any]]:

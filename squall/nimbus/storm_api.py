@@ -430,7 +430,8 @@ def _executor_stats(view: TopologyView, name: str, window: str, kind: str,
                  "transferred": e.get("transferred", 0), "acked": e.get("acked", 0),
                  "failed": e.get("failed", 0)}
         if kind == "spout":
-            entry["completeLatency"] = e.get("completeLatency", "0.000")
+            entry.update(completeLatency=e.get("completeLatency", "0.000"), pending=e.get("pending"),
+                         maxSpoutPending=e.get("maxSpoutPending"))
         else:
             latency = e.get("executeLatency", "0.000")
             entry.update(executed=e.get("executed", 0), executeLatency=latency, processLatency=latency,

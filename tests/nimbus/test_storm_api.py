@@ -56,7 +56,8 @@ def _view() -> api.TopologyView:
     """A transactional-style topology: a spout id holding '/', a bolt of two executors, the acker."""
     book = StatsBook()
     spout = {"component": "spout/coordinator", "executor": [1, 1], "acked": 40, "failed": 2,
-             "complete_secs": 2.0, "emitted": {"default": 42}, "transferred": {"default": 42}}
+             "complete_secs": 2.0, "emitted": {"default": 42}, "transferred": {"default": 42},
+             "pending": 17, "max_pending": 750}
 
     def bolt(executor: int, executed: int) -> dict[str, Any]:
         return {"component": "split", "executor": [executor, executor], "executed": executed,
@@ -178,6 +179,9 @@ def test_the_component_page_lists_executors_and_streams() -> None:
     spout = api.component_page(_view(), "spout/coordinator", "600", now=1010.0)
     assert spout["encodedId"] == "spout%2Fcoordinator" and spout["spoutSummary"][0]["acked"] == 40
     assert spout["outputStats"][0]["completeLatency"] == "50.000"
+    # the spout's trees in flight and its (tuned) max spout pending, per executor
+    (executor,) = spout["executorStats"]
+    assert (executor["pending"], executor["maxSpoutPending"]) == (17, 750)
 
 
 # -- a real cluster ------------------------------------------------------------------

@@ -214,6 +214,11 @@ def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: 
         By.CSS_SELECTOR, "#inputs tr[data-row='split:default'] td[data-key=executed]").text) > 0)
     assert browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")  # a row, "none" when no error
     assert browser.find_element(By.ID, "title").text == "Bolt count"
+    # A spout's executors show its trees in flight and its max spout pending (the example's 5000).
+    browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=sentences"
+                f"&refresh=1#token={CLIENT['token']}")
+    wait_for("the spout's max spout pending", lambda: [c.text for c in browser.find_elements(
+        By.CSS_SELECTOR, "#executors td[data-key=maxSpoutPending]")] == ["5000"])
 
 
 def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topology: dict[str, Any],

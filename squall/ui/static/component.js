@@ -38,7 +38,9 @@ async function refreshComponent() {
   const executorColumns = [["Id", "id"], ["Uptime", "uptime"], ["Host", "host"], ["Port", "port", num],
                            ...counts];
   if (spout) {
-    executorColumns.push(["Complete latency (ms)", "completeLatency", num]);
+    // Max spout pending: the auto-tuner's current value when it tunes (blank: unbounded).
+    executorColumns.push(["Complete latency (ms)", "completeLatency", num], ["Pending", "pending", num],
+                         ["Max spout pending", "maxSpoutPending", num]);
   } else {
     executorColumns.push(["Capacity", "capacity", num], ["Executed", "executed", num],
                          ["Execute latency (ms)", "executeLatency", num]);
