@@ -34,6 +34,7 @@ from typing import Any
 
 import structlog
 
+from squall.affinity import release_child
 from squall.multilang import protocol
 from squall.multilang.codec import JsonCodec, MsgpackCodec
 from squall.multilang.errors import ChildDied, ChildWentAway, MultilangError, ProtocolError
@@ -157,6 +158,7 @@ class ShellProcess:
         except OSError as e:
             msg = f"Error when launching multilang subprocess {self.argv!r} in {self.cwd!r}: {e}"
             raise ChildDied(msg) from e
+        release_child(self.popen.pid)  # a worker pinned to one core: its child has its own cores
         assert self.popen.stdin is not None and self.popen.stdout is not None
         self.conn = ShellConnection(self.codec, self.popen.stdout, self.popen.stdin, self.max_message_bytes)
         try:

@@ -52,6 +52,7 @@ from typing import Any
 import psutil
 import structlog
 
+from squall.affinity import release_child
 from squall.errors import SquallError
 from squall.ops.processes import kill_tree
 
@@ -398,6 +399,7 @@ class ConnectServer:
             # A process group of its own: stop() takes the JVM's Python workers too.
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                     env=env, cwd=self.dir, start_new_session=True)
+        release_child(proc.pid)  # not bound by a pinned `squall local`
         self._proc = proc
         record = {"pid": proc.pid, "port": self.port, "create_time": psutil.Process(proc.pid).create_time()}
         (self.dir / "server.json").write_text(json.dumps(record))

@@ -89,6 +89,7 @@ from typing import Any
 import structlog
 
 from squall import config
+from squall.affinity import pin_to
 from squall.clock import Clock
 from squall.errors import SquallError, TransportError
 from squall.metrics.system import ProcessSampler
@@ -589,7 +590,7 @@ def pin_to_core(cpu: str | None) -> None:
     if not cpu:
         return
     try:
-        os.sched_setaffinity(0, {int(cpu)})
+        pin_to(int(cpu))
     except (ValueError, OSError) as e:
         # A core the supervisor may not give (a cgroup shrank since): run unpinned, say so.
         log.warning("cannot pin the worker to its core", cpu=cpu, error=str(e))
