@@ -2,6 +2,10 @@
 
     python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure]
 
+Local mode runs in a process of its own, pinned to one core as ``squall
+local`` pins itself, and unpinned; the cluster's workers are pinned by their
+supervisors, one core per node of the dev cluster.
+
 Starts a real dev cluster (ZooKeeper JVM, nimbus, 2 supervisors) on this
 machine.  Throughput is the spout's acked sentences per second, read from
 nimbus's stats between two points ``--duration`` seconds apart.  Recovery
@@ -63,21 +67,39 @@ def cluster_throughput(cluster: DevCluster, workers: int, duration: float) -> fl
     return (a1 - a0) / (t1 - t0)
 
 
-def local_throughput(duration: float) -> float:
+def local_throughput(duration: float, pinned: bool) -> float:
+    """The same topology in local mode, in a process of its own: pinned to one core as
+    ``squall local`` pins itself, or free to move between cores."""
+    import json
+
+    cmd = [sys.executable, __file__, "--local-child", "--duration", str(duration)]
+    if pinned:
+        cmd.append("--pinned")
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
+    return float(json.loads(proc.stdout.strip().splitlines()[-1])["rate"])
+
+
+def local_child(duration: float, pinned: bool) -> None:
+    import json
+
     sys.path.insert(0, str(BENCH.parent))
     from bench_wordcount import BenchWordCount
 
     from squall import LocalCluster
+    from squall.affinity import least_busy_core, pin_to
     from squall.ops.logging import configure_logging
 
     configure_logging("error")
+    core = least_busy_core() if pinned else None
+    if core is not None:
+        pin_to(core)
     with LocalCluster() as local:
         runner = local.submit("bench", BenchWordCount)
         time.sleep(2)
         a0, t0 = runner.stats()["sentences"]["acked"], time.monotonic()
         time.sleep(duration)
         a1, t1 = runner.stats()["sentences"]["acked"], time.monotonic()
-    return (a1 - a0) / (t1 - t0)
+    print(json.dumps({"rate": (a1 - a0) / (t1 - t0)}))
 
 
 def recovery(cluster: DevCluster, workdir: Path, rate: int) -> dict[str, Any]:
@@ -128,9 +150,15 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--security", choices=["both", "secure", "insecure"], default="both",
                         help="which dev clusters to measure (default: both, side by side)")
+    parser.add_argument("--local-child", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.local_child:
+        local_child(args.duration, args.pinned)
+        return 0
     modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
-    rows = [("local mode, 1 worker (in-process)", local_throughput(args.duration))]
+    rows = [("local mode, 1 worker, pinned to 1 core", local_throughput(args.duration, pinned=True)),
+            ("local mode, 1 worker, unpinned", local_throughput(args.duration, pinned=False))]
     rec: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
         for secure in modes:
@@ -139,18 +167,20 @@ def main() -> int:
             cluster.start()
             try:
                 for workers in (2, 4):
-                    rows.append((f"cluster ({label}), {workers} workers on 2 nodes",
-                                 cluster_throughput(cluster, workers, args.duration)))
+                    rate = cluster_throughput(cluster, workers, args.duration)
+                    rows.append((f"cluster ({label}), {workers} workers on 2 nodes", rate))
                 if rec is None:
                     rec = recovery(cluster, Path(tmp), rate=500)
             finally:
                 cluster.stop()
     assert rec is not None
-    print("word count (split x2, count x2, acking on, max pending 2000), sentences acked per second\n")
-    print(f"{'configuration':<44}{'sentences/s':>12}")
-    print("-" * 56)
+    print("word count (spout x2, split x2, count x2, acking on, max pending 2000 per spout task), "
+          "sentences acked per second\n")
+    pinned = rows[0][1]
+    print(f"{'configuration':<44}{'sentences/s':>12}{'vs pinned local':>17}")
+    print("-" * 73)
     for label, value in rows:
-        print(f"{label:<44}{value:>12,.0f}")
+        print(f"{label:<44}{value:>12,.0f}{value / pinned:>16.2f}x")
     print(f"\nrecovery after SIGKILL of a worker "
           f"(durable word count at {rec['rate_before']:.0f} sentences/s):")
     print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")

@@ -78,7 +78,8 @@ def encode(messages: list[tuple[str, int, Any]]) -> bytes:
     out = []
     for kind, task, payload in messages:
         if kind == "data":
-            payload = [[t.id, t.task, t.stream, list(t.values), t.anchors] for t in payload]
+            # A values record is a tuple: msgpack writes it as the array it is, no copy.
+            payload = [(t.id, t.task, t.stream, t.values, t.anchors) for t in payload]
         elif kind == "tick":
             payload = None
         out.append((kind, task, payload))
