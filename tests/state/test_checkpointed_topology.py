@@ -66,7 +66,8 @@ def test_a_checkpointed_spout_is_the_checkpoint_spout():
     w = wiring(WC)
     assert "$checkpointspout" not in w
     assert w["words"] == (CheckpointSpout, [])
-    assert w["count"] == (CheckpointedBolt, [("words", "$checkpoint", "all"), ("words", "default", "shuffle")])
+    assert w["count"] == (CheckpointedBolt, [("words", "$checkpoint", "all"),
+                                             ("words", "default", "shuffle")])
     assert set(WC.definition().components["words"].streams) == {"default", "$checkpoint"}
 
 

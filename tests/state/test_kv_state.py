@@ -31,7 +31,7 @@ def test_only_committed_state_survives_a_reload(store):
     state.prepare(2)  # prepared, never committed (the worker died)
     again = KeyValueState(store, "count/3")
     assert again.load() == 1
-    assert dict((k, again.get(k)) for k in again.keys()) == {"a": 1, "b": 2}
+    assert {k: again.get(k) for k in list(again.keys())} == {"a": 1, "b": 2}
     # a reset reloads in place: a bolt holding the object sees the rolled-back values
     assert state.load() == 1 and state.get("a") == 1 and state.get("b") == 2
 

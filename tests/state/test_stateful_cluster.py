@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from squall.testing import poll_for
-from tests.cluster.conftest import VOCAB, make_cluster, squall_cli  # noqa: F401 - make_cluster is a fixture
+from tests.cluster.conftest import VOCAB, squall_cli
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "stateful_wordcount.py"
 
@@ -48,7 +48,8 @@ class StatefulRun:
             return Counter()
         try:
             with sqlite3.connect(db, timeout=10) as conn:
-                rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE 'count/%/committed'").fetchall()
+                rows = conn.execute("SELECT value FROM squall_state "
+                                    "WHERE key LIKE 'count/%/committed'").fetchall()
         except sqlite3.OperationalError:
             return Counter()  # the first worker is creating the table
         out: Counter[str] = Counter()
