@@ -88,8 +88,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.state.provider.config": (None, (str, dict, type(None)), None),
     # How often a checkpoint starts; must stay below topology.message.timeout.secs.
     "topology.state.checkpoint.interval.ms": (1000, (int, float), 1),
-    # SQLite state files go here (<dir>/<topology>.sqlite); None: <storm.local.dir>/state.
-    # Every worker of a topology must see the same file: the dev cluster sets it once for all.
+    # SQLite state files go here (<dir>/<topology>.sqlite); None: ~/.squall/state, one
+    # place per machine and user, which every worker of the topology on the machine shares.
     "squall.state.dir": (None, (str, type(None)), None),
     # -- security (squall.security; README "Security") -------------------------
     # On: nimbus speaks TLS and wants a token on every request, workers talk

@@ -67,8 +67,9 @@ def sqlite_path(conf: dict[str, Any], topology: str) -> str:
     pconf = provider_config(conf)
     if pconf.get("path"):
         return str(pconf["path"])
-    local = conf.get("storm.local.dir") or "squall-local"
-    base = conf.get("squall.state.dir") or os.path.join(local, "state")
+    # Not under storm.local.dir: each supervisor has its own, and every worker of the
+    # topology on this machine must open the same file.
+    base = conf.get("squall.state.dir") or os.path.join(os.path.expanduser("~"), ".squall", "state")
     return os.path.join(base, f"{topology}.sqlite")
 
 
