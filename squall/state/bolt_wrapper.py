@@ -72,7 +72,8 @@ class CheckpointedBolt(Bolt):
 
     def _user_ack(self, tup: Any) -> None:
         if self.stateful:
-            self.acked.append(tup)  # its effect is in the state only once that is committed
+            if tup.anchors:  # untracked (a checkpointed spout's): nothing to ack, nothing to keep
+                self.acked.append(tup)  # its effect is in the state only once that is committed
         else:
             self.ack(tup)
 
