@@ -56,6 +56,9 @@ class KeyValueState:
     def keys(self) -> Iterator[str]:
         return iter(list(self._data))
 
+    def __iter__(self) -> Iterator[str]:
+        return self.keys()
+
     def __len__(self) -> int:
         return len(self._data)
 
@@ -96,14 +99,14 @@ class KeyValueState:
 
         def move(current: dict[str, Any]) -> dict[str, Any]:
             prepared, committed = current[prep], current[com]
+            if prepared is not None and prepared["txid"] == txid:
+                return {com: prepared, prep: None}
             if committed is not None and committed["txid"] >= txid:
                 return {}  # committed already (a commit retried after a failure)
-            if prepared is None or prepared["txid"] != txid:
-                have = None if prepared is None else prepared["txid"]
-                msg = f"{self._prefix}: commit {txid}, but the prepared state is of txid {have}"
-                raise ValueError(msg)
-            return {com: prepared, prep: None}
+            have = None if prepared is None else prepared["txid"]
+            msg = f"{self._prefix}: commit {txid}, but the prepared state is of txid {have}"
+            raise ValueError(msg)
 
         self._store.update([prep, com], move)
-        self.committed_txid = max(self.committed_txid, txid)
+        self.committed_txid = txid
 

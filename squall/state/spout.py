@@ -28,6 +28,8 @@ from squall.state.checkpoint import (
     Restore,
     Save,
 )
+from squall.state.providers import worker_store
+from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
 from squall.topology.loading import resolve_class
 
@@ -39,13 +41,19 @@ class CheckpointSpout(Spout):
     throttled_by_pending = False  # one barrier in flight at a time; data untracked
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        from squall.transactional.state import open_backend
+        from squall.transactional.state import MemoryBackend, open_backend
 
         if not context.plan.tracking:
             msg = ("checkpointed state needs ackers: the acker tells the checkpoint spout when every "
                    "bolt has prepared or committed (topology.acker.executors must not be 0)")
             raise CoordinationError(msg)
-        self.store = open_backend(conf, context.resources).open(context.topology_name, "checkpoint")
+        backend = open_backend(conf, context.resources)
+        if isinstance(backend, MemoryBackend):
+            # Local mode: the record goes with the bolts' state, so that a durable store
+            # (SQLite) resumes where it was in the next `squall local` run too.
+            self.store: Any = RecordInStore(worker_store(conf, context))
+        else:
+            self.store = backend.open(context.topology_name, "checkpoint")
         record = self.store.get_data(RECORD)
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
         interval = conf.get("topology.state.checkpoint.interval.ms", 1000) / 1000.0
@@ -87,7 +95,7 @@ class CheckpointSpout(Spout):
             if type(ins) is Save:
                 try:
                     self.store.set_data(RECORD, ins.record)
-                except CoordinationError as e:
+                except (CoordinationError, StoreError) as e:
                     self.logger.warning("cannot store the checkpoint state; recovering", error=str(e))
                     self.core.abort()
                     return
@@ -114,3 +122,18 @@ class CheckpointSpout(Spout):
 
     def progress(self) -> float | None:
         return None if self.user is None else self.user.progress()
+
+
+class RecordInStore:
+    """The coordinator's record as one key of the topology's state store (local mode)."""
+
+    KEY = "$checkpoint/record"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get_data(self, path: str) -> Any:
+        return self.store.get_many([self.KEY])[0]
+
+    def set_data(self, path: str, value: Any) -> None:
+        self.store.update([self.KEY], lambda _current: {self.KEY: value})
