@@ -24,6 +24,10 @@ import time
 from typing import Any
 
 POOL = 20_000
+HERE = os.path.dirname(os.path.abspath(__file__))
+# Run as a script, this directory comes first on sys.path, and benchmarks/redis.py would
+# shadow the redis client package that RedisStore imports.
+sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 
 def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
@@ -33,7 +37,7 @@ def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
     from squall.ops.logging import configure_logging
     from squall.state import CheckpointedSpout, StatefulBolt
 
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+    sys.path.insert(0, os.path.join(HERE, "topologies"))
     from bench_wordcount import VOCAB, Count, Split
 
     configure_logging("error")

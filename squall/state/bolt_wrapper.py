@@ -80,12 +80,15 @@ class CheckpointedBolt(Bolt):
     # -- arrivals ----------------------------------------------------------------
 
     def process(self, tup: Any) -> None:
-        channel = (tup.component, tup.task)
         if tup.stream == CHECKPOINT_STREAM:
             txid, action, barrier = tup.values
-            self._run(self.core.barrier(channel, barrier, action, txid, tup))
+            self._run(self.core.barrier((tup.component, tup.task), barrier, action, txid, tup))
+            return
+        core = self.core
+        if core.current is None and (core.initialized or not core.hold_until_initialized):
+            self._process_user(tup)  # the common case, nothing to align: no instruction list
         else:
-            self._run(self.core.data(channel, tup))
+            self._run(core.data((tup.component, tup.task), tup))
 
     def process_tick(self, tup: Any) -> None:
         if self.user_initialized or not self.stateful:
