@@ -59,7 +59,10 @@ class CheckpointedBolt(Bolt):
         self.user_auto_anchor = bool(user.auto_anchor)
         user.emit = self._user_emit
         user.ack = self._user_ack
-        user.fail = self.fail
+        user.fail = self._user_fail
+        # A tuple of a checkpointed spout (untracked) failed since the last reset: the
+        # acker cannot replay it, so the next checkpoint must fail and rewind instead.
+        self.lost_untracked = False
         user.initialize(conf, context)
 
     # -- what the user's bolt calls ----------------------------------------------
@@ -76,6 +79,11 @@ class CheckpointedBolt(Bolt):
                 self.acked.append(tup)  # its effect is in the state only once that is committed
         else:
             self.ack(tup)
+
+    def _user_fail(self, tup: Any) -> None:
+        if not tup.anchors:
+            self.lost_untracked = True
+        self.fail(tup)
 
     # -- arrivals ----------------------------------------------------------------
 
@@ -115,7 +123,7 @@ class CheckpointedBolt(Bolt):
             if not isinstance(e, FailedException):
                 self.report_error(e)
             if self.user_auto_fail:
-                self.fail(tup)
+                self._user_fail(tup)
             return
         finally:
             self.current = None
@@ -125,6 +133,7 @@ class CheckpointedBolt(Bolt):
     # -- barriers ----------------------------------------------------------------
 
     def _reset(self) -> None:
+        self.lost_untracked = False
         if not self.stateful:
             return
         if self.user_initialized:
@@ -139,9 +148,10 @@ class CheckpointedBolt(Bolt):
         action, txid = done.action, done.txid
         try:
             if action == PREPARE:
-                if not done.initialized:
-                    # Started since the last reset (a restarted worker): what it lost
-                    # is in no state, so this checkpoint must not commit.
+                if not done.initialized or self.lost_untracked:
+                    # Started since the last reset (a restarted worker), or a checkpointed
+                    # spout's tuple failed here: what was lost is in no state, so this
+                    # checkpoint must not commit; the rollback rewinds the spout.
                     for tup in done.items:
                         self.fail(tup)
                     return
