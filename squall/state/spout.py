@@ -28,7 +28,7 @@ from squall.state.checkpoint import (
     Restore,
     Save,
 )
-from squall.state.providers import worker_store
+from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
 from squall.topology.loading import resolve_class
@@ -47,6 +47,7 @@ class CheckpointSpout(Spout):
             msg = ("checkpointed state needs ackers: the acker tells the checkpoint spout when every "
                    "bolt has prepared or committed (topology.acker.executors must not be 0)")
             raise CoordinationError(msg)
+        check_state_conf(conf)  # as run: a submit's overrides may have changed the interval or timeout
         backend = open_backend(conf, context.resources)
         if isinstance(backend, MemoryBackend):
             # Local mode: the record goes with the bolts' state, so that a durable store
