@@ -77,6 +77,9 @@ class BarrierAligner:
         self.arrived: set[Channel] = set()
         self.barrier_items: list[Any] = []
         self.held: list[tuple[Channel, Any]] = []
+        # No barrier being aligned and nothing held back: data goes straight through
+        # (the shell's fast path reads this one flag per tuple).
+        self.passthrough = not hold_until_initialized
 
     @property
     def aligning(self) -> bool:
@@ -134,4 +137,5 @@ class BarrierAligner:
             if not self._holding():
                 out.extend(Process(held) for _ch, held in self.held)
                 self.held = []
+        self.passthrough = self.current is None and not self._holding()
         return out

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import ConfigError, TopologyValidationError
-from squall.state.bolt_wrapper import CheckpointedBolt
+from squall.state.bolt_wrapper import wrapper_for
 from squall.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_FIELDS, CHECKPOINT_STREAM
 from squall.state.providers import check_state_conf
 from squall.state.spout import CheckpointSpout
@@ -94,7 +94,7 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
         for src in sorted({src for src, _s, _g in inputs[cname]}):
             barrier_source = coordinator if by_name[src].kind == "spout" else src
             wired[StreamRef(barrier_source, CHECKPOINT_STREAM)] = Grouping.all()
-        out[cname] = ComponentSpec(CheckpointedBolt, "bolt", name=cname, inputs=wired, par=spec.par,
+        out[cname] = ComponentSpec(wrapper_for(spec.cls), "bolt", name=cname, inputs=wired, par=spec.par,
                                    tasks=spec.tasks, config=spec.config, outputs=[*streams, checkpoint],
                                    options={"bolt": spec.cls, "bolt_options": dict(spec.options)})
     if not rewinding:

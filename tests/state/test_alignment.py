@@ -109,3 +109,17 @@ def test_unaligned_inputs_are_processed_during_a_prepare():
 def test_a_task_without_barrier_inputs_is_refused():
     with pytest.raises(ValueError, match="at least one input"):
         BarrierAligner([], hold_until_initialized=True)
+
+
+def test_passthrough_says_when_data_may_skip_the_core():
+    core = BarrierAligner([A, B], hold_until_initialized=True)
+    assert not core.passthrough  # holding until the first reset
+    core.barrier(A, 1, INIT, 0, "iA")
+    assert not core.passthrough
+    core.barrier(B, 1, INIT, 0, "iB")
+    assert core.passthrough
+    core.barrier(A, 2, PREPARE, 1, "pA")
+    assert not core.passthrough  # aligning
+    core.barrier(B, 2, PREPARE, 1, "pB")
+    assert core.passthrough
+    assert BarrierAligner([A], hold_until_initialized=False).passthrough

@@ -106,3 +106,22 @@ def test_a_cycle_is_refused():
             words = Words.spec()
             a = Upper.spec(inputs=["words", "b"])
             b = Count.spec(inputs=["a"], outputs=["word"])
+
+
+def test_a_bolt_that_flushes_per_batch_keeps_its_batch_done():
+    from squall.state.bolt_wrapper import CheckpointedFlushingBolt
+
+    class Flushing(Bolt):
+        def process(self, tup: Any) -> None:
+            pass
+
+        def batch_done(self) -> None:
+            pass
+
+    class WC(Topology):
+        words = Words.spec()
+        flush = Flushing.spec(inputs=[words])
+        count = Count.spec(inputs=[words])
+
+    assert wiring(WC)["flush"][0] is CheckpointedFlushingBolt
+    assert wiring(WC)["count"][0] is CheckpointedBolt
