@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.testing import poll_for
 from tests.cluster.conftest import VOCAB, squall_cli
 
@@ -95,6 +96,17 @@ def test_a_checkpointed_spout_makes_the_state_exact_through_kills(make_cluster: 
     poll_for(lambda: sum(run.committed().values()) >= run.total, timeout=60, message="every word committed")
     assert run.committed() == run.expected
     assert len(run.restores()) >= 2  # the start, and a rewind after a kill
+    # and the checkpoint record in ZooKeeper has the spout's position committed at the end
+    poll_for(lambda: checkpoint_record(cluster, "ExactWordCount").get("position") == run.n, timeout=20,
+             message="the final position committed in ZooKeeper")
+
+
+def checkpoint_record(cluster: Any, topology: str) -> dict[str, Any]:
+    backend = ZooKeeperBackend.for_cluster_conf(dict(cluster.conf))
+    try:
+        return backend.open(topology, "checkpoint").get_data("record") or {}
+    finally:
+        backend.close()
 
 
 def test_a_plain_reliable_spout_loses_no_word_through_kills(make_cluster: Any, tmp_path: Path) -> None:
