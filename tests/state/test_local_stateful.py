@@ -140,3 +140,28 @@ def test_a_second_run_resumes_from_the_committed_position(tmp_path: Path) -> Non
                  message="every word committed")
     assert first == [None] and Probe.restores[1] > 0
     assert committed(db) == EXPECTED
+
+
+def test_the_redis_provider_keeps_the_same_exact_state(tmp_path: Path) -> None:
+    from squall.contrib.redis.devserver import DevRedis
+    from squall.contrib.redis.store import RedisStore
+
+    with DevRedis(tmp_path / "redis") as redis:
+        conf = {"topology.state.provider": "redis", "topology.state.provider.config": {"url": redis.url}}
+        with LocalCluster() as cluster:
+            cluster.submit("count", topology(tmp_path / "unused.sqlite"), conf)
+            store = RedisStore(redis.url, "checkpointed:count")
+            keys = [f"count/{task}/committed" for task in range(1, 40)]
+
+            def counts() -> Counter[str]:
+                out: Counter[str] = Counter()
+                for record in store.get_many(keys):
+                    if record:
+                        out.update(record["data"])
+                return out
+
+            poll_for(lambda: sum(counts().values()) >= sum(EXPECTED.values()), timeout=30,
+                     message="every word committed in Redis")
+            assert counts() == EXPECTED
+            store.close()
+    assert not (tmp_path / "unused.sqlite").exists()
