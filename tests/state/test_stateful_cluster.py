@@ -112,6 +112,11 @@ def checkpoint_record(cluster: Any, topology: str) -> dict[str, Any]:
 def test_a_plain_reliable_spout_loses_no_word_through_kills(make_cluster: Any, tmp_path: Path) -> None:
     # Given the same word count fed by a plain reliable spout
     cluster = make_cluster(supervisors=2, slots=2)
+    # (nimbus checks the state config as submitted: an interval over the message timeout is refused)
+    bad = squall_cli(cluster, "submit", str(TOPOLOGY), "--topology", "ReliableWordCount", "--name", "bad",
+                     "--conf", "topology.state.checkpoint.interval.ms=7000", check=False)
+    assert bad.returncode != 0
+    assert "must be below topology.message.timeout.secs (6 s)" in bad.stdout + bad.stderr
     run = StatefulRun(tmp_path / "reliable", sentences=1600)
     run.submit(cluster, "reliable", "ReliableWordCount", "topology.workers=4", "squall.test.rate=120")
     kill_workers(cluster, run, times=2, seed=12)
