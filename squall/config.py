@@ -86,6 +86,17 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "transactional.zookeeper.root": ("/transactional", (str,), None),
     "transactional.zookeeper.servers": (None, (list, type(None)), None),
     "transactional.zookeeper.port": (None, (int, type(None)), 1),
+    # -- stateful bolts with checkpoints (squall.state; README-state) ----------
+    # Where bolts' checkpointed state lives: memory (lost with its worker),
+    # sqlite (one machine) or redis; the .config is a JSON object (or its text,
+    # as Storm's): {"path": ...} for sqlite, {"url": ...} for redis.
+    "topology.state.provider": ("sqlite", (str,), None),
+    "topology.state.provider.config": (None, (str, dict, type(None)), None),
+    # How often a checkpoint starts; must stay below topology.message.timeout.secs.
+    "topology.state.checkpoint.interval.ms": (1000, (int, float), 1),
+    # SQLite state files go here (<dir>/<topology>.sqlite); None: ~/.squall/state, one
+    # place per machine and user, which every worker of the topology on the machine shares.
+    "squall.state.dir": (None, (str, type(None)), None),
     # -- security (squall.security; README "Security") -------------------------
     # On: nimbus speaks TLS and wants a token on every request, workers talk
     # CURVE, ZooKeeper nodes carry digest ACLs; daemons refuse to start without

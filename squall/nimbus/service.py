@@ -30,6 +30,7 @@ from squall.nimbus.storm_api import TopologyView
 from squall.ops.package import extract
 from squall.security.curve import new_keypair
 from squall.spark.batching import warn_on_submit
+from squall.state.placement import check_submission as check_state_submission
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
 
@@ -320,6 +321,9 @@ class NimbusService:
             config_mod.validate(defn.config)
             self.check_size(defn, conf)
             plan = plan_topology(defn, overrides=conf)
+            # Checkpointed state in a node-local store is refused when workers may span hosts.
+            check_state_submission(defn.components.values(), plan.conf,
+                                   [s.get("host", node) for node, s in self.state.supervisors().items()])
         except (TopologyValidationError, ConfigError) as e:
             raise bad_request(str(e)) from e
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):

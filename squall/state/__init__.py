@@ -5,6 +5,9 @@
     counts = OpaqueMap(SQLiteStore("/var/squall/state/wordcount.db", namespace="counts"))
     counts.increment(attempt, {"the": 3, "cat": 1})   # in the committer's finish_batch
 
+Stateful bolts (:class:`StatefulBolt`) keep a :class:`KeyValueState` that the
+framework checkpoints into the same stores (README-state.md).
+
 Stores (:class:`Store`: in memory, SQLite) keep JSON values under string keys
 and update a set of keys atomically; the maps and values stamp each value
 with the txid that wrote it, under Storm's "transactional" or "opaque" rule.
@@ -15,6 +18,9 @@ from typing import TYPE_CHECKING
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
+    "CheckpointedSpout": "squall.state.bolts",
+    "KeyValueState": "squall.state.kv",
+    "StatefulBolt": "squall.state.bolts",
     "MemoryStore": "squall.state.store",
     "Store": "squall.state.store",
     "SQLiteStore": "squall.state.sqlite",
@@ -25,16 +31,21 @@ _EXPORTS = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = [
+    "CheckpointedSpout",
+    "KeyValueState",
     "MemoryStore",
     "OpaqueMap",
     "OpaqueValue",
     "SQLiteStore",
+    "StatefulBolt",
     "Store",
     "TransactionalMap",
     "TransactionalValue",
 ]
 
 if TYPE_CHECKING:
+    from squall.state.bolts import CheckpointedSpout, StatefulBolt
+    from squall.state.kv import KeyValueState
     from squall.state.sqlite import SQLiteStore
     from squall.state.store import MemoryStore, Store
     from squall.state.values import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue

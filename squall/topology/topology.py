@@ -107,6 +107,11 @@ class Topology:
     @classmethod
     def _build(cls, specs: dict[str, ComponentSpec]) -> TopologyDef:
         """The definition of this class body's specs (a kind of topology may rewrite them)."""
+        if any(getattr(spec.cls, "_checkpointed", False) for spec in specs.values()):
+            # Stateful bolts or a checkpointed spout: squall.state adds the checkpoint machinery.
+            from squall.state.topology import build_checkpointed
+
+            return build_checkpointed(cls.__name__, specs, dict(cls.config))
         return build_definition(cls.__name__, specs, dict(cls.config))
 
     @classmethod

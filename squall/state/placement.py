@@ -1,0 +1,42 @@
+"""What nimbus checks when a checkpointed topology is submitted.
+
+A stateful bolt task restores its state from the store wherever it runs
+next.  A node-local store (an SQLite file, a worker's memory) is only there
+on the machine that wrote it: if the topology's workers may land on several
+hosts, a task that moves loses its state.  Nimbus refuses that at submit.
+Workers are placed after submission, so the check is the cautious one: more
+than one worker on a cluster whose supervisors run on more than one host.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from squall.errors import ConfigError
+from squall.state.providers import NODE_LOCAL, check_state_conf, provider_of
+
+CHECKPOINT_SPOUT_CLASS = "squall.state.spout:CheckpointSpout"
+
+
+def is_checkpointed_definition(components: Iterable[Any]) -> bool:
+    """Whether a topology (its ComponentDefs) was rewritten for checkpointed state."""
+    from squall.topology.grouping import class_path
+
+    return any(class_path(c.cls) == CHECKPOINT_SPOUT_CLASS for c in components)
+
+
+def check_submission(components: Iterable[Any], conf: dict[str, Any], hosts: Iterable[str]) -> None:
+    """Raise ConfigError (nimbus answers 400) for state this cluster cannot keep."""
+    if not is_checkpointed_definition(components):
+        return
+    check_state_conf(conf)  # the submit's overrides may have changed the interval or timeout
+    provider = provider_of(conf)
+    hosts = sorted(set(hosts))
+    workers = conf.get("topology.workers", 1)
+    if provider in NODE_LOCAL and workers > 1 and len(hosts) > 1:
+        msg = (f"topology.state.provider is {provider}, which keeps state on one machine, but this "
+               f"topology's {workers} workers may run on several hosts ({', '.join(hosts)}): a task "
+               "that moves would lose its state; use a networked store: topology.state.provider: "
+               'redis with topology.state.provider.config {"url": "redis://HOST:PORT"}')
+        raise ConfigError(msg)

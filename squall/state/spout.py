@@ -1,0 +1,140 @@
+"""The checkpoint spout: the I/O shell of
+:class:`~squall.state.checkpoint.CheckpointCoordinator` (Storm's CheckpointSpout).
+
+One task per topology.  It keeps the coordinator's record (txid, phase, the
+checkpointed spout's positions) where transactional coordinators keep theirs
+(ZooKeeper on a cluster, memory in local mode: squall.transactional.state),
+under ``<topology>/checkpoint``, and emits each barrier with its id as the
+message id, so that the acker tells it when every bolt has dealt with it.
+
+When the topology has a :class:`~squall.state.bolts.CheckpointedSpout`, this
+spout *is* that spout's task: barriers and data leave through the same
+executor, in order, so a barrier marks an exact position in the data.  Data
+go out untracked; a failure anywhere fails a barrier, and recovery rewinds.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from typing import Any
+
+from squall.errors import CoordinationError
+from squall.state.checkpoint import (
+    CHECKPOINT_FIELDS,
+    CHECKPOINT_STREAM,
+    CheckpointCoordinator,
+    Emit,
+    Restore,
+    Save,
+)
+from squall.state.providers import check_state_conf, worker_store
+from squall.state.store import StoreError
+from squall.topology.component import DEFAULT_STREAM, Spout, Stream
+from squall.topology.loading import resolve_class
+
+RECORD = "record"
+
+
+class CheckpointSpout(Spout):
+    outputs = [Stream(list(CHECKPOINT_FIELDS), name=CHECKPOINT_STREAM)]
+    throttled_by_pending = False  # one barrier in flight at a time; data untracked
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        from squall.transactional.state import MemoryBackend, open_backend
+
+        if not context.plan.tracking:
+            msg = ("checkpointed state needs ackers: the acker tells the checkpoint spout when every "
+                   "bolt has prepared or committed (topology.acker.executors must not be 0)")
+            raise CoordinationError(msg)
+        check_state_conf(conf)  # as run: a submit's overrides may have changed the interval or timeout
+        backend = open_backend(conf, context.resources)
+        if isinstance(backend, MemoryBackend):
+            # Local mode: the record goes with the bolts' state, so that a durable store
+            # (SQLite) resumes where it was in the next `squall local` run too.
+            self.store: Any = RecordInStore(worker_store(conf, context))
+        else:
+            self.store = backend.open(context.topology_name, "checkpoint")
+        record = self.store.get_data(RECORD)
+        rng = random.Random(int.from_bytes(os.urandom(16), "little"))
+        interval = conf.get("topology.state.checkpoint.interval.ms", 1000) / 1000.0
+        self.core = CheckpointCoordinator(record, interval, self.clock.now(), lambda: rng.getrandbits(63))
+        self.user: Any = None
+        if self.options.get("spout"):
+            user_cls = resolve_class(self.options["spout"])
+            user = self.lend_runtime(user_cls(), self.options.get("spout_options") or {})
+            user.emit = self._user_emit
+            user.initialize(conf, context)
+            self.user = user
+        self.active = False
+        self.logger.info("checkpoint spout started", txid=self.core.txid, phase=self.core.phase,
+                         interval_secs=interval, spout=type(self.user).__name__ if self.user else None)
+
+    def _user_emit(self, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
+                   direct_task: Any = None) -> Any:
+        # Untracked: completeness comes from the barriers, replay from the rewind.
+        return self.emit(values, stream=stream, direct_task=direct_task)
+
+    def next_tuple(self) -> None:
+        core = self.core
+        user = self.user
+        self._run(core.step(self.clock.now(), user.snapshot if user is not None else None))
+        if user is not None and self.active and core.may_emit_data:
+            user.next_tuple()
+
+    def ack(self, tup_id: Any) -> None:
+        self._run(self.core.ack(tup_id, self.clock.now()))
+
+    def fail(self, tup_id: Any) -> None:
+        if self.core.in_flight is not None and self.core.in_flight.barrier == tup_id:
+            self.logger.warning("checkpoint failed; recovering", txid=self.core.in_flight.txid,
+                                action=self.core.in_flight.action)
+        self._run(self.core.fail(tup_id))
+
+    def _run(self, instructions: list[Any]) -> None:
+        for ins in instructions:
+            if type(ins) is Save:
+                try:
+                    self.store.set_data(RECORD, ins.record)
+                except (CoordinationError, StoreError) as e:
+                    self.logger.warning("cannot store the checkpoint state; recovering", error=str(e))
+                    self.core.abort()
+                    return
+            elif type(ins) is Restore:
+                if self.user is not None:
+                    self.user.restore(ins.position)
+            elif type(ins) is Emit:
+                self.logger.debug("barrier", txid=ins.txid, action=ins.action)
+                self.emit([ins.txid, ins.action, ins.barrier], tup_id=ins.barrier, stream=CHECKPOINT_STREAM)
+
+    def activate(self) -> None:
+        self.active = True
+        if self.user is not None:
+            self.user.activate()
+
+    def deactivate(self) -> None:
+        self.active = False
+        if self.user is not None:
+            self.user.deactivate()
+
+    def close(self) -> None:
+        if self.user is not None:
+            self.user.close()
+
+    def progress(self) -> float | None:
+        return None if self.user is None else self.user.progress()
+
+
+class RecordInStore:
+    """The coordinator's record as one key of the topology's state store (local mode)."""
+
+    KEY = "$checkpoint/record"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+
+    def get_data(self, path: str) -> Any:
+        return self.store.get_many([self.KEY])[0]
+
+    def set_data(self, path: str, value: Any) -> None:
+        self.store.update([self.KEY], lambda _current: {self.KEY: value})

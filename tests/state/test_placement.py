@@ -1,0 +1,62 @@
+"""Nimbus's submit check: node-local state refused when workers may span hosts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from squall import Spout, Topology
+from squall.errors import ConfigError
+from squall.state import StatefulBolt
+from squall.state.placement import check_submission
+from squall.topology.topology import definition_from_dict
+
+pytestmark = pytest.mark.timeout(10)
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+
+class Count(StatefulBolt):
+    def init_state(self, state: Any) -> None:
+        self.state = state
+
+
+class Stateful(Topology):
+    words = Words.spec()
+    count = Count.spec(inputs=[words])
+
+
+class Plain(Topology):
+    words = Words.spec()
+
+
+def components(topology: type[Topology]) -> Any:
+    # As nimbus sees it: rebuilt from the submitted JSON, classes as paths.
+    return definition_from_dict(topology.definition().to_dict()).components.values()
+
+
+def conf(**kw: Any) -> dict[str, Any]:
+    return {"topology.workers": 4, "topology.message.timeout.secs": 30,
+            "topology.state.checkpoint.interval.ms": 1000, **kw}
+
+
+@pytest.mark.parametrize("provider", ["sqlite", "memory"])
+def test_node_local_state_across_hosts_is_refused_naming_redis(provider: str) -> None:
+    with pytest.raises(ConfigError, match=r"keeps state on one machine.*hosts \(a, b\).*redis"):
+        check_submission(components(Stateful), conf(**{"topology.state.provider": provider}), ["a", "b", "a"])
+
+
+def test_what_is_allowed() -> None:
+    check_submission(components(Stateful), conf(), ["a", "a"])  # one host: SQLite shared by its workers
+    check_submission(components(Stateful), conf(**{"topology.workers": 1}), ["a", "b"])  # one worker
+    redis = {"topology.state.provider": "redis", "topology.state.provider.config": '{"url": "redis://h:1"}'}
+    check_submission(components(Stateful), conf(**redis), ["a", "b"])
+    check_submission(components(Plain), conf(), ["a", "b"])  # no state at all
+
+
+def test_submit_overrides_are_checked_too() -> None:
+    with pytest.raises(ConfigError, match=r"must be below topology\.message\.timeout\.secs"):
+        check_submission(components(Stateful), conf(**{"topology.message.timeout.secs": 1}), ["a"])
