@@ -155,7 +155,10 @@ class WriteResults(Bolt):
 
 
 class SparkEnrich(Topology):
-    config = {"topology.max.spout.pending": 5000, "spark.bolt.batch.size": 2000, "spark.bolt.batch.ms": 500}
+    # The enrich tasks wait on Spark, not on a core of their own: a load-aware shuffle (the default)
+    # would keep every event with the task beside the spout, so the events are spread evenly.
+    config = {"topology.max.spout.pending": 5000, "spark.bolt.batch.size": 2000, "spark.bolt.batch.ms": 500,
+              "topology.disable.loadaware.messaging": True}
     events = Events.spec()
     # Two tasks: with topology.workers=2 they run in two workers, sharing the node's server.
     enrich = EnrichAndAggregate.spec(inputs=[events], par=2)

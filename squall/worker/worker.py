@@ -38,6 +38,8 @@ from squall.worker.transport import Transport
 
 log = structlog.get_logger("squall.worker.Worker")
 
+LOAD_REFRESH_SECS = 1.0  # how often a task's CPU share is measured again for the load-aware shuffle
+
 _EXECUTOR_TYPES: dict[str, type[Executor]] = {
     "spout": SpoutExecutor,
     "bolt": BoltExecutor,
@@ -107,6 +109,8 @@ class Worker:
                                      bp_resend=self.conf["worker.backpressure.resend.secs"])
             self.backpressure.on_change = self.transfer.local_congestion
         self.misrouted = 0
+        self._executor_of = {t: ex for ex in self.executors for t in ex.tasks}
+        self._cpu_seen: dict[int, tuple[float, float, float]] = {}  # task -> (clock, thread CPU secs, share)
         self.timer = SystemTimer(clock, name=f"timer-{address}")
 
     # -- lifecycle -----------------------------------------------------------
@@ -301,9 +305,30 @@ class Worker:
         return out
 
     def load_of(self, task: int) -> float:
-        """A local task's receive queue fill, 0 (empty) to 1 (at capacity): the load-aware shuffle's input."""
+        """A local task's load, 0 to 1, the load-aware shuffle's input: its receive queue's fill
+        (Storm's measure) or the share of a core its executor thread used over the last second,
+        whichever is higher.  The second is Python's: a bolt that keeps its thread busy holds the
+        worker's one GIL however short its queue (max spout pending keeps queues short), and only
+        tasks in other workers, other processes, add a core to it."""
         queue = self.queues[task]
-        return queue.size / queue.high
+        return max(queue.size / queue.high, self._cpu_share(task))
+
+    def _cpu_share(self, task: int) -> float:
+        now = self.clock.now()
+        seen = self._cpu_seen.get(task)
+        if seen is not None and now - seen[0] < LOAD_REFRESH_SECS:
+            return seen[2]
+        executor = self._executor_of.get(task)
+        ident = executor.thread.ident if executor is not None else None
+        try:
+            cpu = time.clock_gettime(time.pthread_getcpuclockid(ident)) if ident is not None else 0.0
+        except OSError:  # the thread is gone
+            cpu = 0.0
+        share = 0.0
+        if seen is not None and now > seen[0]:
+            share = min(1.0, max(0.0, (cpu - seen[1]) / (now - seen[0])))
+        self._cpu_seen[task] = (now, cpu, share)
+        return share
 
     def executor_stats(self) -> list[dict[str, Any]]:
         """Every executor's cumulative statistics (see Executor.stats_snapshot)."""

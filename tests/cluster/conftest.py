@@ -47,6 +47,25 @@ def squall_cli(cluster: DevCluster, *args: str, check: bool = True) -> subproces
     return proc
 
 
+def busy_workers(cluster: DevCluster, topology: str) -> dict[tuple[int, int], int]:
+    """The workers (as ``cluster.worker_pids()``) that run a spout or bolt task of ``topology``.
+
+    The scheduler keeps a topology's slices together: with more workers than a
+    component has tasks, some workers hold only an acker that no spout uses (a
+    spout tracks its trees with its own worker's acker), and a chaos test that
+    kills one of those kills nothing that matters.
+    """
+    from squall.topology.topology import definition_from_dict
+    from squall.worker.plan import plan_topology
+
+    info = cluster.api("GET", f"topologies/{topology}")
+    plan = plan_topology(definition_from_dict(info["definition"]), overrides=info["conf"])
+    ackers = set(plan.acker_tasks)
+    ports = {w["port"] for w in info["workers"]
+             if any(t not in ackers for first, last in w["executors"] for t in range(first, last + 1))}
+    return {key: pid for key, pid in cluster.worker_pids().items() if key[1] in ports}
+
+
 class WordCountRun:
     """Input and output files of one durable word count."""
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from squall.testing import poll_for
-from tests.cluster.conftest import WordCountRun
+from tests.cluster.conftest import WordCountRun, busy_workers
 from tests.helpers import stay
 
 
@@ -27,7 +27,7 @@ def test_sigkill_random_workers_loses_nothing(make_cluster: Any, tmp_path: Path)
         poll_for(lambda: len(cluster.worker_pids()) == 4, timeout=30, message="all workers back")
         before = len(run.acked())
         poll_for(lambda b=before: len(run.acked()) > b + 50, timeout=30, message="processing goes on")
-        slot, pid = rng.choice(sorted(cluster.worker_pids().items()))
+        slot, pid = rng.choice(sorted(busy_workers(cluster, "chaos").items()))
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
         # the supervisor notices and starts a new worker on the same slot

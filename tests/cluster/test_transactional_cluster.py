@@ -15,7 +15,7 @@ from typing import Any
 
 from squall.state import SQLiteStore, TransactionalMap, TransactionalValue
 from squall.testing import poll_for
-from tests.cluster.conftest import REPO, TOPOLOGIES, VOCAB, WordCountRun, squall_cli
+from tests.cluster.conftest import REPO, TOPOLOGIES, VOCAB, WordCountRun, busy_workers, squall_cli
 from tests.helpers import stay
 
 TOPOLOGY = str(TOPOLOGIES / "transactional_wordcount.py")
@@ -65,7 +65,7 @@ def test_transactional_word_count_stays_exact_through_chaos(make_cluster: Any, t
     # When random workers are SIGKILLed, one after the other
     rng = random.Random(3)
     for _ in range(3):
-        slot, pid = rng.choice(sorted(cluster.worker_pids().items()))
+        slot, pid = rng.choice(sorted(busy_workers(cluster, "txwc").items()))
         os.kill(pid, signal.SIGKILL)
         poll_for(lambda s=slot, p=pid: cluster.worker_pids().get(s) not in (None, p), timeout=30,
                  message=f"worker on {slot} restarted")

@@ -16,9 +16,7 @@ import pytest
 
 from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.testing import poll_for
-from squall.topology.topology import definition_from_dict
-from squall.worker.plan import plan_topology
-from tests.cluster.conftest import VOCAB, squall_cli
+from tests.cluster.conftest import VOCAB, busy_workers, squall_cli
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "stateful_wordcount.py"
 
@@ -73,18 +71,6 @@ class StatefulRun:
         return path.read_text().split() if path.exists() else []
 
 
-def busy_ports(cluster: Any, run: StatefulRun) -> set[int]:
-    """Ports of the workers that run a spout or bolt task: with fewer tasks of a kind than
-    workers, the scheduler keeps a topology's slices together and some workers hold only an
-    acker that no spout uses (spouts pick an acker of their own worker); killing one of
-    those tests nothing."""
-    info = cluster.api("GET", f"topologies/{run.submitted}")
-    plan = plan_topology(definition_from_dict(info["definition"]), overrides=info["conf"])
-    ackers = set(plan.acker_tasks)
-    return {w["port"] for w in info["workers"]
-            if any(t not in ackers for first, last in w["executors"] for t in range(first, last + 1))}
-
-
 def kill_workers(cluster: Any, run: StatefulRun, times: int, seed: int) -> list[int]:
     rng = random.Random(seed)
     killed = []
@@ -93,8 +79,7 @@ def kill_workers(cluster: Any, run: StatefulRun, times: int, seed: int) -> list[
         before = sum(run.committed().values())
         poll_for(lambda b=before: sum(run.committed().values()) > b + 100, timeout=30,
                  message="checkpoints commit")
-        busy = busy_ports(cluster, run)
-        slot, pid = rng.choice(sorted((k, v) for k, v in cluster.worker_pids().items() if k[1] in busy))
+        slot, pid = rng.choice(sorted(busy_workers(cluster, run.submitted).items()))
         os.kill(pid, signal.SIGKILL)
         killed.append(pid)
         poll_for(lambda s=slot, p=pid: cluster.worker_pids().get(s) not in (None, p), timeout=30,

@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections import Counter, defaultdict
 from typing import Any
 
@@ -17,7 +18,7 @@ import pytest
 
 from squall import Bolt, CustomGrouping, Grouping, Spout, Stream, Topology
 from squall.errors import ComponentError
-from squall.testing import CompletedTopology, complete_topology
+from squall.testing import CompletedTopology, complete_topology, poll_for
 from squall.worker import routing
 from squall.worker.plan import plan_topology, spread
 
@@ -568,3 +569,54 @@ def test_fields_memo_gives_the_hash_answer_past_its_size() -> None:
     for key in keys:
         assert choose([key], None) == (sorted(tasks)[routing.stable_hash(key) % 3],)
     assert choose([17], None) == (sorted(tasks)[routing.stable_hash(17) % 3],)
+
+
+class Busy(Bolt):
+    """Burns a core per tuple, as a heavy bolt does: its thread, not its queue, is the load."""
+
+    outputs = ["task"]
+
+    def process(self, tup: Any) -> None:
+        deadline = time.perf_counter() + 0.002
+        while time.perf_counter() < deadline:
+            pass
+        self.emit([self.context.task_id])
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.n = 0
+
+    def next_tuple(self) -> None:
+        self.n += 1
+        self.emit([self.n], tup_id=self.n)
+
+
+class TaskCounter(Bolt):
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        TaskCounter.seen = Counter()
+
+    def process(self, tup: Any) -> None:
+        TaskCounter.seen[tup.values.task] += 1
+
+
+class OneSpoutHeavyBolt(Topology):
+    config = {"topology.workers": 2, "topology.max.spout.pending": 50}
+    numbers = Numbers.spec()
+    busy = Busy.spec(inputs=[numbers], par=2)
+    counter = TaskCounter.spec(inputs=[busy])
+
+
+@pytest.mark.timeout(60)
+def test_shuffle_widens_to_the_other_workers_tasks_when_the_local_one_keeps_its_core_busy() -> None:
+    # A single spout and a CPU-bound bolt of 2 tasks in 2 workers: the spout's local task
+    # has a short queue (max spout pending 50) but uses its whole core, so the shuffle
+    # must send tuples to the other worker's task too.
+    from squall import LocalCluster
+
+    with LocalCluster() as cluster:
+        cluster.submit("heavy", OneSpoutHeavyBolt)
+        poll_for(lambda: len(getattr(TaskCounter, "seen", {})) == 2, timeout=30,
+                 message="both bolt tasks got tuples")

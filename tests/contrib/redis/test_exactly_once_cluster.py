@@ -21,7 +21,7 @@ from squall.contrib.redis.devserver import DevRedis
 from squall.contrib.redis.store import RedisStore
 from squall.state import TransactionalMap, TransactionalValue
 from squall.testing import poll_for
-from tests.cluster.conftest import make_cluster, squall_cli  # noqa: F401 - make_cluster is a fixture
+from tests.cluster.conftest import busy_workers, make_cluster, squall_cli  # noqa: F401 - make_cluster is a fixture
 from tests.helpers import stay
 
 TOPOLOGY = str(Path(__file__).resolve().parent / "topologies" / "tx_count.py")
@@ -154,7 +154,7 @@ def test_exact_while_workers_and_a_supervisor_die(make_cluster: Any, redis_aof: 
         # When workers are SIGKILLed, one after the other
         rng = random.Random(3)
         for _ in range(2):
-            slot, pid = rng.choice(sorted(cluster.worker_pids().items()))
+            slot, pid = rng.choice(sorted(busy_workers(cluster, "rtx").items()))
             os.kill(pid, signal.SIGKILL)
             poll_for(lambda s=slot, p=pid: cluster.worker_pids().get(s) not in (None, p), timeout=30,
                      message=f"worker on {slot} restarted")
