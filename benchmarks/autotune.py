@@ -20,13 +20,11 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import random
 import subprocess
 import sys
 import time
 from typing import Any
 
-VOCAB = [f"word{i}" for i in range(1000)]
 POOL_SIZE = 20_000
 FIXED = [100, 300, 1000, 3000, 10000]
 SLOW_WORK_SECS = 50e-6
@@ -34,26 +32,14 @@ SLOW_WORK_SECS = 50e-6
 
 def run(kind: str, pending: int | None, autotune: bool, period: float, settle: float,
         duration: float, latency_ms: float | None = None, tolerance: float = 0.05) -> dict[str, Any]:
-    from squall import Bolt, Grouping, LocalCluster, Spout, Topology
+    from squall import Bolt, Grouping, LocalCluster, Topology
     from squall.ops.logging import configure_logging
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
-    from bench_wordcount import Count, Split
+    from bench_wordcount import Count, Split, pooled_sentences
 
     configure_logging("error")
-    rng = random.Random(0)
-    pool = [" ".join(rng.choices(VOCAB, k=8)) for _ in range(POOL_SIZE)]
-
-    class Sentences(Spout):
-        outputs = ["sentence"]
-
-        def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.i = 0
-
-        def next_tuple(self) -> None:
-            i = self.i
-            self.i = i + 1
-            self.emit([pool[i % POOL_SIZE]], tup_id=i)
+    Sentences = pooled_sentences(POOL_SIZE)  # noqa: N806 - a class
 
     class SlowCount(Bolt):
         outputs = ["word", "count"]

@@ -26,6 +26,26 @@ class Sentences(Spout):
         self.emit([self.pool[i % 20_000]], tup_id=i)
 
 
+def pooled_sentences(size: int = 20_000, acking: bool = True) -> type[Spout]:
+    """A spout class emitting ``size`` pre-generated sentences round and round (the same
+    pool in every run: seed 0), so that a benchmark measures the engine, not ``random``."""
+    rng = random.Random(0)
+    pool = [" ".join(rng.choices(VOCAB, k=8)) for _ in range(size)]
+
+    class PooledSentences(Spout):
+        outputs = ["sentence"]
+
+        def initialize(self, conf: dict[str, Any], context: Any) -> None:
+            self.i = 0
+
+        def next_tuple(self) -> None:
+            i = self.i
+            self.i = i + 1
+            self.emit([pool[i % size]], tup_id=i if acking else None)
+
+    return PooledSentences
+
+
 class Split(Bolt):
     outputs = ["word"]
 
