@@ -1,0 +1,125 @@
+"""StatefulWindowedBolt: its spec's checks, and its state restored into a second run
+(LocalCluster: real executors, the checkpoint wrapper, SQLite state)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from squall import Topology
+from squall.errors import TopologyValidationError
+from squall.local.cluster import LocalCluster
+from squall.state import CheckpointedSpout
+from squall.testing import poll_for
+from squall.windowing import Count, StatefulWindowedBolt
+
+pytestmark = pytest.mark.timeout(60)
+
+N = 200  # numbers 0..N-1, tumbling windows of 10: every window fills
+
+
+class Probe:
+    lock = threading.Lock()
+    restored: list[Any] = []  # the total each init_state saw
+
+
+class Numbers(CheckpointedSpout):
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.pos = 0
+
+    def snapshot(self) -> int:
+        return self.pos
+
+    def restore(self, position: Any) -> None:
+        self.pos = position or 0
+
+    def next_tuple(self) -> None:
+        if self.pos < N:
+            self.emit([self.pos])
+            self.pos += 1
+
+
+class Sums(StatefulWindowedBolt):
+    outputs = ["sum"]
+
+    def init_state(self, state: Any) -> None:
+        self.state = state
+        with Probe.lock:
+            Probe.restored.append(state.get("total", 0))
+
+    def process_window(self, window: Any) -> None:
+        total = sum(t.values.n for t in window.tuples)
+        self.state.put("total", self.state.get("total", 0) + total)
+        self.state.put("windows", self.state.get("windows", 0) + 1)
+        self.emit([total])
+
+
+def topology(db: Path) -> type[Topology]:
+    class WindowSums(Topology):
+        config = {"topology.state.checkpoint.interval.ms": 100,
+                  "topology.state.provider.config": {"path": str(db)}}
+        numbers = Numbers.spec()
+        sums = Sums.spec(inputs=[numbers], tumbling=Count(10))
+
+    return WindowSums
+
+
+def committed(db: Path) -> dict[str, Any]:
+    try:
+        with sqlite3.connect(db, timeout=10) as conn:
+            rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE 'sums/%/committed'")
+            out: dict[str, Any] = {}
+            for (value,) in rows.fetchall():
+                record = json.loads(value)
+                if record:
+                    out.update(record["data"])
+            return out
+    except sqlite3.OperationalError:
+        return {}
+
+
+@pytest.fixture(autouse=True)
+def _probe() -> None:
+    Probe.restored.clear()
+
+
+def test_the_window_state_is_committed_and_restored_into_a_second_run(tmp_path: Path) -> None:
+    db = tmp_path / "state.sqlite"
+    want = {"total": sum(range(N)), "windows": N // 10}
+    with LocalCluster() as cluster:
+        cluster.submit("sums", topology(db))
+        poll_for(lambda: committed(db) == want, timeout=30, message="every window committed")
+        assert not cluster.errors("sums")
+    assert Probe.restored == [0]
+    # A second run of the same topology starts from the committed state and position
+    with LocalCluster() as cluster:
+        cluster.submit("sums", topology(db))
+        poll_for(lambda: len(Probe.restored) == 2, timeout=30, message="the second run's init_state")
+        assert not cluster.errors("sums")
+    assert Probe.restored == [0, sum(range(N))]
+    assert committed(db) == want
+
+
+@pytest.mark.parametrize(("kwargs", "says"), [
+    ({"persist": True}, "persist=True"),
+    ({"persist": "yes"}, "persist must be True or False"),
+    ({"persist": True, "max_events_in_memory": 0}, "max_events_in_memory must be a positive int"),
+    ({"max_events_in_memory": 10}, "needs persist=True"),
+])
+def test_spec_refuses_what_cannot_work(kwargs: dict[str, Any], says: str) -> None:
+    with pytest.raises(TopologyValidationError, match=says):
+        Sums.spec(inputs=["numbers"], tumbling=Count(10), **kwargs)
+
+
+def test_it_is_exported_from_both_packages() -> None:
+    import squall.state
+    import squall.windowing
+
+    assert squall.state.StatefulWindowedBolt is squall.windowing.StatefulWindowedBolt is StatefulWindowedBolt
