@@ -50,5 +50,5 @@ if TYPE_CHECKING:
     from squall.state.kv import KeyValueState
     from squall.state.sqlite import SQLiteStore
     from squall.state.store import MemoryStore, Store
-    from squall.windowing.stateful import StatefulWindowedBolt
     from squall.state.values import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue
+    from squall.windowing.stateful import StatefulWindowedBolt
