@@ -19,10 +19,15 @@ Storm's executor does.  The window itself is not saved: tuples still in it when
 a worker dies are replayed by the acker (tracked spouts), so window plus slide
 must fit in ``topology.message.timeout.secs`` as for any windowed bolt.
 
-``persist=True`` (Storm's PersistentWindowedBoltExecutor: the window saved with
-each checkpoint, acks on commit, windows longer than the message timeout) is
-not built yet: ``spec`` refuses it with a TopologyValidationError rather than
-run a window that would silently lose tuples.
+``persist=True`` (Storm's PersistentWindowedBoltExecutor) also saves the
+window's buffer with each checkpoint, under its own key next to the user's
+state, and acks each tuple when the checkpoint that saved it commits, not on
+expiry: the window may be longer than the message timeout, and after a worker
+dies it is restored from the last commit while the spout replays what came
+after.  The buffer is held in memory whole and written whole at each
+checkpoint, so its size bounds the checkpoint's cost; ``max_events_in_memory``
+(Storm's spill to the store) is refused for now.  A subclass that overrides
+``pre_prepare`` / ``pre_commit`` / ``pre_rollback`` must call ``super()``.
 """
 
 from __future__ import annotations
@@ -33,7 +38,9 @@ from typing import Any
 from squall.errors import TopologyValidationError
 from squall.state.bolts import StatefulBolt
 from squall.topology.component import ComponentSpec
-from squall.windowing.bolt import WindowedBolt
+from squall.windowing.bolt import TIMEOUT_KEY, WindowedBolt
+from squall.windowing.core import WindowCore
+from squall.windowing.persist import restore, snapshot
 
 
 class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
@@ -65,8 +72,85 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
             msg = (f"{where}: max_events_in_memory bounds a persisted window's tuples in memory; "
                    "it needs persist=True")
             raise TopologyValidationError(msg)
-        if persist:
-            msg = (f"{where}: persist=True (the window saved with each checkpoint) is not supported "
-                   "yet; use persist=False and a window plus slide within topology.message.timeout.secs")
+        if max_events_in_memory is not None:
+            # Refused rather than ignored: a bound that is not kept is worse than none.
+            msg = (f"{where}: max_events_in_memory is not supported yet (a persisted window is "
+                   "held in memory whole, and saved whole with each checkpoint)")
             raise TopologyValidationError(msg)
-        return super().spec(name, inputs, par, tasks, config, **window_args)
+        conf = dict(config or {})
+        # A persisted window outlives the message timeout: its tuples are acked on commit.
+        timeout = conf.pop(TIMEOUT_KEY, None) if persist else None
+        spec = super().spec(name, inputs, par, tasks, conf, **window_args)
+        if timeout is not None:
+            spec.config[TIMEOUT_KEY] = timeout
+        spec.options["persist"] = persist
+        return spec
+
+    @classmethod
+    def check_definition(cls, cdef: Any, conf: Mapping[str, Any], where: str) -> None:
+        if not cdef.options.get("persist"):
+            super().check_definition(cdef, conf, where)
+            return
+        from squall.state.providers import provider_of
+
+        if provider_of(dict(conf)) == "memory":
+            msg = (f"{where}: persist=True saves the window in the state store, but "
+                   "topology.state.provider is 'memory', which dies with the worker; use sqlite or redis")
+            raise TopologyValidationError(msg)
+
+    # -- persist: the window saved with each checkpoint -----------------------------
+
+    _window_state: Any = None
+    _arrived: list[Any] | None = None  # since the last prepare: acked (on commit) by that checkpoint
+    _ack_now: Any = None
+
+    def _setup(self) -> WindowCore:
+        core = super()._setup()
+        if self.options.get("persist"):
+            from squall.state.kv import KeyValueState
+            from squall.state.providers import worker_store
+
+            ctx = self.context
+            self._window_state = KeyValueState(worker_store(self.conf, ctx),
+                                               f"{ctx.component_id}/{ctx.task_id}/window")
+            self._window_state.load()
+            restore(core, self._window_state.get("buffer"))
+            self._arrived = []
+            # The checkpoint wrapper's ack holds a tuple until the next commit: call it
+            # when a tuple is saved (prepare), never on expiry.
+            self._ack_now, self.ack = self.ack, _no_ack
+            self.logger.info("window restored", tuples=len(core))
+        return core
+
+    def process(self, tup: Any) -> None:
+        super().process(tup)
+        if self._arrived is not None:
+            self._arrived.append(tup)
+
+    def pre_prepare(self, txid: int) -> None:
+        """Save the window with the state; subclasses overriding it call super()."""
+        if not self.options.get("persist"):
+            return
+        core = self._core or self._setup()
+        self._window_state.put("buffer", snapshot(core))
+        self._window_state.prepare(txid)
+        arrived, self._arrived = self._arrived or [], []
+        for tup in arrived:
+            self._ack_now(tup)
+
+    def pre_commit(self, txid: int) -> None:
+        if self._window_state is not None:
+            self._window_state.commit(txid)
+
+    def pre_rollback(self) -> None:
+        # The replay after a rollback starts at the last commit: so does the window.
+        if self._window_state is not None and self._core is not None:
+            self._window_state.load()
+            restore(self._core, self._window_state.get("buffer"))
+            arrived, self._arrived = self._arrived or [], []
+            for tup in arrived:  # in no checkpoint: replay them
+                self.fail(tup)
+
+
+def _no_ack(tup: Any) -> None:
+    """Expiry acks nothing in a persisted window: its tuples were acked at a commit."""

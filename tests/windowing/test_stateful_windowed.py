@@ -16,7 +16,7 @@ from squall.errors import TopologyValidationError
 from squall.local.cluster import LocalCluster
 from squall.state import CheckpointedSpout
 from squall.testing import poll_for
-from squall.windowing import Count, StatefulWindowedBolt
+from squall.windowing import Count, Duration, StatefulWindowedBolt
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -25,6 +25,7 @@ N = 200  # numbers 0..N-1, tumbling windows of 10: every window fills
 
 class Probe:
     lock = threading.Lock()
+    limit = N  # how far the spout goes
     restored: list[Any] = []  # the total each init_state saw
 
 
@@ -41,7 +42,7 @@ class Numbers(CheckpointedSpout):
         self.pos = position or 0
 
     def next_tuple(self) -> None:
-        if self.pos < N:
+        if self.pos < Probe.limit:
             self.emit([self.pos])
             self.pos += 1
 
@@ -61,20 +62,21 @@ class Sums(StatefulWindowedBolt):
         self.emit([total])
 
 
-def topology(db: Path) -> type[Topology]:
+def topology(db: Path, persist: bool = False) -> type[Topology]:
     class WindowSums(Topology):
         config = {"topology.state.checkpoint.interval.ms": 100,
                   "topology.state.provider.config": {"path": str(db)}}
         numbers = Numbers.spec()
-        sums = Sums.spec(inputs=[numbers], tumbling=Count(10))
+        sums = Sums.spec(inputs=[numbers], tumbling=Count(10), persist=persist)
 
     return WindowSums
 
 
-def committed(db: Path) -> dict[str, Any]:
+def committed(db: Path, key: str = "sums/%/committed") -> dict[str, Any]:
     try:
         with sqlite3.connect(db, timeout=10) as conn:
-            rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE 'sums/%/committed'")
+            rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE ? AND key NOT LIKE ?",
+                                (key, "" if "/window/" in key else "%/window/%"))
             out: dict[str, Any] = {}
             for (value,) in rows.fetchall():
                 record = json.loads(value)
@@ -85,9 +87,15 @@ def committed(db: Path) -> dict[str, Any]:
         return {}
 
 
+def buffered(db: Path) -> list[int]:
+    """The timestamps of the committed window buffer."""
+    return (committed(db, "sums/%/window/committed").get("buffer") or {}).get("ts", [])
+
+
 @pytest.fixture(autouse=True)
 def _probe() -> None:
     Probe.restored.clear()
+    Probe.limit = N
 
 
 def test_the_window_state_is_committed_and_restored_into_a_second_run(tmp_path: Path) -> None:
@@ -107,15 +115,58 @@ def test_the_window_state_is_committed_and_restored_into_a_second_run(tmp_path: 
     assert committed(db) == want
 
 
+def test_a_persisted_window_resumes_with_its_buffered_tuples(tmp_path: Path) -> None:
+    # Given a first run that stops with 5 tuples (100..104) in an unfinished window (the
+    # buffer also holds the last window's 90..99, evicted by the next window)
+    db = tmp_path / "state.sqlite"
+    Probe.limit = 105
+    with LocalCluster() as cluster:
+        cluster.submit("sums", topology(db, persist=True))
+        poll_for(lambda: len(buffered(db)) == 15, timeout=30, message="the unfinished window committed")
+        assert committed(db)["total"] == sum(range(100))
+        assert not cluster.errors("sums")
+    # When a second run goes on from the committed position (105)
+    Probe.limit = N
+    with LocalCluster() as cluster:
+        cluster.submit("sums", topology(db, persist=True))
+        poll_for(lambda: committed(db).get("windows") == N // 10, timeout=30, message="every window")
+        assert not cluster.errors("sums")
+    # Then the restored tuples completed their window: nothing lost, nothing twice
+    assert committed(db) == {"total": sum(range(N)), "windows": N // 10}
+
+
 @pytest.mark.parametrize(("kwargs", "says"), [
-    ({"persist": True}, "persist=True"),
     ({"persist": "yes"}, "persist must be True or False"),
     ({"persist": True, "max_events_in_memory": 0}, "max_events_in_memory must be a positive int"),
     ({"max_events_in_memory": 10}, "needs persist=True"),
+    ({"persist": True, "max_events_in_memory": 10}, "not supported yet"),
 ])
 def test_spec_refuses_what_cannot_work(kwargs: dict[str, Any], says: str) -> None:
     with pytest.raises(TopologyValidationError, match=says):
         Sums.spec(inputs=["numbers"], tumbling=Count(10), **kwargs)
+
+
+def test_a_persisted_window_refuses_the_memory_provider() -> None:
+    with pytest.raises(TopologyValidationError, match="'memory'"):
+        class InMemory(Topology):
+            config = {"topology.state.provider": "memory"}
+            numbers = Numbers.spec()
+            sums = Sums.spec(inputs=[numbers], tumbling=Count(10), persist=True)
+
+
+def test_only_a_persisted_window_may_outlast_the_message_timeout() -> None:
+    with pytest.raises(TopologyValidationError, match="timeout"):
+        class Long(Topology):
+            config = {"topology.message.timeout.secs": 30}
+            numbers = Numbers.spec()
+            sums = Sums.spec(inputs=[numbers], tumbling=Duration.minutes(5))
+
+    class LongPersisted(Topology):
+        config = {"topology.message.timeout.secs": 30}
+        numbers = Numbers.spec()
+        sums = Sums.spec(inputs=[numbers], tumbling=Duration.minutes(5), persist=True)
+
+    assert LongPersisted.definition().components["sums"].options["bolt_options"]["persist"] is True
 
 
 def test_it_is_exported_from_both_packages() -> None:
