@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from squall.testing import poll_for
-from tests.cluster.conftest import busy_workers, make_cluster, squall_cli  # noqa: F401 - a fixture
+from tests.cluster.conftest import busy_workers, squall_cli
 from tests.windowing.topologies.stateful_window import WINDOW
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "stateful_window.py"
