@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from squall import Topology
+from squall import Spout, Topology
 from squall.errors import TopologyValidationError
 from squall.local.cluster import LocalCluster
 from squall.state import CheckpointedSpout
@@ -27,6 +27,8 @@ class Probe:
     lock = threading.Lock()
     limit = N  # how far the spout goes
     restored: list[Any] = []  # the total each init_state saw
+    acked: list[Any] = []
+    failed: list[Any] = []
 
 
 class Numbers(CheckpointedSpout):
@@ -45,6 +47,28 @@ class Numbers(CheckpointedSpout):
         if self.pos < Probe.limit:
             self.emit([self.pos])
             self.pos += 1
+
+
+class Tracked(Spout):
+    """A plain reliable spout: 20 numbers with ids, its acks and fails recorded."""
+
+    outputs = ["n"]
+
+    def initialize(self, conf: dict[str, Any], context: Any) -> None:
+        self.todo = list(range(20))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            n = self.todo.pop(0)
+            self.emit([n], tup_id=n)
+
+    def ack(self, tup_id: Any) -> None:
+        with Probe.lock:
+            Probe.acked.append(tup_id)
+
+    def fail(self, tup_id: Any) -> None:
+        with Probe.lock:
+            Probe.failed.append(tup_id)
 
 
 class Sums(StatefulWindowedBolt):
@@ -87,6 +111,16 @@ def committed(db: Path, key: str = "sums/%/committed") -> dict[str, Any]:
         return {}
 
 
+def checkpoint_txid(db: Path) -> int:
+    try:
+        with sqlite3.connect(db, timeout=10) as conn:
+            row = conn.execute("SELECT value FROM squall_state WHERE key = '$checkpoint/record'").fetchone()
+    except sqlite3.OperationalError:
+        return 0
+    record = json.loads(row[0]) if row else None
+    return record["txid"] if record and record["phase"] == "committed" else 0
+
+
 def buffered(db: Path) -> list[int]:
     """The timestamps of the committed window buffer."""
     return (committed(db, "sums/%/window/committed").get("buffer") or {}).get("ts", [])
@@ -95,6 +129,8 @@ def buffered(db: Path) -> list[int]:
 @pytest.fixture(autouse=True)
 def _probe() -> None:
     Probe.restored.clear()
+    Probe.acked.clear()
+    Probe.failed.clear()
     Probe.limit = N
 
 
@@ -122,7 +158,9 @@ def test_a_persisted_window_resumes_with_its_buffered_tuples(tmp_path: Path) -> 
     Probe.limit = 105
     with LocalCluster() as cluster:
         cluster.submit("sums", topology(db, persist=True))
-        poll_for(lambda: len(buffered(db)) == 15, timeout=30, message="the unfinished window committed")
+        # (the window's record and the user's are two writes of one commit: wait for both)
+        poll_for(lambda: len(buffered(db)) == 15 and committed(db).get("windows") == 10,
+                 timeout=30, message="the unfinished window committed")
         assert committed(db)["total"] == sum(range(100))
         assert not cluster.errors("sums")
     # When a second run goes on from the committed position (105)
@@ -133,6 +171,29 @@ def test_a_persisted_window_resumes_with_its_buffered_tuples(tmp_path: Path) -> 
         assert not cluster.errors("sums")
     # Then the restored tuples completed their window: nothing lost, nothing twice
     assert committed(db) == {"total": sum(range(N)), "windows": N // 10}
+
+
+@pytest.mark.parametrize("persist", [True, False])
+def test_a_persisted_window_acks_its_tuples_on_commit_not_on_expiry(tmp_path: Path, persist: bool) -> None:
+    # Given a reliable spout into a window of 1000 that never fills (nothing expires)
+    class Unfilled(Topology):
+        config = {"topology.state.checkpoint.interval.ms": 100,
+                  "topology.state.provider.config": {"path": str(tmp_path / "s.sqlite")}}
+        numbers = Tracked.spec()
+        sums = Sums.spec(inputs=[numbers], tumbling=Count(1000), persist=persist)
+
+    with LocalCluster() as cluster:
+        cluster.submit("unfilled", Unfilled)
+        if persist:
+            # Then persisted, every tuple is acked once a checkpoint holding it commits
+            poll_for(lambda: sorted(Probe.acked) == list(range(20)), timeout=20, message="all acked")
+        else:
+            # (not persisted, a tuple is acked only when it leaves the window: none is)
+            poll_for(lambda: checkpoint_txid(tmp_path / "s.sqlite") >= 5, timeout=20,
+                     message="several checkpoints committed")
+            assert Probe.acked == []
+        assert Probe.failed == []
+        assert not cluster.errors("unfilled")
 
 
 @pytest.mark.parametrize(("kwargs", "says"), [
