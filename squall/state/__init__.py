@@ -21,6 +21,7 @@ _EXPORTS = {
     "CheckpointedSpout": "squall.state.bolts",
     "KeyValueState": "squall.state.kv",
     "StatefulBolt": "squall.state.bolts",
+    "StatefulWindowedBolt": "squall.windowing.stateful",
     "MemoryStore": "squall.state.store",
     "Store": "squall.state.store",
     "SQLiteStore": "squall.state.sqlite",
@@ -38,6 +39,7 @@ __all__ = [
     "OpaqueValue",
     "SQLiteStore",
     "StatefulBolt",
+    "StatefulWindowedBolt",
     "Store",
     "TransactionalMap",
     "TransactionalValue",
@@ -49,3 +51,4 @@ if TYPE_CHECKING:
     from squall.state.sqlite import SQLiteStore
     from squall.state.store import MemoryStore, Store
     from squall.state.values import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue
+    from squall.windowing.stateful import StatefulWindowedBolt

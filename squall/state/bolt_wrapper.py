@@ -12,6 +12,7 @@ checkpoint after it commits.  A plain bolt keeps its own ack behaviour.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from squall.errors import FailedException, SerializationError, TopologyValidationError
@@ -33,6 +34,16 @@ class CheckpointedBolt(Bolt):
         if not (isinstance(user, type) and issubclass(user, Bolt)):
             msg = f"{where}: {options['bolt']!r} is not a Bolt"
             raise TopologyValidationError(msg)
+
+    @classmethod
+    def check_definition(cls, cdef: Any, conf: Any, where: str) -> None:
+        """The wrapped class checks its own settings (a window against the timeout)."""
+        user = resolve_class(cdef.options["bolt"])
+        check = getattr(user, "check_definition", None)
+        if check is not None:
+            inner = copy.copy(cdef)
+            inner.options = cdef.options.get("bolt_options") or {}
+            check(inner, conf, where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         from squall.state.bolts import StatefulBolt

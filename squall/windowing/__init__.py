@@ -22,6 +22,7 @@ from squall.lazy import lazy_exports
 _EXPORTS = {
     "LATE_TUPLE_FIELD": "squall.windowing.bolt",
     "WindowedBolt": "squall.windowing.bolt",
+    "StatefulWindowedBolt": "squall.windowing.stateful",
     "Activation": "squall.windowing.core",
     "WatermarkTracker": "squall.windowing.core",
     "Window": "squall.windowing.core",
@@ -36,6 +37,7 @@ __all__ = [
     "Activation",
     "Count",
     "Duration",
+    "StatefulWindowedBolt",
     "WatermarkTracker",
     "Window",
     "WindowCore",
@@ -47,3 +49,4 @@ if TYPE_CHECKING:
     from squall.windowing.bolt import LATE_TUPLE_FIELD, WindowedBolt
     from squall.windowing.core import Activation, WatermarkTracker, Window, WindowCore
     from squall.windowing.policy import Count, Duration, WindowPolicy
+    from squall.windowing.stateful import StatefulWindowedBolt
