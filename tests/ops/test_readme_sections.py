@@ -1,9 +1,12 @@
-"""The commands of README's windowing and Flux sections run as written (from the
+"""The commands of README's windowing, state and Flux sections run as written (from the
 repository's root, as a reader would) and show what the sections say."""
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import sqlite3
 import subprocess
 from pathlib import Path
 
@@ -23,8 +26,9 @@ def section_commands(title: str) -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
-def run(line: str) -> str:
-    proc = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=60)
+def run(line: str, home: Path | None = None) -> str:
+    env = {**os.environ, "HOME": str(home)} if home is not None else None
+    proc = subprocess.run(["bash", "-c", line], cwd=REPO, capture_output=True, text=True, timeout=60, env=env)
     assert proc.returncode == 0, f"{line}\n{proc.stdout[-2000:]}\n{proc.stderr[-2000:]}"
     return proc.stdout + proc.stderr
 
@@ -34,6 +38,24 @@ def test_the_windowing_example_runs_and_emits_windows() -> None:
     (line,) = section_commands("Windowed bolts")
     out = run(line)
     assert "sliding" in out and "tumbling" in out, out[-2000:]
+
+
+@pytest.mark.timeout(90)
+def test_the_stateful_word_count_runs_and_a_second_run_resumes(tmp_path: Path) -> None:
+    (line,) = section_commands("Stateful bolts with checkpoints")
+    # HOME: the SQLite state goes to ~/.squall/state, here a directory of the test's own
+    run(line, home=tmp_path)
+    (db,) = (tmp_path / ".squall" / "state").glob("*.sqlite")
+    first = committed_words(db)
+    run(line, home=tmp_path)
+    assert committed_words(db) > first > 0  # counted on from the first run's commit
+
+
+def committed_words(db: Path) -> int:
+    """The words the counting tasks' last committed checkpoints hold."""
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE 'count/%/committed'").fetchall()
+    return sum(sum(json.loads(value)["data"].values()) for (value,) in rows if json.loads(value))
 
 
 @pytest.mark.timeout(90)
