@@ -86,7 +86,7 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "transactional.zookeeper.root": ("/transactional", (str,), None),
     "transactional.zookeeper.servers": (None, (list, type(None)), None),
     "transactional.zookeeper.port": (None, (int, type(None)), 1),
-    # -- stateful bolts with checkpoints (squall.state; README-state) ----------
+    # -- stateful bolts with checkpoints (squall.state; docs/state.md) ----------
     # Where bolts' checkpointed state lives: memory (lost with its worker),
     # sqlite (one machine) or redis; the .config is a JSON object (or its text,
     # as Storm's): {"path": ...} for sqlite, {"url": ...} for redis.

@@ -6,7 +6,7 @@
 The file becomes the same :class:`~squall.topology.topology.Topology` a
 Python topology file defines, so ``squall local``, ``squall submit`` and
 everything after them treat both alike.  ``squall flux --dry-run FILE``
-prints what a file resolves to.  See README-flux.md.
+prints what a file resolves to.  See docs/flux.md.
 """
 
 from __future__ import annotations

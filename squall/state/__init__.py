@@ -6,7 +6,7 @@
     counts.increment(attempt, {"the": 3, "cat": 1})   # in the committer's finish_batch
 
 Stateful bolts (:class:`StatefulBolt`) keep a :class:`KeyValueState` that the
-framework checkpoints into the same stores (README-state.md).
+framework checkpoints into the same stores (docs/state.md).
 
 Stores (:class:`Store`: in memory, SQLite) keep JSON values under string keys
 and update a set of keys atomically; the maps and values stamp each value
