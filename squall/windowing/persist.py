@@ -23,10 +23,17 @@ def _decode(raw: list[Any]) -> Tuple:
     return Tuple(None, component, stream, task, record_type(tuple(fields))(*values))
 
 
+CODEC = (_encode, _decode)
+
+
 def snapshot(core: WindowCore) -> dict[str, Any]:
+    """The core as JSON.  A paged buffer (max_events_in_memory) saves its changed
+    partitions to its store here, and the snapshot names them instead of holding tuples."""
     marks = core.watermarks
+    paged = not isinstance(core.tuples, list)
     return {
-        "ts": list(core.ts), "tuples": [_encode(t) for t in core.tuples], "fresh": list(core.fresh),
+        "ts": list(core.ts), "fresh": list(core.fresh),
+        "tuples": core.tuples.checkpoint() if paged else [_encode(t) for t in core.tuples],  # type: ignore[attr-defined]
         "expired": [_encode(t) for t in core.expired], "since_trigger": core.since_trigger,
         "count_pos": core.count_pos, "last_tick": core.last_tick, "next_end": core.next_end,
         # JSON keys are strings: the stream ids (component, stream) go as pairs.
@@ -38,7 +45,11 @@ def snapshot(core: WindowCore) -> dict[str, Any]:
 def restore(core: WindowCore, snap: dict[str, Any] | None) -> None:
     """Put ``core`` back as ``snap`` left it (None: empty)."""
     del core.ts[:]
-    core.tuples[:] = []
+    paged = not isinstance(core.tuples, list)
+    if paged:
+        core.tuples.restore(None if snap is None else snap["tuples"])  # type: ignore[attr-defined]
+    else:
+        core.tuples[:] = []
     core.fresh[:] = b""
     core.expired = []
     if snap is None:
@@ -47,7 +58,8 @@ def restore(core: WindowCore, snap: dict[str, Any] | None) -> None:
             core.watermarks.latest, core.watermarks.watermark = {}, None
         return
     core.ts.extend(snap["ts"])
-    core.tuples.extend(_decode(t) for t in snap["tuples"])
+    if not paged:
+        core.tuples.extend(_decode(t) for t in snap["tuples"])
     core.fresh.extend(snap["fresh"])
     core.expired = [_decode(t) for t in snap["expired"]]
     core.since_trigger, core.count_pos = snap["since_trigger"], snap["count_pos"]

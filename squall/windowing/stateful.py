@@ -40,7 +40,7 @@ from squall.state.bolts import StatefulBolt
 from squall.topology.component import ComponentSpec
 from squall.windowing.bolt import TIMEOUT_KEY, WindowedBolt
 from squall.windowing.core import WindowCore
-from squall.windowing.persist import restore, snapshot
+from squall.windowing.persist import CODEC, restore, snapshot
 
 
 class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
@@ -72,11 +72,6 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
             msg = (f"{where}: max_events_in_memory bounds a persisted window's tuples in memory; "
                    "it needs persist=True")
             raise TopologyValidationError(msg)
-        if max_events_in_memory is not None:
-            # Refused rather than ignored: a bound that is not kept is worse than none.
-            msg = (f"{where}: max_events_in_memory is not supported yet (a persisted window is "
-                   "held in memory whole, and saved whole with each checkpoint)")
-            raise TopologyValidationError(msg)
         conf = dict(config or {})
         # A persisted window outlives the message timeout: its tuples are acked on commit.
         timeout = conf.pop(TIMEOUT_KEY, None) if persist else None
@@ -84,6 +79,8 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
         if timeout is not None:
             spec.config[TIMEOUT_KEY] = timeout
         spec.options["persist"] = persist
+        if max_events_in_memory is not None:
+            spec.options["max_events_in_memory"] = max_events_in_memory
         return spec
 
     @classmethod
@@ -114,6 +111,14 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
             self._window_state = KeyValueState(worker_store(self.conf, ctx),
                                                f"{ctx.component_id}/{ctx.task_id}/window")
             self._window_state.load()
+            bound = self.options.get("max_events_in_memory")
+            if bound is not None:
+                from squall.windowing.paged import PagedTuples
+
+                # Partitions go straight to the store, not through the KeyValueState
+                # (which holds and writes all its keys): only the metadata is in it.
+                core.tuples = PagedTuples(worker_store(self.conf, ctx),  # type: ignore[assignment]
+                                          f"{ctx.component_id}/{ctx.task_id}/window/part", bound, CODEC)
             restore(core, self._window_state.get("buffer"))
             self._arrived = []
             # The checkpoint wrapper's ack holds a tuple until the next commit: call it
@@ -141,6 +146,8 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
     def pre_commit(self, txid: int) -> None:
         if self._window_state is not None:
             self._window_state.commit(txid)
+            if self._core is not None and not isinstance(self._core.tuples, list):
+                self._core.tuples.committed()  # drop the partition versions it superseded
 
     def pre_rollback(self) -> None:
         # The replay after a rollback starts at the last commit: so does the window.
