@@ -35,7 +35,10 @@ class PagedTuples:
         self.next_pid = 0
         self.cache: OrderedDict[int, list[Any]] = OrderedDict()
         self.dirty: set[int] = set()
-        self.garbage: list[str] = []  # keys superseded: deleted when the next checkpoint commits
+        self.garbage: list[str] = []  # keys superseded since the last checkpoint
+        # Keys the last checkpoint superseded: deleted when it commits.  Not ``garbage``:
+        # what was superseded after it (a spill between prepare and commit) it still names.
+        self.superseded: list[str] = []
         self.loads = 0  # partitions read from the store (for tests and logs)
 
     # -- sequence of the live (not evicted) tuples, as WindowCore uses a list --
@@ -106,13 +109,8 @@ class PagedTuples:
             self.head -= count
         expired = TupleView(self, self.expired_start, self.head)
         self.expired_start = self.head
-        return TupleView(self, self.head, self.head + upto), TupleView(self, self.head, self.head + upto, picks), expired
-
-    def clear(self) -> None:
-        self.garbage.extend(self._key(p[0], p[1]) for p in self.parts)
-        self.parts, self.head, self.expired_start = [], 0, 0
-        self.cache.clear()
-        self.dirty.clear()
+        start, stop = self.head, self.head + upto
+        return TupleView(self, start, stop), TupleView(self, start, stop, picks), expired
 
     # -- reading a position ---------------------------------------------------
 
@@ -188,19 +186,20 @@ class PagedTuples:
     def checkpoint(self) -> dict[str, Any]:
         """Save what changed since the last checkpoint; the metadata to commit with it."""
         self._save([p for p in self.parts if p[0] in self.dirty])
+        self.superseded, self.garbage = self.superseded + self.garbage, []
         return {"parts": [list(p) for p in self.parts], "head": self.head, "next_pid": self.next_pid,
                 "expired_start": self.expired_start}
 
     def committed(self) -> None:
         """The checkpoint committed: the versions it superseded can go."""
-        garbage, self.garbage = self.garbage, []
+        garbage, self.superseded = self.superseded, []
         if garbage:
             self.store.update(garbage, lambda _cur: dict.fromkeys(garbage))
 
     def restore(self, meta: dict[str, Any] | None) -> None:
         self.cache.clear()
         self.dirty.clear()
-        self.garbage = []
+        self.garbage, self.superseded = [], []
         if meta is None:
             self.parts, self.head, self.expired_start = [], 0, 0
             return
@@ -224,11 +223,8 @@ class TupleView:
         it = self.paged.iter_range(self.start, self.stop)
         if self.picks is None:
             return it
-        return (t for t, flag in zip(it, self.flags()) if flag)
-
-    def flags(self) -> Iterator[bool]:
         picks = set(self.picks)
-        return (i in picks for i in range(self.stop - self.start))
+        return (t for i, t in enumerate(it) if i in picks)
 
     def __getitem__(self, i: int) -> Any:
         if isinstance(i, slice):

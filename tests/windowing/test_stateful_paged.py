@@ -145,3 +145,19 @@ def test_a_paged_window_restored_from_its_snapshot_goes_on_the_same() -> None:
         unbounded.add(tup(n), n)
     feed = [(n, n) for n in range(1500, 4000)]
     assert drive(again, feed)[0] == drive(unbounded, feed)[0]
+
+
+def test_a_spill_between_prepare_and_commit_keeps_what_the_checkpoint_names() -> None:
+    policy = make_policy("test", tumbling=Count(5000))
+    store = CountingStore()
+    core = paged_core(policy, store)
+    for n in range(1000):
+        core.add(tup(n), n)
+    snap = json.loads(json.dumps(snapshot(core)))  # prepared
+    for n in range(1000, 3000):  # tuples between prepare and commit: partitions spill
+        core.add(tup(n), n)
+    core.tuples.committed()  # type: ignore[attr-defined]
+    again = paged_core(policy, store)
+    restore(again, snap)
+    assert [t.values.n for t in again.tuples] == list(range(1000))
+    assert not store.get_many(["t/1/window/part/0.0"])[0]  # (version 0 is never written)
