@@ -25,8 +25,10 @@ state, and acks each tuple when the checkpoint that saved it commits, not on
 expiry: the window may be longer than the message timeout, and after a worker
 dies it is restored from the last commit while the spout replays what came
 after.  The buffer is held in memory whole and written whole at each
-checkpoint, so its size bounds the checkpoint's cost; ``max_events_in_memory``
-(Storm's spill to the store) is refused for now.  A subclass that overrides
+checkpoint, unless ``max_events_in_memory=N`` (Storm's WindowState): then its
+tuples live in partitions in the store, at most N in memory, checkpoints write
+only the partitions that changed, and ``window.tuples`` is a view paging them in
+(:mod:`squall.windowing.paged`).  A subclass that overrides
 ``pre_prepare`` / ``pre_commit`` / ``pre_rollback`` must call ``super()``.
 """
 
