@@ -36,8 +36,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.tick.tuple.freq.secs": (None, (int, float, type(None)), 0.001),
     "topology.debug": (False, (bool,), None),
     # Shuffle prefers the emitting worker's own tasks, as Storm 2's load-aware shuffle does:
-    # it widens to every task when the local ones' queues are fuller than the higher bound
-    # (a fraction of their capacity) and narrows again below the lower bound.
+    # it widens to every task when the local ones' load (queue fill, or the share of a core
+    # their threads use, whichever is higher) passes the higher bound and narrows again
+    # below the lower bound.
     "topology.disable.loadaware.messaging": (False, (bool,), None),
     "topology.localityaware.higher.bound": (0.8, (int, float), 0),
     "topology.localityaware.lower.bound": (0.2, (int, float), 0),

@@ -91,14 +91,13 @@ def fields(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
 
     def choose(values: Any, direct: Any) -> Sequence[int]:
         k = values[i]
-        hit = memo.get(k) if type(k) is str else None
-        if hit is not None:
-            return hit
-        target = targets[stable_hash(k) % n]
-        if type(k) is str:
+        if type(k) is not str:
+            return targets[stable_hash(k) % n]
+        target = memo.get(k)
+        if target is None:
             if len(memo) >= FIELDS_MEMO_SIZE:
                 memo.clear()
-            memo[k] = target
+            target = memo[k] = targets[stable_hash(k) % n]
         return target
 
     return choose
@@ -148,10 +147,11 @@ def load_aware_shuffle(tasks: Sequence[int], local_tasks: set[int], load_of: Cal
 
     A tuple that stays in its worker costs no serialization and no thread
     hand-off through the transfer layer, which in Python is most of a
-    cross-worker hop.  ``load_of`` is a local task's queue fill (0..1); when
-    the local tasks' mean load passes ``higher`` the scope widens to every
-    task, and narrows back once it falls under ``lower`` (Storm's
-    topology.localityaware bounds), so a busy worker still sheds work.
+    cross-worker hop.  ``load_of`` is a local task's load, 0..1 (Worker.load_of:
+    queue fill or CPU share); when the local tasks' mean load passes ``higher``
+    the scope widens to every task, and narrows back once it falls under
+    ``lower`` (Storm's topology.localityaware bounds), so a busy worker still
+    sheds work.
     """
     near = [t for t in tasks if t in local_tasks]
     if not near or len(near) == len(tasks):
@@ -202,7 +202,7 @@ def make_chooser(
     src_task: int,
     load: tuple[Callable[[int], float], float, float] | None = None,
 ) -> Choose:
-    """``load``: (a local task's queue fill, higher bound, lower bound) makes shuffle load-aware."""
+    """``load``: (a local task's load, higher bound, lower bound) makes shuffle load-aware."""
     kind = spec.type
     if kind == "shuffle" and load is not None:
         return load_aware_shuffle(tasks, local_tasks, *load)

@@ -96,7 +96,8 @@ class Worker:
         self.local_tasks = {t for e in executors for t in e.tasks}
         self.executors: list[Executor] = [_EXECUTOR_TYPES[plan.components[e.component].kind](self, e)
                                           for e in executors]
-        self.queues: dict[int, ExecutorQueue] = {t: ex.queue for ex in self.executors for t in ex.tasks}
+        self._executor_of = {t: ex for ex in self.executors for t in ex.tasks}
+        self.queues: dict[int, ExecutorQueue] = {t: ex.queue for t, ex in self._executor_of.items()}
         remote = {t: a for t, a in task_address.items() if t not in self.local_tasks}
         self.transfer: Transfer | None = None
         if remote:
@@ -109,7 +110,6 @@ class Worker:
                                      bp_resend=self.conf["worker.backpressure.resend.secs"])
             self.backpressure.on_change = self.transfer.local_congestion
         self.misrouted = 0
-        self._executor_of = {t: ex for ex in self.executors for t in ex.tasks}
         self._cpu_seen: dict[int, tuple[float, float, float]] = {}  # task -> (clock, thread CPU secs, share)
         self.timer = SystemTimer(clock, name=f"timer-{address}")
 
