@@ -297,10 +297,12 @@ class ConnectServer:
         return self._ready.is_set()
 
     def alive(self) -> bool:
+        # Tell our child from an adopted server by the adopted one's type: a test may
+        # patch subprocess.Popen while this watcher runs, so isinstance(Popen) would lie.
         proc = self._proc
         if proc is None:
             return False
-        if isinstance(proc, subprocess.Popen):
+        if not isinstance(proc, psutil.Process):
             return proc.poll() is None
         try:
             return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
@@ -446,7 +448,7 @@ class ConnectServer:
     def _wait_exit(self) -> None:
         proc = self._proc
         while not self._stop.is_set():
-            if isinstance(proc, subprocess.Popen):
+            if not isinstance(proc, psutil.Process):
                 try:
                     proc.wait(0.5)
                     return
@@ -458,7 +460,7 @@ class ConnectServer:
 
     def _exit_code(self) -> Any:
         proc = self._proc
-        if isinstance(proc, subprocess.Popen):
+        if not isinstance(proc, psutil.Process):
             code = proc.poll()
             if code is not None and code < 0:
                 return f"killed by {signal.Signals(-code).name}"
@@ -479,7 +481,7 @@ class ConnectServer:
                 os.killpg(group, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
                 pass
-        if isinstance(proc, subprocess.Popen):
+        if not isinstance(proc, psutil.Process):
             try:
                 proc.wait(5)
             except subprocess.TimeoutExpired:

@@ -55,14 +55,22 @@ def busy_workers(cluster: DevCluster, topology: str) -> dict[tuple[int, int], in
     spout tracks its trees with its own worker's acker), and a chaos test that
     kills one of those kills nothing that matters.
     """
+    from squall.acker import ACKER_COMPONENT
+
+    return workers_running(cluster, topology, lambda component: component != ACKER_COMPONENT)
+
+
+def workers_running(cluster: DevCluster, topology: str,
+                    wanted: Callable[[str], bool]) -> dict[tuple[int, int], int]:
+    """The workers (as ``cluster.worker_pids()``) running a task of a component ``wanted`` names."""
     from squall.topology.topology import definition_from_dict
     from squall.worker.plan import plan_topology
 
     info = cluster.api("GET", f"topologies/{topology}")
     plan = plan_topology(definition_from_dict(info["definition"]), overrides=info["conf"])
-    ackers = set(plan.acker_tasks)
     ports = {w["port"] for w in info["workers"]
-             if any(t not in ackers for first, last in w["executors"] for t in range(first, last + 1))}
+             if any(wanted(plan.task_component[t]) for first, last in w["executors"]
+                    for t in range(first, last + 1))}
     return {key: pid for key, pid in cluster.worker_pids().items() if key[1] in ports}
 
 
