@@ -61,3 +61,9 @@ if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; th
     .venv/bin/python -m pip install -q -e '.[test]'
     echo "$want" > "$stamp"
 fi
+
+# The hot path compiled with Cython (squall/compiled): up to date in a second when
+# nothing changed.  Without a C compiler Squall runs as pure Python, only slower.
+if ! .venv/bin/python -m squall.compiled build > .venv/squall-compile.log 2>&1; then
+    echo "bootstrap: the hot path was not compiled (see .venv/squall-compile.log); running as pure Python" >&2
+fi

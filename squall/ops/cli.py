@@ -164,7 +164,10 @@ def _cpu_choice(value: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="squall", description="Storm's model, in Python.")
-    parser.add_argument("--version", action="version", version=f"squall {__version__}")
+    from squall import compiled
+
+    hot = f"hot path compiled: {compiled.current()} of {len(compiled.MODULES)} modules"
+    parser.add_argument("--version", action="version", version=f"squall {__version__} ({hot})")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     parser.add_argument("--config", default=None,
                         help="squall.yaml of the cluster commands (also accepted after the command)")

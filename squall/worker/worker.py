@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from squall import compiled
 from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
 from squall.metrics.registry import MetricsRegistry
@@ -131,7 +132,7 @@ class Worker:
             executor.start()
         self.timer.start()
         log.info("worker started", worker=self.address, topology=self.plan.name,
-                 executors=[e.thread.name for e in self.executors])
+                 executors=[e.thread.name for e in self.executors], hot_path=compiled.summary())
 
     def stop(self, reason: str, timeout: float | None = None, orderly: bool = False) -> None:
         """Stop every thread; ``orderly`` runs close/cleanup hooks."""

@@ -1,0 +1,119 @@
+"""The hot path, compiled: Cython builds of the modules every tuple goes through.
+
+A tuple's life in a worker is Python bytecode from end to end (emit, route,
+batch, queue, execute, ack, the acker's XOR), and the interpreter's dispatch
+is a large share of its cost.  Cython compiles these modules unchanged, as
+plain Python, so they keep their semantics (no type declarations, annotations
+not enforced) and lose most of the dispatch.
+
+The builds live in ``squall/_compiled/``, named by the SHA-256 of the source
+they were built from.  The import hook below loads a build only when its
+source is the one on disk: edit ``collector.py`` and the next import runs the
+edited Python, never a stale build; ``python -m squall.compiled build``
+(``squall/compiled/build.py``, which ``ops/bootstrap.sh`` runs) brings the builds up to date.  Without
+Cython or a C compiler nothing is built and Squall runs as pure Python.
+``SQUALL_PURE_PYTHON=1`` turns the builds off for a process and its workers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+PACKAGE_DIR = Path(__file__).resolve().parent.parent
+BUILD_DIR = PACKAGE_DIR / "_compiled"
+PURE_ENV = "SQUALL_PURE_PYTHON"
+SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
+
+# Every module a data tuple passes through, and nothing else: compiling code
+# that runs once buys nothing and makes its tracebacks harder to read.
+MODULES = (
+    "squall.acker.executor",
+    "squall.acker.ledger",
+    "squall.acker.rotating_map",
+    "squall.topology.tuple",
+    "squall.worker.bolt_executor",
+    "squall.worker.collector",
+    "squall.worker.component_executor",
+    "squall.worker.executor",
+    "squall.worker.queues",
+    "squall.worker.routing",
+    "squall.worker.spout_executor",
+    "squall.worker.transfer",
+    "squall.worker.transport",
+    "squall.worker.wire",
+    "squall.worker.worker",
+    "squall.worker.zmq_transport",
+)
+
+# Python semantics kept: functions bind and introspect like Python's, and an
+# annotation is documentation, as in the interpreter (a subclass of dict
+# passed where ``dict`` is annotated must still be accepted).
+DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False}
+
+
+def source_of(module: str) -> Path:
+    return PACKAGE_DIR.parent.joinpath(*module.split(".")).with_suffix(".py")
+
+
+def build_path(module: str) -> Path | None:
+    """Where the build of ``module``'s current source is (it may not exist)."""
+    try:
+        digest = hashlib.sha256(source_of(module).read_bytes()).hexdigest()[:16]
+    except OSError:
+        return None
+    return BUILD_DIR / f"{module}.{digest}{SUFFIX}"
+
+
+def enabled() -> bool:
+    return os.environ.get(PURE_ENV, "") in ("", "0")
+
+
+class CompiledFinder(importlib.abc.MetaPathFinder):
+    """Finds the up-to-date build of a hot-path module; anything else, or a
+    stale or missing build, is left to the normal import system."""
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname not in MODULES:
+            return None
+        so = build_path(fullname)
+        if so is None or not so.is_file():
+            return None
+        loader = importlib.machinery.ExtensionFileLoader(fullname, str(so))
+        return importlib.util.spec_from_file_location(fullname, so, loader=loader)
+
+
+def install() -> None:
+    """Put the finder first on ``sys.meta_path`` (once; not with SQUALL_PURE_PYTHON)."""
+    if enabled() and not any(isinstance(f, CompiledFinder) for f in sys.meta_path):
+        sys.meta_path.insert(0, CompiledFinder())
+
+
+def status() -> dict[str, bool]:
+    """Per hot-path module loaded in this process: does it run compiled?"""
+    out = {}
+    for module in MODULES:
+        loaded = sys.modules.get(module)
+        if loaded is not None:
+            origin = getattr(getattr(loaded, "__spec__", None), "origin", "") or ""
+            out[module] = origin.endswith(SUFFIX)
+    return out
+
+
+def summary() -> str:
+    """What a worker logs when it starts: how much of its hot path runs compiled."""
+    loaded = status()
+    return f"{sum(loaded.values())} of the {len(loaded)} hot-path modules loaded run compiled"
+
+
+def current() -> int:
+    """How many hot-path modules a new process would load compiled."""
+    if not enabled():
+        return 0
+    return sum(1 for m in MODULES if (p := build_path(m)) is not None and p.is_file())

@@ -1,0 +1,71 @@
+"""The hot path's Cython builds (squall/compiled): used when current, never stale,
+and the pure Python they are built from still runs the same topologies.
+
+`ops/bootstrap.sh`, which CI runs before the tests, builds them: the rest of
+the suite runs compiled, and these tests check both sides of the switch."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from squall import compiled
+
+REPO = Path(__file__).resolve().parent.parent
+
+STATUS = ("import json, importlib; from squall import compiled\n"
+          "for m in compiled.MODULES: importlib.import_module(m)\n"
+          "print(json.dumps(compiled.status()))")
+
+
+def status_in_child(env: dict[str, str] | None = None, path: Path = REPO) -> dict[str, bool]:
+    env = {**os.environ, "PYTHONPATH": str(path), **(env or {})}
+    out = subprocess.run([sys.executable, "-c", STATUS], env=env, cwd=path, capture_output=True, text=True,
+                         check=True, timeout=60)
+    return json.loads(out.stdout)
+
+
+def test_the_bootstrap_built_every_hot_path_module_and_a_worker_runs_them() -> None:
+    # Given the checkout ops/bootstrap.sh set up: every build is current
+    assert compiled.current() == len(compiled.MODULES), "run: python -m squall.compiled build"
+    # Then a new process imports every hot-path module from its build
+    assert status_in_child() == dict.fromkeys(compiled.MODULES, True)
+    # and a worker of `squall local` says so when it starts
+    run = subprocess.run([str(REPO / ".venv/bin/squall"), "--log-level", "info", "local",
+                          str(REPO / "examples/wordcount.py"), "--duration", "2"],
+                         cwd=REPO, capture_output=True, text=True, timeout=120, check=True)
+    said = re.search(r"(\d+) of the (\d+) hot-path modules loaded run compiled", run.stdout + run.stderr)
+    assert said is not None and said[1] == said[2] and int(said[1]) >= len(compiled.MODULES) - 1  # not zmq
+
+
+def test_an_edited_module_runs_its_source_never_a_stale_build(tmp_path: Path) -> None:
+    # Given a copy of the package with its builds, in which one module was edited
+    shutil.copytree(REPO / "squall", tmp_path / "squall", ignore=shutil.ignore_patterns("__pycache__"))
+    routing = tmp_path / "squall/worker/routing.py"
+    routing.write_text(routing.read_text() + "\nEDITED = True\n")
+    # Then that module is imported from its source, and the others from their builds
+    status = status_in_child(path=tmp_path)
+    assert status["squall.worker.routing"] is False
+    assert all(v for m, v in status.items() if m != "squall.worker.routing")
+    probe = "import squall.worker.routing as r; print(r.EDITED, r.__file__)"
+    out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                         cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60).stdout
+    assert out.split() == ["True", str(routing)]
+
+
+def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_path: Path) -> None:
+    # Given SQUALL_PURE_PYTHON=1, nothing is loaded from a build
+    assert status_in_child({compiled.PURE_ENV: "1"}) == dict.fromkeys(compiled.MODULES, False)
+    # and the message-flow guarantees (acks, fails, timeouts, replays, max spout pending)
+    # and the exact word count under random failures hold in pure Python too
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
+                          "tests/test_message_flow.py", "tests/test_wordcount_failures.py"],
+                         env={**os.environ, compiled.PURE_ENV: "1"}, cwd=REPO, capture_output=True,
+                         text=True, timeout=300, check=False)
+    assert run.returncode == 0, run.stdout[-3000:]
+    assert " passed" in run.stdout and "failed" not in run.stdout
