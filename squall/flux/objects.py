@@ -23,9 +23,10 @@ from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.grouping import CustomGrouping
+from squall.topology.loading import CONSTRUCT_OPTION
 
 OBJECT = "__flux_object__"
-CONSTRUCT_OPTION = "flux.construct"
+__all__ = ["CONSTRUCT_OPTION", "OBJECT", "FluxGrouping", "RecipeError", "construct"]
 
 
 class RecipeError(TopologyValidationError):

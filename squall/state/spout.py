@@ -31,7 +31,7 @@ from squall.state.checkpoint import (
 from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
-from squall.topology.loading import resolve_class
+from squall.topology.loading import build_instance, resolve_class
 
 RECORD = "record"
 
@@ -62,7 +62,8 @@ class CheckpointSpout(Spout):
         self.user: Any = None
         if self.options.get("spout"):
             user_cls = resolve_class(self.options["spout"])
-            user = self.lend_runtime(user_cls(), self.options.get("spout_options") or {})
+            user_options = self.options.get("spout_options") or {}
+            user = self.lend_runtime(build_instance(user_cls, user_options), user_options)
             user.emit = self._user_emit
             user.initialize(conf, context)
             self.user = user

@@ -94,6 +94,8 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
         for src in sorted({src for src, _s, _g in inputs[cname]}):
             barrier_source = coordinator if by_name[src].kind == "spout" else src
             wired[StreamRef(barrier_source, CHECKPOINT_STREAM)] = Grouping.all()
+        # The user's options go along whole: a Flux recipe ("flux.construct") in them is
+        # what the wrapper builds the user's bolt from (squall.topology.loading.build_instance).
         out[cname] = ComponentSpec(wrapper_for(spec.cls), "bolt", name=cname, inputs=wired, par=spec.par,
                                    tasks=spec.tasks, config=spec.config, outputs=[*streams, checkpoint],
                                    options={"bolt": spec.cls, "bolt_options": dict(spec.options)})

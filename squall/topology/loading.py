@@ -4,6 +4,7 @@ topology's references all load before it is accepted."""
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import TopologyValidationError
@@ -29,16 +30,28 @@ def resolve_class(ref: Any) -> Any:
     return obj
 
 
-def instantiate(cdef: Any) -> Any:
-    """A task's instance of a component: ``cls()``, or built from the recipe a
-    Flux file's constructorArgs/properties/configMethods left in its options."""
-    cls = resolve_class(cdef.cls)
-    recipe = cdef.options.get("flux.construct")
+# The option a Flux component's recipe travels in (see squall.flux.objects).
+CONSTRUCT_OPTION = "flux.construct"
+
+
+def build_instance(class_ref: Any, options: Mapping[str, Any] | None = None) -> Any:
+    """An instance of a component class (or "module:Class"): ``cls()``, or built from
+    the recipe a Flux file's constructorArgs/properties/configMethods left in its
+    options.  Every place that makes a user's spout or bolt goes through here: the
+    executor for a component, and a wrapper (checkpointing, transactional) for the
+    class it runs inside itself, with that class's own options."""
+    cls = resolve_class(class_ref)
+    recipe = (options or {}).get(CONSTRUCT_OPTION)
     if recipe is None:
         return cls()
     from squall.flux.objects import construct
 
     return construct(cls, recipe, resolve_class)
+
+
+def instantiate(cdef: Any) -> Any:
+    """A task's instance of a component (see :func:`build_instance`)."""
+    return build_instance(cdef.cls, cdef.options)
 
 
 def verify_loadable(defn: TopologyDef) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall import Bolt, Spout, Stream
+from squall.state import CheckpointedSpout, StatefulBolt
 from squall.topology.grouping import CustomGrouping
 
 
@@ -98,3 +99,83 @@ class Quiet(Bolt):
 
     def process(self, tup: Any) -> None:
         pass
+
+
+class Tag(Bolt):
+    """Emits each word with its tag (a constructor arg) in front."""
+
+    outputs = ["word"]
+
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+
+    def process(self, tup: Any) -> None:
+        self.emit([f"{self.tag}{tup.values.word}"])
+
+
+class ScaledCount(StatefulBolt):
+    """Counts each word ``multiplier`` (a constructor arg, scaled by a config
+    method) at a time, keyed by ``prefix`` (a property) and the word; emits the
+    running total."""
+
+    outputs = ["key", "count"]
+
+    def __init__(self, multiplier: int = 1) -> None:
+        super().__init__()
+        self.multiplier = multiplier
+        self.prefix = ""
+
+    def scale_by(self, factor: int) -> None:
+        self.multiplier *= factor
+
+    def init_state(self, state: Any) -> None:
+        self.counts = state
+
+    def process(self, tup: Any) -> None:
+        key = f"{self.prefix}{tup.values.word}"
+        n = self.counts.get(key, 0) + self.multiplier
+        self.counts.put(key, n)
+        self.emit([key, n])
+
+
+class RewindingWords(CheckpointedSpout):
+    """Emits ``words`` (constructor args) once each, from a position it can rewind to."""
+
+    outputs = ["word"]
+
+    def __init__(self, *words: str) -> None:
+        super().__init__()
+        self.words = list(words)
+        self.pos = 0
+
+    def snapshot(self) -> int:
+        return self.pos
+
+    def restore(self, position: Any) -> None:
+        self.pos = position or 0
+
+    def next_tuple(self) -> None:
+        if self.pos < len(self.words):
+            self.emit([self.words[self.pos]])
+            self.pos += 1
+
+
+class ReplayingWords(Spout):
+    """Emits ``words`` (constructor args) reliably, each again when it fails (as a
+    stateful bolt fails what reaches it before its state is restored)."""
+
+    outputs = ["word"]
+
+    def __init__(self, *words: str) -> None:
+        super().__init__()
+        self.words = list(words)
+        self.todo = list(range(len(words)))
+
+    def next_tuple(self) -> None:
+        if self.todo:
+            i = self.todo.pop(0)
+            self.emit([self.words[i]], tup_id=i)
+
+    def fail(self, tup_id: Any) -> None:
+        self.todo.append(tup_id)
