@@ -108,6 +108,9 @@ CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("plain Python loop", {"kind": "plain"}),
     ("squall, acking off", {"kind": "squall", "acking": False}),
     ("squall, acking on (max pending 1000)", {"kind": "squall", "acking": True, "max_pending": 1000}),
+    # The same two with the hot path's Cython builds turned off (squall/compiled).
+    ("  pure Python, acking off", {"kind": "squall", "acking": False, "pure": True}),
+    ("  pure Python, acking on", {"kind": "squall", "acking": True, "max_pending": 1000, "pure": True}),
     ("squall, acking on, 5K sentences/s", {"kind": "squall", "acking": True, "rate": 5000.0}),
 ]
 
@@ -166,7 +169,8 @@ def main() -> int:
         cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
                "--warmup", str(args.warmup)]
         cores = set(range(min(args.cores, os.cpu_count() or 1)))
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
+        env = {**os.environ, "SQUALL_PURE_PYTHON": "1" if spec.get("pure") else "0"}
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
                               preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
         if proc.returncode != 0:
             print(f"{label:<40} failed:\n{proc.stderr[-2000:]}")
