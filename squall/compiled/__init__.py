@@ -44,6 +44,7 @@ MODULES = (
     "squall.worker.executor",
     "squall.worker.queues",
     "squall.worker.routing",
+    "squall.worker.serialization",
     "squall.worker.spout_executor",
     "squall.worker.transfer",
     "squall.worker.transport",

@@ -28,7 +28,7 @@ from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tu
 from squall.transactional.state import Lazy
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
-from squall.worker.gc_tuning import tune_gc
+from squall.worker.gc_tuning import freeze_startup_objects, tune_gc
 from squall.worker.plan import ExecutorDef, TopologyPlan
 from squall.worker.queues import Backpressure, ExecutorQueue
 from squall.worker.reporting import ErrorRecord, describe
@@ -87,6 +87,7 @@ class Worker:
         # component made anew per batch (a transactional BatchBolt) shares its task's.
         self.metrics: dict[tuple[str, int], MetricsRegistry] = {}
         self.status = Status.INIT
+        self.gc_tuned = False  # the collector is ours to tune (start() finds out)
         self.failure: BaseException | None = None
         self.backpressure = Backpressure()
         self._error_sink = error_sink
@@ -124,7 +125,7 @@ class Worker:
         if self.status is not Status.INIT:
             return
         self.status = Status.RUNNING
-        tune_gc(self.conf["worker.gc.gen0.threshold"])
+        self.gc_tuned = tune_gc(self.conf["worker.gc.gen0.threshold"])
         self._schedule_ticks()
         if self.transfer is not None:
             self.transfer.start()
@@ -180,6 +181,8 @@ class Worker:
         with self._lock:
             self._ready += 1
             if self._ready == len(self.executors):
+                if self.gc_tuned:
+                    freeze_startup_objects()
                 self.ready.set()
 
     def die(self, exc: BaseException, component: str | None, task: int | None) -> None:
