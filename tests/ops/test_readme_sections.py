@@ -64,3 +64,15 @@ def test_the_flux_commands_run() -> None:
     graph = run(dry)
     assert "split" in graph and "FIELDS" in graph.upper(), graph
     run(local)
+
+
+@pytest.mark.timeout(120)
+def test_the_compiled_hot_path_commands_run_and_agree() -> None:
+    build, status, version = section_commands("The compiled hot path")
+    from squall import compiled
+
+    n = len(compiled.MODULES)
+    assert f"up to date {n} of {n}" in run(build)  # the bootstrap built them all
+    listed = run(status)
+    assert listed.count(" built\n") == n and "stale" not in listed
+    assert f"hot path compiled: {n} of {n} modules" in run(version)
