@@ -131,10 +131,16 @@ def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, i
     for kind, task, payload in messages:
         if kind == "data":
             tuples = []
+            append = tuples.append
+            new = tuple.__new__
+            last_src = last_stream = component = record = None
             for tid, src, stream, values, anchors in payload:
-                component = component_of(src)
-                record = record_of(component, stream)
-                tuples.append(Tuple(tid, component, stream, src, tuple.__new__(record, values), anchors))
+                if src != last_src or stream != last_stream:
+                    # Rows of a batch mostly share their source and stream: look up once per run.
+                    component = component_of(src)
+                    record = record_of(component, stream)
+                    last_src, last_stream = src, stream
+                append(Tuple(tid, component, stream, src, new(record, values), anchors))
             payload = tuples
         out.append((kind, task, payload))
     return out
