@@ -1,6 +1,6 @@
 """Cluster-mode word count next to local mode, and recovery after SIGKILL.
 
-    python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure]
+    python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure] [--repeat 1]
 
 Local mode runs in a process of its own, pinned to one core as ``squall
 local`` pins itself, and unpinned; the cluster's workers are pinned by their
@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
@@ -36,6 +37,7 @@ sys.path.insert(0, str(REPO))
 from squall.ops.devcluster import DevCluster  # noqa: E402
 
 BENCH = REPO / "benchmarks" / "topologies" / "bench_wordcount.py"
+PINNED = "local mode, 1 worker, pinned to 1 core"
 
 
 def submit(cluster: DevCluster, file: Path, name: str, *conf: str) -> None:
@@ -150,6 +152,8 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--security", choices=["both", "secure", "insecure"], default="both",
                         help="which dev clusters to measure (default: both, side by side)")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of every configuration; the table shows medians")
     parser.add_argument("--local-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -157,30 +161,46 @@ def main() -> int:
         local_child(args.duration, args.pinned)
         return 0
     modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
-    rows = [("local mode, 1 worker, pinned to 1 core", local_throughput(args.duration, pinned=True)),
-            ("local mode, 1 worker, unpinned", local_throughput(args.duration, pinned=False))]
+    rows: dict[str, list[float]] = {}
+
+    def measure(label: str, rate: float) -> None:
+        rows.setdefault(label, []).append(rate)
+
     rec: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
-        for secure in modes:
-            label = "CURVE" if secure else "plain"
-            cluster = DevCluster(Path(tmp) / f"cluster-{label}", supervisors=2, slots=2, secure=secure)
-            cluster.start()
-            try:
-                for workers in (2, 4):
-                    rate = cluster_throughput(cluster, workers, args.duration)
-                    rows.append((f"cluster ({label}), {workers} workers on 2 nodes", rate))
-                if rec is None:
-                    rec = recovery(cluster, Path(tmp), rate=500)
-            finally:
+        clusters = {}
+        try:
+            for secure in modes:
+                label = "CURVE" if secure else "plain"
+                clusters[label] = DevCluster(Path(tmp) / f"cluster-{label}", supervisors=2, slots=2,
+                                             secure=secure)
+                clusters[label].start()
+            # Rounds of every configuration in turn: a machine whose speed drifts (a VM's
+            # does, by 10-20%) slows them alike, and the medians stay comparable.
+            for _round in range(args.repeat):
+                measure(PINNED, local_throughput(args.duration, pinned=True))
+                measure("local mode, 1 worker, unpinned", local_throughput(args.duration, pinned=False))
+                for label, cluster in clusters.items():
+                    for workers in (2, 4):
+                        measure(f"cluster ({label}), {workers} workers on 2 nodes",
+                                cluster_throughput(cluster, workers, args.duration))
+            rec = recovery(next(iter(clusters.values())), Path(tmp), rate=500)
+        finally:
+            for cluster in clusters.values():
                 cluster.stop()
-    assert rec is not None
     print("word count (spout x2, split x2, count x2, acking on, max pending 2000 per spout task), "
-          "sentences acked per second\n")
-    pinned = rows[0][1]
-    print(f"{'configuration':<44}{'sentences/s':>12}{'vs pinned local':>17}")
-    print("-" * 73)
-    for label, value in rows:
-        print(f"{label:<44}{value:>12,.0f}{value / pinned:>16.2f}x")
+          f"sentences acked per second, {args.repeat} round(s), median\n")
+    pinned = median(rows[PINNED])
+    spread = args.repeat > 1
+    print(f"{'configuration':<44}{'sentences/s':>12}{'vs pinned local':>17}"
+          + ("      min - max" if spread else ""))
+    print("-" * (88 if spread else 73))
+    for label, values in rows.items():
+        value = median(values)
+        line = f"{label:<44}{value:>12,.0f}{value / pinned:>16.2f}x"
+        if spread:
+            line += f"{min(values):>10,.0f} - {max(values):,.0f}"
+        print(line)
     print(f"\nrecovery after SIGKILL of a worker "
           f"(durable word count at {rec['rate_before']:.0f} sentences/s):")
     print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")

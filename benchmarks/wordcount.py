@@ -1,6 +1,6 @@
 """Word-count throughput, latency and memory: Squall local mode beside a plain loop.
 
-    python benchmarks/wordcount.py [--duration 5] [--cores 1]
+    python benchmarks/wordcount.py [--duration 5] [--cores 1] [--repeat 1]
 
 Each configuration runs in a fresh process pinned to ``--cores`` CPUs, so
 peak RSS is its own.  Sentences are 8 words from a 1,000-word vocabulary,
@@ -148,38 +148,68 @@ def child(spec: dict[str, Any], duration: float, warmup: float) -> None:
     print(json.dumps(result))
 
 
+def run_child(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | None:
+    cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
+           "--warmup", str(args.warmup)]
+    cores = set(range(min(args.cores, os.cpu_count() or 1)))
+    env = {**os.environ, "SQUALL_PURE_PYTHON": "1" if spec.get("pure") else "0"}
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
+                          preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
+    if proc.returncode != 0:
+        print(proc.stderr[-2000:], file=sys.stderr)
+        return None
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run of median throughput (its latencies and memory with it)."""
+    return sorted(runs, key=lambda r: r["sentences_per_s"])[len(runs) // 2]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=5.0)
     parser.add_argument("--warmup", type=float, default=1.0)
     parser.add_argument("--cores", type=int, default=1, help="CPUs each run is pinned to")
+    parser.add_argument("--repeat", type=int, default=1,
+                        help="rounds of every configuration; the table shows each one's median run")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(json.loads(args.child), args.duration, args.warmup)
         return 0
     print(f"word count, 8-word sentences, 1,000-word vocabulary, local mode, {args.cores} core(s), "
-          f"{args.duration:.0f} s per run\n")
+          f"{args.duration:.0f} s per run, {args.repeat} round(s)\n")
+    runs: dict[str, list[dict[str, Any]]] = {label: [] for label, _spec in CONFIGS}
+    # Rounds of every configuration in turn: a machine whose speed drifts (a VM's does,
+    # by 10-20%) then slows every configuration alike, and the medians stay comparable.
+    for _round in range(args.repeat):
+        for label, spec in CONFIGS:
+            r = run_child(spec, args)
+            if r is None:
+                print(f"{label}: failed", file=sys.stderr)
+            else:
+                runs[label].append(r)
     header = (f"{'configuration':<40}{'sentences/s':>13}{'tuples/s':>12}"
               f"{'p50 ms':>9}{'p99 ms':>9}{'RSS MB':>9}")
+    if args.repeat > 1:
+        header += f"{'  sentences/s min-max':>24}"
     print(header)
     print("-" * len(header))
-    for label, spec in CONFIGS:
-        cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
-               "--warmup", str(args.warmup)]
-        cores = set(range(min(args.cores, os.cpu_count() or 1)))
-        env = {**os.environ, "SQUALL_PURE_PYTHON": "1" if spec.get("pure") else "0"}
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
-                              preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
-        if proc.returncode != 0:
-            print(f"{label:<40} failed:\n{proc.stderr[-2000:]}")
+    for label, _spec in CONFIGS:
+        if not runs[label]:
+            print(f"{label:<40} failed")
             continue
-        r = json.loads(proc.stdout.strip().splitlines()[-1])
+        r = median_run(runs[label])
         p50 = f"{r['p50_ms']:.2f}" if "p50_ms" in r else "-"
         p99 = f"{r['p99_ms']:.2f}" if "p99_ms" in r else "-"
-        print(f"{label:<40}{r['sentences_per_s']:>13,.0f}{r['tuples_per_s']:>12,.0f}{p50:>9}{p99:>9}"
-              f"{r['peak_rss_mb']:>9.0f}")
+        line = (f"{label:<40}{r['sentences_per_s']:>13,.0f}{r['tuples_per_s']:>12,.0f}{p50:>9}{p99:>9}"
+                f"{r['peak_rss_mb']:>9.0f}")
+        if args.repeat > 1:
+            rates = [x["sentences_per_s"] for x in runs[label]]
+            line += f"{min(rates):>14,.0f} - {max(rates):,.0f}"
+        print(line)
     sizes = pending_tree_bytes()
     print(f"\nstate per pending tuple tree (tracemalloc, 100,000 trees): acker ledger "
           f"{sizes['acker']:.0f} bytes, spout pending map {sizes['spout']:.0f} bytes "
