@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 from squall.compiled import install as _install_compiled
 from squall.lazy import lazy_exports
 
-_install_compiled()  # the hot path's Cython builds, where current (squall/compiled.py)
+_install_compiled()  # the hot path's Cython builds, where current (squall/compiled/)
 
 _EXPORTS = {
     "Clock": "squall.clock",

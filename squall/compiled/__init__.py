@@ -9,9 +9,9 @@ not enforced) and lose most of the dispatch.
 The builds live in ``squall/_compiled/``, named by the SHA-256 of the source
 they were built from.  The import hook below loads a build only when its
 source is the one on disk: edit ``collector.py`` and the next import runs the
-edited Python, never a stale build; ``python -m squall.compiled build``
-(``squall/compiled/build.py``, which ``ops/bootstrap.sh`` runs) brings the builds up to date.  Without
-Cython or a C compiler nothing is built and Squall runs as pure Python.
+edited Python, never a stale build.  ``python -m squall.compiled build``
+(``build.py``; ``ops/bootstrap.sh`` runs it) brings the builds up to date.
+Without Cython or a C compiler nothing is built and Squall runs as pure Python.
 ``SQUALL_PURE_PYTHON=1`` turns the builds off for a process and its workers.
 """
 

@@ -85,4 +85,3 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print("usage: python -m squall.compiled [build|status]", file=sys.stderr)
     return 2
-
