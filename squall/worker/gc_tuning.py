@@ -7,13 +7,14 @@ the tuples waiting in queues.  Measured on the word-count benchmark, a gen-0
 threshold of 50,000 is worth about 30% of throughput.  A threshold the user
 already changed is left alone.
 
-Once a worker's executors are ready its startup heap is frozen (gc.freeze):
+Once a cluster worker's executors are ready, its process's heap is frozen (gc.freeze):
 the full collections the tuned thresholds still make would otherwise scan
 every module, class and table the process holds, each time; in a cluster
 worker that was a tenth of its time.  What is frozen is never collected as
 a cycle, which costs nothing for live objects and, for the garbage cycles
-alive at that moment, a one-off leak.  ``worker.gc.gen0.threshold: 0`` turns
-both off.
+alive at that moment, a one-off leak.  Local mode does not freeze: its
+process outlives the topologies it runs, and a killed topology's cycles must
+still be collected.  ``worker.gc.gen0.threshold: 0`` turns both off.
 """
 
 from __future__ import annotations

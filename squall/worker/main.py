@@ -398,7 +398,7 @@ class WorkerProcess:
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
-                                 resources=resources)
+                                 resources=resources, owns_process=True)
             if self.worker.transfer is not None:
                 # Nothing from another worker reaches an executor unchecked.
                 self.worker.transfer.validator = WireValidator(plan, self.worker.local_tasks)

@@ -72,8 +72,13 @@ class Worker:
         on_death: Callable[[Worker], None] | None = None,
         capture: Callable[[str, str, Any], None] | None = None,
         resources: dict[str, Any] | None = None,
+        owns_process: bool = False,
     ) -> None:
         self.plan = plan
+        # The process is this worker's alone (a cluster worker, not local mode): it may
+        # freeze the process's heap once ready, which would keep a local-mode process
+        # from ever collecting the cycles of a topology it kills later.
+        self.owns_process = owns_process
         self.conf = plan.conf
         self.address = address
         self.node = node
@@ -181,7 +186,7 @@ class Worker:
         with self._lock:
             self._ready += 1
             if self._ready == len(self.executors):
-                if self.gc_tuned:
+                if self.gc_tuned and self.owns_process:
                     freeze_startup_objects()
                 self.ready.set()
 

@@ -3,14 +3,17 @@ and the startup heap frozen once the worker is up."""
 
 from __future__ import annotations
 
+import functools
 import gc
 from collections.abc import Iterator
 
 import pytest
 
 from squall import LocalCluster, Topology
+from squall.local import runner as runner_module
 from squall.testing import poll_for
 from squall.worker.gc_tuning import CPYTHON_DEFAULT_GEN0, freeze_startup_objects, tune_gc
+from squall.worker.worker import Worker
 from tests.helpers import Journal, numbers_spout
 
 
@@ -48,15 +51,23 @@ def test_frozen_startup_objects_are_out_of_the_collectors_scans(restore_gc: None
     assert not any(id(o) in scanned for o in startup)
 
 
-def test_a_worker_freezes_its_startup_heap_once_its_executors_are_ready(restore_gc: None) -> None:
-    gc.unfreeze()
-    gc.set_threshold(CPYTHON_DEFAULT_GEN0, 10, 10)
-
+def test_a_cluster_worker_freezes_its_heap_once_ready_and_local_mode_never(
+        restore_gc: None, monkeypatch: pytest.MonkeyPatch) -> None:
     class T(Topology):
         numbers = numbers_spout(Journal(), 10, reliable=True).spec()
 
-    with LocalCluster() as cluster:
-        runner = cluster.submit("t", T)
-        poll_for(lambda: all(w.ready.is_set() for w in runner.workers if w), message="worker ready")
-        assert gc.get_threshold()[0] == 50_000
-        assert gc.get_freeze_count() > 0
+    def run(owns_process: bool) -> int:
+        gc.unfreeze()
+        gc.set_threshold(CPYTHON_DEFAULT_GEN0, 10, 10)
+        if owns_process:  # what squall.worker.main builds: a worker alone in its process
+            monkeypatch.setattr(runner_module, "Worker", functools.partial(Worker, owns_process=True))
+        with LocalCluster() as cluster:
+            runner = cluster.submit("t", T)
+            poll_for(lambda: all(w.ready.is_set() for w in runner.workers if w), message="worker ready")
+            assert gc.get_threshold()[0] == 50_000
+            return gc.get_freeze_count()
+
+    # Local mode runs topologies in a process that outlives them: nothing is frozen
+    assert run(owns_process=False) == 0
+    # A cluster worker's process is its own: its startup heap is frozen once it is ready
+    assert run(owns_process=True) > 0
