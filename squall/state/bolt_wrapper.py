@@ -20,7 +20,7 @@ from squall.state.alignment import BarrierAligner, Complete, Fail, Process, Rese
 from squall.state.checkpoint import CHECKPOINT_STREAM, COMMIT, PREPARE, RESETS
 from squall.state.providers import worker_store
 from squall.topology.component import DEFAULT_STREAM, Bolt
-from squall.topology.loading import build_instance, resolve_class
+from squall.topology.loading import resolve_class
 
 
 class CheckpointedBolt(Bolt):
@@ -64,9 +64,7 @@ class CheckpointedBolt(Bolt):
         self.prepared: list[Any] = []  # acked before the last prepare: acked for real at its commit
         self.user_initialized = False
         self.current: Any = None
-        user_options = opts.get("bolt_options") or {}
-        # Built as the component would be unwrapped: a Flux recipe in its options applies.
-        user = self.lend_runtime(build_instance(user_cls, user_options), user_options)
+        user = self.build_inner(user_cls, opts.get("bolt_options"))
         self.user = user
         self.user_process = user.process
         self.user_auto_ack, self.user_auto_fail = bool(user.auto_ack), bool(user.auto_fail)

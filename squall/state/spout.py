@@ -31,7 +31,6 @@ from squall.state.checkpoint import (
 from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
-from squall.topology.loading import build_instance, resolve_class
 
 RECORD = "record"
 
@@ -61,9 +60,7 @@ class CheckpointSpout(Spout):
         self.core = CheckpointCoordinator(record, interval, self.clock.now(), lambda: rng.getrandbits(63))
         self.user: Any = None
         if self.options.get("spout"):
-            user_cls = resolve_class(self.options["spout"])
-            user_options = self.options.get("spout_options") or {}
-            user = self.lend_runtime(build_instance(user_cls, user_options), user_options)
+            user = self.build_inner(self.options["spout"], self.options.get("spout_options"))
             user.emit = self._user_emit
             user.initialize(conf, context)
             self.user = user

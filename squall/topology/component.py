@@ -182,10 +182,16 @@ class Component:
         what it has not acked times out and replays.  Thread-safe."""
         return False
 
-    def lend_runtime(self, inner: Any, options: Mapping[str, Any]) -> Any:
-        """Give ``inner``, a component this one runs inside itself (a transactional
-        wrapper's user bolt or spout), this task's runtime: conf, context, clock,
-        logger, metrics, error reporting and the stop signal."""
+    def build_inner(self, class_ref: Any, options: Mapping[str, Any] | None) -> Any:
+        """A component this one runs inside itself (a checkpointing or transactional
+        wrapper's user bolt or spout), built as it would be unwrapped (a Flux recipe
+        in ``options`` applies: squall.topology.loading.build_instance) and given
+        this task's runtime: conf, context, clock, logger, metrics, error reporting
+        and the stop signal."""
+        from squall.topology.loading import build_instance
+
+        options = options or {}
+        inner = build_instance(class_ref, options)
         context = self.context
         inner.conf = self.conf
         inner.context = context

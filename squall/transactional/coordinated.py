@@ -15,7 +15,7 @@ from typing import Any
 
 from squall.errors import FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
-from squall.topology.loading import build_instance, resolve_class
+from squall.topology.loading import resolve_class
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt
 from squall.transactional.output import COMMIT_STREAM, COUNT_STREAM, BatchOutput, count_sources, count_targets
@@ -56,7 +56,7 @@ class CoordinatedBolt(Bolt):
             self.plain.initialize(conf, context)
 
     def _make_user(self) -> Any:
-        user = self.lend_runtime(build_instance(self.user_cls, self.user_options), self.user_options)
+        user = self.build_inner(self.user_cls, self.user_options)
         user.emit = self.out.emit
         # Squall acks and anchors: a plain bolt's own ack/fail calls change nothing.
         user.ack = user.fail = _ignore

@@ -22,7 +22,7 @@ from typing import Any
 
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
-from squall.topology.loading import build_instance, resolve_class
+from squall.topology.loading import resolve_class
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
 from squall.transactional.rotating import MissingPredecessor, RotatingState
 from squall.transactional.state import decode_value, encode_value, open_backend
@@ -215,7 +215,6 @@ def state_id(opts: dict[str, Any], conf: dict[str, Any], context: Any) -> str:
 
 def make_user_spout(host: Any, opts: dict[str, Any], conf: dict[str, Any], context: Any) -> Any:
     """The user's transactional spout, set up like any component of the task."""
-    user_options = opts.get("spout_options") or {}
-    spout = host.lend_runtime(build_instance(opts["spout"], user_options), user_options)
+    spout = host.build_inner(opts["spout"], opts.get("spout_options"))
     spout.initialize(conf, context)
     return spout
