@@ -245,41 +245,26 @@ class WindowCore:
         else:
             assert self.count_length is not None
             lo = max(0, upto - self.count_length)
-        if not isinstance(self.tuples, list):
-            return self._paged_trigger(lo, upto, ref)
-        evicted = self.tuples[:lo]
+        # A paged buffer (squall.windowing.paged, max_events_in_memory) hands out
+        # views that page partitions in, never lists of the whole window.
+        paged = not isinstance(self.tuples, list)
+        evicted = self.tuples.evict_front(lo) if paged else self.tuples[:lo]  # type: ignore[attr-defined]
         if lo:
             del self.ts[:lo]
-            del self.tuples[:lo]
             del self.fresh[:lo]
+            if not paged:
+                del self.tuples[:lo]
+                self.expired.extend(evicted)
             upto -= lo
-            self.expired.extend(evicted)
         if upto == 0:
             return Activation(None, evicted)
-        tuples = self.tuples[:upto]
-        new = list(compress(tuples, self.fresh[:upto]))
-        self.fresh[:upto] = bytes(upto)
-        expired, self.expired = self.expired, []
-        if self.time_length is None:
-            start = end = None
+        if paged:
+            picks = array("q", (i for i in range(upto) if self.fresh[i]))
+            tuples, new, expired = self.tuples.hand_out(upto, picks)  # type: ignore[attr-defined]
         else:
-            start, end = ref - self.time_length, ref
-        return Activation(Window(tuples, new, expired, start, end), evicted)
-
-    def _paged_trigger(self, lo: int, upto: int, ref: int) -> Activation:
-        """``trigger`` over a :class:`~squall.windowing.paged.PagedTuples`
-        buffer: the window and its new and expired tuples are views paging
-        partitions in, never lists of the whole window."""
-        paged = self.tuples
-        evicted = paged.evict_front(lo)  # type: ignore[attr-defined]
-        if lo:
-            del self.ts[:lo]
-            del self.fresh[:lo]
-            upto -= lo
-        if upto == 0:
-            return Activation(None, evicted)
-        picks = array("q", (i for i in range(upto) if self.fresh[i]))
-        tuples, new, expired = paged.hand_out(upto, picks)  # type: ignore[attr-defined]
+            tuples = self.tuples[:upto]
+            new = list(compress(tuples, self.fresh[:upto]))
+            expired, self.expired = self.expired, []
         self.fresh[:upto] = bytes(upto)
         if self.time_length is None:
             start = end = None
