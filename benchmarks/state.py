@@ -31,19 +31,16 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 
 def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
-    import random
-
     from squall import Grouping, LocalCluster, Topology
     from squall.ops.logging import configure_logging
     from squall.state import CheckpointedSpout, StatefulBolt
 
     sys.path.insert(0, os.path.join(HERE, "topologies"))
-    from bench_wordcount import VOCAB, Count, Split, pooled_sentences
+    from bench_wordcount import Count, Split, pooled_sentences, sentence_pool
 
     configure_logging("error")
     Sentences = pooled_sentences(POOL, acking=spec.get("acking", True))  # noqa: N806 - a class
-    rng = random.Random(0)
-    pool = [" ".join(rng.choices(VOCAB, k=8)) for _ in range(POOL)]  # the same pool, for the rewinding spout
+    pool = sentence_pool(POOL)  # the same pool, for the rewinding spout
 
     class RewindingSentences(CheckpointedSpout):
         outputs = ["sentence"]

@@ -21,13 +21,10 @@ import time
 from collections import Counter
 from typing import Any
 
-VOCAB = [f"word{i}" for i in range(1000)]
-POOL_SIZE = 20_000
-
-
-def sentence_pool() -> list[str]:
-    rng = random.Random(0)
-    return [" ".join(rng.choices(VOCAB, k=8)) for _ in range(POOL_SIZE)]
+# The sentence pool the other benchmarks use (a module that imports no Squall, so the
+# plain loop's row carries none in its RSS), and their spout, split and count bolts.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+from sentences import sentence_pool  # noqa: E402
 
 
 def run_plain(duration: float) -> dict[str, Any]:
@@ -47,29 +44,13 @@ def run_plain(duration: float) -> dict[str, Any]:
 
 def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
                max_pending: int | None) -> dict[str, Any]:
-    from squall import Grouping, LocalCluster, Spout, Topology
+    from bench_wordcount import Count, Split, pooled_sentences
+
+    from squall import Grouping, LocalCluster, Topology
     from squall.ops.logging import configure_logging
 
-    # The same split and count bolts the cluster benchmark runs.
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
-    from bench_wordcount import Count, Split
-
     configure_logging("error")
-    pool = sentence_pool()
-
-    class Sentences(Spout):
-        outputs = ["sentence"]
-
-        def initialize(self, conf: dict[str, Any], context: Any) -> None:
-            self.i = 0
-            self.start = time.monotonic()
-
-        def next_tuple(self) -> None:
-            i = self.i
-            if rate is not None and time.monotonic() < self.start + i / rate:
-                return
-            self.i = i + 1
-            self.emit([pool[i % POOL_SIZE]], tup_id=i if acking else None)
+    Sentences = pooled_sentences(acking=acking, rate=rate)  # noqa: N806 - a class
 
     conf: dict[str, Any] = {"topology.acker.executors": 1 if acking else 0}
     if max_pending is not None:

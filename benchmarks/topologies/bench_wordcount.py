@@ -4,12 +4,13 @@ pre-generated 8-word sentences, reliable spout, split and count."""
 from __future__ import annotations
 
 import random
+import time
 from collections import Counter
 from typing import Any
 
-from squall import Bolt, Grouping, Spout, Topology
+from sentences import VOCAB, sentence_pool
 
-VOCAB = [f"word{i}" for i in range(1000)]
+from squall import Bolt, Grouping, Spout, Topology
 
 
 class Sentences(Spout):
@@ -26,20 +27,22 @@ class Sentences(Spout):
         self.emit([self.pool[i % 20_000]], tup_id=i)
 
 
-def pooled_sentences(size: int = 20_000, acking: bool = True) -> type[Spout]:
-    """A spout class emitting ``size`` pre-generated sentences round and round (the same
-    pool in every run: seed 0), so that a benchmark measures the engine, not ``random``."""
-    rng = random.Random(0)
-    pool = [" ".join(rng.choices(VOCAB, k=8)) for _ in range(size)]
+def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None = None) -> type[Spout]:
+    """A spout class emitting :func:`sentence_pool` round and round, so that a benchmark
+    measures the engine, not ``random``; at most ``rate`` sentences a second if given."""
+    pool = sentence_pool(size)
 
     class PooledSentences(Spout):
         outputs = ["sentence"]
 
         def initialize(self, conf: dict[str, Any], context: Any) -> None:
             self.i = 0
+            self.start = time.monotonic()
 
         def next_tuple(self) -> None:
             i = self.i
+            if rate is not None and time.monotonic() < self.start + i / rate:
+                return
             self.i = i + 1
             self.emit([pool[i % size]], tup_id=i if acking else None)
 
