@@ -44,6 +44,10 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.localityaware.lower.bound": (0.2, (int, float), 0),
     # Capacity of an executor's data queue, in tuples: above it spouts pause.
     "topology.executor.receive.buffer.size": (32768, (int,), 1),
+    # Capacity of a worker's transfer queue (what waits for its send thread), in
+    # messages: a batch of tuples or one ack each.  Above it the worker counts as
+    # congested, like a full executor queue, so no spout outruns the send thread.
+    "topology.transfer.buffer.size": (1024, (int,), 2),
     # How many times a spout's next_tuple runs before its output is flushed.
     "topology.spout.batch.size": (64, (int,), 1),
     # How long a spout sleeps when next_tuple emitted nothing (Storm's default 1 ms).

@@ -20,6 +20,15 @@ congested sets ``backpressure.remote`` and its spouts pause; a congestion
 not refreshed within three resend periods is forgotten, so a peer that died
 congested cannot pause the topology for ever.
 
+The outbox is bounded the same way the executor queues are: when more than
+``capacity`` messages wait for the send thread, this worker turns congested
+(its spouts pause, and so do its peers'), until half of them are sent.  The
+send thread also takes at most :data:`TURN_MESSAGES` messages a turn, so a
+frame stays small and a turn short however fast the executors produce:
+without both, a spout that outruns the send thread grows one frame without
+end, which reaches the peer late, all at once, or (past
+``zmq.max.message.bytes``) never.
+
 Nothing from the wire is trusted: with a :class:`~squall.worker.wire.WireValidator`
 (the worker process sets one) every frame is decoded and checked by it, and
 a message of a kind, task or shape this worker's executors would never have
@@ -49,6 +58,7 @@ log = structlog.get_logger("squall.worker.transfer")
 WORKER_TASK = -1  # the target of worker-level messages
 BP_EXPIRY_PERIODS = 3
 IDLE_WAIT_SECS = 0.1
+TURN_MESSAGES = 512  # the most messages the send thread packs in one turn
 REJECT_LOG_SECS = 10.0  # at most one warning about rejected frames per this many seconds
 
 
@@ -57,7 +67,7 @@ class Transfer:
                  deliver: Callable[[str, int, Any], None], component_of: Callable[[int], str],
                  record_of: Callable[[str, str], type], die: Callable[[BaseException], None],
                  *, backpressure: Backpressure | None = None, bp_resend: float = 1.0,
-                 validator: WireValidator | None = None,
+                 validator: WireValidator | None = None, capacity: int = 1024,
                  now: Callable[[], float] = time.monotonic) -> None:
         self.address = address
         self._transport = transport
@@ -69,6 +79,11 @@ class Transfer:
         self._die = die
         self._now = now
         self._outbox: deque[tuple[str, int, Any]] = deque()
+        self._capacity = capacity
+        # Raised on the backpressure for a full outbox: by whichever thread fills it,
+        # lowered by the send thread; both under the lock, so they pair up.
+        self._outbox_congested = False
+        self._outbox_lock = threading.Lock()
         self._wakeup = threading.Event()
         self._running = False
         self._senders: dict[str, Sender] = {}  # send thread only
@@ -107,7 +122,10 @@ class Transfer:
             thread.start()
 
     def put(self, kind: str, task: int, payload: Any) -> None:
-        self._outbox.append((kind, task, payload))
+        outbox = self._outbox
+        outbox.append((kind, task, payload))
+        if len(outbox) > self._capacity and not self._outbox_congested:
+            self._outbox_full()
         self._wakeup.set()
 
     def empty(self) -> bool:
@@ -144,6 +162,7 @@ class Transfer:
             "frames_undelivered": getattr(self._transport, "undelivered", 0),
             "queued": len(self._outbox),
             "congested": self._congested,
+            "outbox_congested": self._outbox_congested,
             "peers_congested": sorted(self._peers_congested),
         }
 
@@ -183,13 +202,14 @@ class Transfer:
                 self._wakeup.clear()
                 if self._routes_changed:
                     self._close_unused_senders()
+                self._watch_outbox()
                 self._tell_backpressure()
                 if not outbox:
                     self._wakeup.wait(IDLE_WAIT_SECS)
                     continue
                 by_peer: dict[str, list[tuple[str, int, Any]]] = {}
                 routes = self._task_address
-                while outbox:
+                for _ in range(min(len(outbox), TURN_MESSAGES)):
                     kind, task, payload = outbox.popleft()
                     address = routes.get(task)
                     if address is None:
@@ -201,6 +221,7 @@ class Transfer:
                     self._sender(address).send(frame)
                     self.frames_sent += 1
                     self.bytes_sent += len(frame)
+            self._watch_outbox()
             if self._bp_told:
                 self._congested = False  # going away: do not leave the peers paused
                 self._tell_backpressure()
@@ -210,6 +231,25 @@ class Transfer:
             for sender in self._senders.values():
                 sender.close()
             self._senders.clear()
+
+    def _outbox_full(self) -> None:
+        if self._backpressure is None:
+            return
+        with self._outbox_lock:
+            if not self._outbox_congested:
+                self._outbox_congested = True
+                log.debug("transfer queue full, raising backpressure", queued=len(self._outbox))
+                self._backpressure.raise_()
+
+    def _watch_outbox(self) -> None:
+        """Lower the backpressure a full outbox raised once half of it is sent."""
+        bp = self._backpressure
+        if bp is not None and self._outbox_congested and (
+                len(self._outbox) <= self._capacity // 2 or not self._running):
+            with self._outbox_lock:
+                if self._outbox_congested:
+                    self._outbox_congested = False
+                    bp.lower()
 
     def _close_unused_senders(self) -> None:
         self._routes_changed = False

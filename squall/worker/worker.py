@@ -114,7 +114,8 @@ class Worker:
             self.transfer = Transfer(transport, address, remote, self.deliver,
                                      plan.task_component.__getitem__, self._record_of, self._transfer_died,
                                      backpressure=self.backpressure,
-                                     bp_resend=self.conf["worker.backpressure.resend.secs"])
+                                     bp_resend=self.conf["worker.backpressure.resend.secs"],
+                                     capacity=self.conf["topology.transfer.buffer.size"])
             self.backpressure.on_change = self.transfer.local_congestion
         self.misrouted = 0
         self._cpu_seen: dict[int, tuple[float, float, float]] = {}  # task -> (clock, thread CPU secs, share)

@@ -14,20 +14,45 @@ from squall import Bolt, LocalCluster, Spout, Topology
 from squall.testing import poll_for
 from squall.worker import serialization
 from squall.worker.queues import Backpressure
-from squall.worker.transfer import WORKER_TASK, Transfer
-from squall.worker.transport import InprocTransport
+from squall.worker.transfer import TURN_MESSAGES, WORKER_TASK, Transfer
+from squall.worker.transport import InprocTransport, Sender
 from tests.helpers import stay
+
+
+class GatedTransport(InprocTransport):
+    """In-memory frames whose sends wait for ``gate``: a send thread held up (a slow
+    network, a starved thread) while its executors keep producing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.sending = threading.Event()
+
+    def connect(self, address: str) -> Sender:
+        inner, transport = super().connect(address), self
+
+        class Gated(Sender):
+            def send(self, frame: bytes) -> None:
+                transport.sending.set()
+                transport.gate.wait(10)
+                inner.send(frame)
+
+            def close(self) -> None:
+                inner.close()
+
+        return Gated()
 
 
 class Peer:
     """A Transfer as a worker holds one, with what it was handed and its backpressure."""
 
-    def __init__(self, transport: InprocTransport, address: str, peers: list[str], resend: float) -> None:
+    def __init__(self, transport: InprocTransport, address: str, peers: list[str], resend: float,
+                 capacity: int = 1024) -> None:
         self.backpressure = Backpressure()
         self.died: list[BaseException] = []
         self.transfer = Transfer(transport, address, {i + 100: p for i, p in enumerate(peers)},
                                  lambda *m: None, str, lambda c, s: tuple, self.died.append,
-                                 backpressure=self.backpressure, bp_resend=resend)
+                                 backpressure=self.backpressure, bp_resend=resend, capacity=capacity)
         self.backpressure.on_change = self.transfer.local_congestion
 
     def congest(self, on: bool) -> None:
@@ -100,6 +125,49 @@ def test_an_orderly_stop_releases_the_peers(net: Any) -> None:
     poll_for(lambda: not b.backpressure.remote, timeout=2, message="b to be released by a's stop")
 
 
+def test_a_transfer_queue_over_capacity_congests_the_worker_until_half_is_sent(net: Any) -> None:
+    _, peers, base = net
+    transport = GatedTransport()
+    a = start(peers, Peer(transport, f"{base}/a", [f"{base}/b"], resend=10.0, capacity=100))
+    b = start(peers, Peer(transport, f"{base}/b", [f"{base}/a"], resend=10.0))
+    # Given a send thread held up in a send
+    a.transfer.put("ack", 100, [1, 2])
+    assert transport.sending.wait(2)
+    # When its executors queue more than the capacity, the worker is congested at once
+    for _ in range(100):
+        a.transfer.put("ack", 100, [1, 2])
+    assert not a.backpressure.active
+    a.transfer.put("ack", 100, [1, 2])
+    assert a.backpressure.congested == 1 and a.transfer.stats()["outbox_congested"]
+    a.transfer.put("ack", 100, [1, 2])
+    assert a.backpressure.congested == 1, "raised once however full it gets"
+    # And once the send thread catches up it is not, and the peer heard both
+    transport.gate.set()
+    poll_for(lambda: not a.backpressure.active, timeout=2, message="a to drain")
+    poll_for(lambda: b.transfer.stats()["frames_received"] >= 2, timeout=2, message="b to receive")
+    assert a.transfer.stats()["queued"] == 0
+
+
+def test_a_backlog_goes_out_in_frames_of_bounded_size(net: Any) -> None:
+    _, peers, base = net
+    transport = GatedTransport()
+    received: list[int] = []
+    a = start(peers, Peer(transport, f"{base}/a", [f"{base}/b"], resend=10.0, capacity=10_000))
+    b = Peer(transport, f"{base}/b", [f"{base}/a"], resend=10.0)
+    b.transfer._deliver = lambda kind, task, payload: received.append(task)
+    start(peers, b)
+    # Given a backlog three turns long behind a held-up send
+    a.transfer.put("ack", 100, [1, 2])
+    assert transport.sending.wait(2)
+    backlog = 2 * TURN_MESSAGES + 10
+    for _ in range(backlog):
+        a.transfer.put("ack", 100, [1, 2])
+    transport.gate.set()
+    # Then every message arrives, in frames of at most TURN_MESSAGES messages
+    poll_for(lambda: len(received) == backlog + 1, timeout=5, message="the backlog to arrive")
+    assert b.transfer.stats()["frames_received"] >= 4
+
+
 # -- in a topology ----------------------------------------------------------------
 
 
@@ -141,7 +209,16 @@ def test_a_slow_bolt_in_another_worker_pauses_the_spout_until_it_catches_up() ->
             spout_worker = next(w for w in runner.workers if w is not None and 1 in w.local_tasks)
             assert 2 not in spout_worker.local_tasks, "the bolt must be in the other worker"
             # Then the spout's worker hears the bolt's worker is congested
-            poll_for(lambda: spout_worker.backpressure.remote, timeout=5, message="remote backpressure")
+            bolt_worker = next(w for w in runner.workers if w is not None and 2 in w.local_tasks)
+
+            def state() -> str:  # what a failure message needs to say where the tuples were
+                return (f"emitted={counts['emitted']} processed={counts['processed']} spout worker "
+                        f"{spout_worker.transfer.stats()} bolt worker {bolt_worker.transfer.stats()}")
+
+            try:
+                poll_for(lambda: spout_worker.backpressure.remote, timeout=15, message="remote backpressure")
+            except AssertionError as e:
+                raise AssertionError(f"{e}: {state()}") from None
             heard_at = emitted()
             # And the spout stops while the bolt works through its backlog.  (How far
             # it got first is the spout's rate times a round trip between the
