@@ -103,9 +103,15 @@ class BoltExecutor(ComponentExecutor):
                         continue
                     am = tup.anchors
                     if am:
+                        # XOR only what is there: a 64-bit int made for nothing costs
+                        # an allocation (a leaf bolt's ackval is 0; a root's first ack
+                        # in this batch has nothing to combine with).
                         av = tup.ackval
                         for root, edge in am.items():
-                            acks[root] = acks.get(root, 0) ^ edge ^ av
+                            if av:
+                                edge ^= av
+                            prev = acks.get(root)
+                            acks[root] = edge if prev is None else prev ^ edge
             self.acked += len(tuples) - errors
         elif self.tracking:
             # Acked by hand; auto-anchoring still needs the current tuple.

@@ -86,6 +86,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                  state: TaskState) -> Callable:
     new = tuple.__new__
     make = Tuple
+    fromkeys = dict.fromkeys
     plain = _PLAIN
     seq = (list, tuple)
     table = {name: so.unpacked() for name, so in streams.items()}
@@ -118,10 +119,18 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                     am = a.anchors
                     if am:
                         # The common case, one anchor: no loop over anchors.
-                        for t in tasks:
-                            e = rand64()
-                            a.ackval ^= e
-                            out[t](make(e, component, stream, task, vals, dict.fromkeys(am, e)))
+                        if len(am) == 1:
+                            # and one tree: a one-entry dict literal, no fromkeys call
+                            for root in am:
+                                for t in tasks:
+                                    e = rand64()
+                                    a.ackval ^= e
+                                    out[t](make(e, component, stream, task, vals, {root: e}))
+                        else:
+                            for t in tasks:
+                                e = rand64()
+                                a.ackval ^= e
+                                out[t](make(e, component, stream, task, vals, fromkeys(am, e)))
                         return tasks
             tup = make(None, component, stream, task, vals, None)
             for t in tasks:
@@ -139,7 +148,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                         e = rand64()
                         a.ackval ^= e
                         if amap is None:
-                            amap = dict.fromkeys(am, e)
+                            amap = fromkeys(am, e)
                             first = e
                         else:
                             for root in am:
