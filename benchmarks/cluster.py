@@ -1,6 +1,7 @@
 """Cluster-mode word count next to local mode, and recovery after SIGKILL.
 
     python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure] [--repeat 1]
+                                 [--pending 2000]
 
 Local mode runs in a process of its own, pinned to one core as ``squall
 local`` pins itself, and unpinned; the cluster's workers are pinned by their
@@ -53,9 +54,9 @@ def acked(cluster: DevCluster, name: str) -> tuple[float, int]:
     return time.monotonic(), int(stats.get("sentences", {}).get("acked", 0))
 
 
-def cluster_throughput(cluster: DevCluster, workers: int, duration: float) -> float:
+def cluster_throughput(cluster: DevCluster, workers: int, duration: float, pending: int) -> float:
     name = f"bench{workers}"
-    submit(cluster, BENCH, name, f"topology.workers={workers}")
+    submit(cluster, BENCH, name, f"topology.workers={workers}", f"topology.max.spout.pending={pending}")
     deadline = time.monotonic() + 60
     while acked(cluster, name)[1] == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
@@ -69,19 +70,19 @@ def cluster_throughput(cluster: DevCluster, workers: int, duration: float) -> fl
     return (a1 - a0) / (t1 - t0)
 
 
-def local_throughput(duration: float, pinned: bool) -> float:
+def local_throughput(duration: float, pinned: bool, pending: int) -> float:
     """The same topology in local mode, in a process of its own: pinned to one core as
     ``squall local`` pins itself, or free to move between cores."""
     import json
 
-    cmd = [sys.executable, __file__, "--local-child", "--duration", str(duration)]
+    cmd = [sys.executable, __file__, "--local-child", "--duration", str(duration), "--pending", str(pending)]
     if pinned:
         cmd.append("--pinned")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
     return float(json.loads(proc.stdout.strip().splitlines()[-1])["rate"])
 
 
-def local_child(duration: float, pinned: bool) -> None:
+def local_child(duration: float, pinned: bool, pending: int) -> None:
     import json
 
     sys.path.insert(0, str(BENCH.parent))
@@ -96,7 +97,7 @@ def local_child(duration: float, pinned: bool) -> None:
     if core is not None:
         pin_to(core)
     with LocalCluster() as local:
-        runner = local.submit("bench", BenchWordCount)
+        runner = local.submit("bench", BenchWordCount, {"topology.max.spout.pending": pending})
         time.sleep(2)
         a0, t0 = runner.stats()["sentences"]["acked"], time.monotonic()
         time.sleep(duration)
@@ -154,11 +155,14 @@ def main() -> int:
                         help="which dev clusters to measure (default: both, side by side)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every configuration; the table shows medians")
+    parser.add_argument("--pending", type=int, default=2000,
+                        help="topology.max.spout.pending per spout task, in every configuration "
+                             "(default 2000, the issue's setting)")
     parser.add_argument("--local-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.local_child:
-        local_child(args.duration, args.pinned)
+        local_child(args.duration, args.pinned, args.pending)
         return 0
     modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
     rows: dict[str, list[float]] = {}
@@ -178,17 +182,17 @@ def main() -> int:
             # Rounds of every configuration in turn: a machine whose speed drifts (a VM's
             # does, by 10-20%) slows them alike, and the medians stay comparable.
             for _round in range(args.repeat):
-                measure(PINNED, local_throughput(args.duration, pinned=True))
-                measure("local mode, 1 worker, unpinned", local_throughput(args.duration, pinned=False))
+                for pinned, label in ((True, PINNED), (False, "local mode, 1 worker, unpinned")):
+                    measure(label, local_throughput(args.duration, pinned, args.pending))
                 for label, cluster in clusters.items():
                     for workers in (2, 4):
                         measure(f"cluster ({label}), {workers} workers on 2 nodes",
-                                cluster_throughput(cluster, workers, args.duration))
+                                cluster_throughput(cluster, workers, args.duration, args.pending))
             rec = recovery(next(iter(clusters.values())), Path(tmp), rate=500)
         finally:
             for cluster in clusters.values():
                 cluster.stop()
-    print("word count (spout x2, split x2, count x2, acking on, max pending 2000 per spout task), "
+    print(f"word count (spout x2, split x2, count x2, acking on, max pending {args.pending} per spout task), "
           f"sentences acked per second, {args.repeat} round(s), median\n")
     pinned = median(rows[PINNED])
     spread = args.repeat > 1

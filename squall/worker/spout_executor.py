@@ -6,6 +6,22 @@ pending.  Acks and fails from the ackers reach the task that emitted the
 tree, with the user's message id.  The spout also times out its own pending
 trees on ``__tick`` (2 buckets rotated every message timeout: a tree never
 acked fails between T and 2T), so a lost acker cannot leak them.
+
+A spout also yields to its own worker's bolts: while they have more than
+``topology.spout.yield.queued.tuples`` tuples queued between them, it does
+not call next_tuple.  The spout, the bolts and the transfer threads share one
+GIL, so each tuple the spout adds to a queue that already holds work takes
+a share of the core from the bolts and buys nothing but a longer wait.
+Across workers this matters most.  The bolts also hold the other workers'
+trees, and a worker whose spout keeps the core starves the peers waiting on
+it for acks.  The workers then take turns sitting idle, a fifth of the time
+each on the cluster benchmark.  Two rules keep the yield from starving
+anything:
+- a spout with fewer than an eighth of its max spout pending in flight never
+  yields, so its share of a saturated bolt is kept;
+- spouts that limit their own trees in flight (the checkpoint spout and the
+  transactional coordinator) never yield, and nor do spouts whose trees are
+  not tracked.
 """
 
 from __future__ import annotations
@@ -13,6 +29,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+from squall.acker import ACKER_COMPONENT
 from squall.topology.loading import resolve_class
 from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
@@ -59,6 +76,8 @@ class SpoutExecutor(ComponentExecutor):
         self.batch = self.conf["topology.spout.batch.size"]
         self.wait_secs = self.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
         self.tracker = SpoutTracker(self.acker_tasks, self.worker.local_tasks)
+        self.yield_above = self.conf["topology.spout.yield.queued.tuples"]
+        self.bolt_queues: list[Any] = []
         self.spouts: list[SpoutTask] = []
         self.by_task: dict[int, SpoutTask] = {}
         now = self.worker.clock.now
@@ -82,6 +101,10 @@ class SpoutExecutor(ComponentExecutor):
             for st in self.spouts:  # seen per task by the API, Prometheus and the UI
                 self.worker.metrics_of(self.component, st.task).gauge(
                     "max_spout_pending", lambda: self.max_pending)
+        if self.yield_above and self.max_pending is not None:
+            # Every executor exists before any starts (Worker.start): these are all of them.
+            self.bolt_queues = [e.queue for e in self.worker.executors
+                                if not isinstance(e, SpoutExecutor) and e.component != ACKER_COMPONENT]
         if self.active:
             for st in self.spouts:
                 st.spout.activate()
@@ -108,6 +131,13 @@ class SpoutExecutor(ComponentExecutor):
             return False
         tracker = self.tracker
         max_pending = self.max_pending
+        if self.bolt_queues and tracker.count >= max_pending >> 3:
+            # Yield to the worker's bolts while they have work queued: see the module doc.
+            queued = 0
+            for q in self.bolt_queues:
+                queued += q.size
+            if queued > self.yield_above:
+                return False
         emitted_any = False
         for _ in range(self.batch):
             emitted = False
