@@ -15,13 +15,15 @@ a share of the core from the bolts and buys nothing but a longer wait.
 Across workers this matters most.  The bolts also hold the other workers'
 trees, and a worker whose spout keeps the core starves the peers waiting on
 it for acks.  The workers then take turns sitting idle, a fifth of the time
-each on the cluster benchmark.  Two rules keep the yield from starving
-anything:
+each on the cluster benchmark.  Without acking, nothing but the queues'
+high watermark bounds a spout, and the bolts' queues grow to it.  Three
+rules keep the yield from starving anything:
 - a spout with fewer than an eighth of its max spout pending in flight never
   yields, so its share of a saturated bolt is kept;
+- a spout with no such bound (acking off, or no max spout pending) yields
+  for :data:`YIELD_SECS_IN_A_ROW` (50 ms) at most, then emits a batch anyway;
 - spouts that limit their own trees in flight (the checkpoint spout and the
-  transactional coordinator) never yield, and nor do spouts whose trees are
-  not tracked.
+  transactional coordinator) never yield.
 """
 
 from __future__ import annotations
@@ -35,6 +37,11 @@ from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
 
 LATENCY_SAMPLES = 200_000
+# A spout not bounded by its trees in flight yields for this long in a row at most, then
+# emits a batch; while it yields it looks at the queues this often (no ack wakes it: with
+# the 1 ms of an idle spout the bolts ran dry in between, pure-Python acking off lost a fifth).
+YIELD_SECS_IN_A_ROW = 0.05
+YIELD_WAIT_SECS = 0.0002
 AUTOTUNE = "autotune"  # the control the worker's timer sends every autotune period
 INITIAL_PENDING = 1000  # where the tuner starts when no max spout pending is set
 
@@ -78,6 +85,8 @@ class SpoutExecutor(ComponentExecutor):
         self.tracker = SpoutTracker(self.acker_tasks, self.worker.local_tasks)
         self.yield_above = self.conf["topology.spout.yield.queued.tuples"]
         self.bolt_queues: list[Any] = []
+        self.yields_by_trees = False  # the floor of trees in flight applies (else the time limit)
+        self.yield_since: float | None = None  # when a spout no trees bound began to yield
         self.spouts: list[SpoutTask] = []
         self.by_task: dict[int, SpoutTask] = {}
         now = self.worker.clock.now
@@ -91,7 +100,8 @@ class SpoutExecutor(ComponentExecutor):
             st = SpoutTask(task, spout, state)
             self.spouts.append(st)
             self.by_task[task] = st
-        if any(not getattr(st.spout, "throttled_by_pending", True) for st in self.spouts):
+        self_limiting = any(not getattr(st.spout, "throttled_by_pending", True) for st in self.spouts)
+        if self_limiting:
             self.max_pending = None  # the spout limits what it has in flight itself
         elif self.conf["topology.max.spout.pending.autotune"]:
             self.tuner = make_tuner(self.conf, self.max_pending)
@@ -101,10 +111,12 @@ class SpoutExecutor(ComponentExecutor):
             for st in self.spouts:  # seen per task by the API, Prometheus and the UI
                 self.worker.metrics_of(self.component, st.task).gauge(
                     "max_spout_pending", lambda: self.max_pending)
-        if self.yield_above and self.max_pending is not None:
+        if self.yield_above and not self_limiting:
             # Every executor exists before any starts (Worker.start): these are all of them.
             self.bolt_queues = [e.queue for e in self.worker.executors
                                 if not isinstance(e, SpoutExecutor) and e.component != ACKER_COMPONENT]
+            self.yields_by_trees = self.tracking and self.max_pending is not None
+            self.now = now
         if self.active:
             for st in self.spouts:
                 st.spout.activate()
@@ -124,6 +136,8 @@ class SpoutExecutor(ComponentExecutor):
     def idle_wait(self) -> float:
         # Storm's sleep wait strategy: a spout with nothing to emit sleeps 1 ms,
         # but wakes at once for acks and fails.
+        if self.yield_since is not None:
+            return YIELD_WAIT_SECS  # no ack will wake it when the bolts catch up: look again soon
         return self.wait_secs if self.active else super().idle_wait()
 
     def turn(self) -> bool:
@@ -131,13 +145,22 @@ class SpoutExecutor(ComponentExecutor):
             return False
         tracker = self.tracker
         max_pending = self.max_pending
-        if self.bolt_queues and tracker.count >= max_pending >> 3:
+        if self.bolt_queues:
             # Yield to the worker's bolts while they have work queued: see the module doc.
-            queued = 0
-            for q in self.bolt_queues:
-                queued += q.size
-            if queued > self.yield_above:
-                return False
+            if self.yields_by_trees:
+                may_yield = tracker.count >= max_pending >> 3
+            else:
+                since = self.yield_since
+                may_yield = since is None or self.now() - since < YIELD_SECS_IN_A_ROW
+            if may_yield:
+                queued = 0
+                for q in self.bolt_queues:
+                    queued += q.size
+                if queued > self.yield_above:
+                    if not self.yields_by_trees and self.yield_since is None:
+                        self.yield_since = self.now()
+                    return False
+            self.yield_since = None
         emitted_any = False
         for _ in range(self.batch):
             emitted = False

@@ -1,7 +1,9 @@
 """A spout yields to its own worker's bolts (topology.spout.yield.queued.tuples):
 it stops calling next_tuple while they have work queued, instead of filling
-their queues up to max spout pending; yet a spout with few trees in flight
-always gets to emit, so a bolt kept busy by another source cannot starve it."""
+their queues up to max spout pending (or, acking off, to the queues' high
+watermark); yet a spout with few trees in flight always gets to emit, and
+one with acking off emits a batch after 50 ms of yielding, so a bolt kept
+busy by another source cannot starve it."""
 
 from __future__ import annotations
 
@@ -18,6 +20,8 @@ from tests.helpers import stay
 pytestmark = pytest.mark.timeout(60)
 
 MAX_PENDING = 2000
+ACKING = pytest.mark.parametrize("acking", [{}, {"topology.acker.executors": 0}],
+                                 ids=["acking on", "acking off"])
 
 
 class Counts:
@@ -44,6 +48,7 @@ def topology(counts: Counts, fast: threading.Event, conf: dict[str, Any],
     class Flood(Spout):
         """Untracked tuples as fast as it can: never yields, keeps the bolt's queue full."""
         outputs = ["n"]
+        throttled_by_pending = False  # as a spout that bounds itself: it never yields
 
         def next_tuple(self) -> None:
             counts.flooded += 1
@@ -68,8 +73,9 @@ def topology(counts: Counts, fast: threading.Event, conf: dict[str, Any],
     return T
 
 
-def test_a_spout_stops_filling_its_workers_queues_once_they_hold_work() -> None:
-    # Given a reliable spout (max spout pending 2000) before a slow bolt in the same worker
+@ACKING
+def test_a_spout_stops_filling_its_workers_queues_once_they_hold_work(acking: dict[str, Any]) -> None:
+    # Given a spout (max spout pending 2000, or acking off) before a slow bolt in the same worker
     counts = Counts()
     fast = threading.Event()
     worst = [0]
@@ -79,13 +85,14 @@ def test_a_spout_stops_filling_its_workers_queues_once_they_hold_work() -> None:
         return counts.gap < 600
 
     with LocalCluster() as cluster:
-        runner = cluster.submit("yield", topology(counts, fast, {}))
+        runner = cluster.submit("yield", topology(counts, fast, acking))
         try:
             poll_for(lambda: counts.processed > 500, message="the flow to start")
             start = counts.processed
             # Then the bolt's queue stays near the yield threshold (200 tuples; a spout
-            # with under an eighth of its max pending in flight, 250 trees, still emits),
-            # nowhere near the 2000 trees max spout pending allows
+            # with under an eighth of its max pending in flight, 250 trees, still emits;
+            # acking off, a batch of 64 every 50 ms), nowhere near the 2000 trees max
+            # spout pending allows, or the 32768 of the queue's high watermark
             assert stay(bounded, seconds=1.0), f"{counts.gap} tuples queued"
             # and the flow goes on
             assert counts.processed - start > 500
@@ -95,14 +102,16 @@ def test_a_spout_stops_filling_its_workers_queues_once_they_hold_work() -> None:
     assert worst[0] < 600
 
 
-def test_with_the_yield_off_the_spout_fills_the_queue_to_max_pending() -> None:
+@ACKING
+def test_with_the_yield_off_the_spout_fills_the_queue_to_max_pending(acking: dict[str, Any]) -> None:
     # Given the same topology with topology.spout.yield.queued.tuples: 0
     counts = Counts()
     fast = threading.Event()
     with LocalCluster() as cluster:
-        cluster.submit("yield-off", topology(counts, fast, {"topology.spout.yield.queued.tuples": 0}))
+        conf = {"topology.spout.yield.queued.tuples": 0, **acking}
+        cluster.submit("yield-off", topology(counts, fast, conf))
         try:
-            # Then the queue holds (nearly) every tree max spout pending allows
+            # Then the queue holds (nearly) every tree max spout pending allows, or more
             poll_for(lambda: counts.gap > MAX_PENDING - 200, timeout=10,
                      message=f"about {MAX_PENDING} tuples queued")
         finally:
@@ -121,5 +130,23 @@ def test_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout() -> None:
             # Then the reliable spout's trees still get through, the flood notwithstanding
             poll_for(lambda: runner.stats()["numbers"]["acked"] > acked + 200, timeout=20,
                      message=f"200 more trees acked (now {runner.stats()['numbers']})")
+        finally:
+            fast.set()
+
+
+def test_with_acking_off_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout() -> None:
+    # Given acking off, and the slow bolt's queue (high watermark 1000, low 500: never
+    # under the yield's 200) kept full by a second spout that never yields
+    counts = Counts()
+    fast = threading.Event()
+    conf = {"topology.acker.executors": 0, "topology.executor.receive.buffer.size": 1000}
+    with LocalCluster() as cluster:
+        cluster.submit("starve-off", topology(counts, fast, conf, flood=True))
+        try:
+            poll_for(lambda: counts.flooded > 1000, message="the flood to start")
+            processed = counts.processed
+            # Then the first spout's tuples still get through: after 50 ms of yielding it emits
+            poll_for(lambda: counts.processed > processed + 200, timeout=20,
+                     message=f"200 more of the first spout's tuples processed (now {counts.processed})")
         finally:
             fast.set()
