@@ -136,12 +136,16 @@ class SpoutExecutor(ComponentExecutor):
     def idle_wait(self) -> float:
         # Storm's sleep wait strategy: a spout with nothing to emit sleeps 1 ms,
         # but wakes at once for acks and fails.
-        if self.yield_since is not None:
+        if self.yield_since is not None and not self.worker.backpressure.active:
             return YIELD_WAIT_SECS  # no ack will wake it when the bolts catch up: look again soon
         return self.wait_secs if self.active else super().idle_wait()
 
     def turn(self) -> bool:
         if not self.active or self.worker.backpressure.active:
+            # Held back, not yielding: it waits at the idle spout's pace.  Backpressure does
+            # not restart the yield's time limit, or its cycles could starve this spout.
+            if not self.active:
+                self.yield_since = None
             return False
         tracker = self.tracker
         max_pending = self.max_pending
