@@ -118,34 +118,20 @@ def test_with_the_yield_off_the_spout_fills_the_queue_to_max_pending(acking: dic
             fast.set()
 
 
-def test_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout() -> None:
-    # Given the slow bolt's queue kept full by an untracked flood from a second spout
+@ACKING
+def test_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout(acking: dict[str, Any]) -> None:
+    # Given the slow bolt's queue (high watermark 1000, low 500: never under the yield's
+    # 200) kept full by a second spout that never yields
     counts = Counts()
     fast = threading.Event()
+    conf = {"topology.executor.receive.buffer.size": 1000, **acking}
     with LocalCluster() as cluster:
-        runner = cluster.submit("starve", topology(counts, fast, {}, flood=True))
-        try:
-            poll_for(lambda: counts.flooded > 1000, message="the flood to start")
-            acked = runner.stats()["numbers"]["acked"]
-            # Then the reliable spout's trees still get through, the flood notwithstanding
-            poll_for(lambda: runner.stats()["numbers"]["acked"] > acked + 200, timeout=20,
-                     message=f"200 more trees acked (now {runner.stats()['numbers']})")
-        finally:
-            fast.set()
-
-
-def test_with_acking_off_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout() -> None:
-    # Given acking off, and the slow bolt's queue (high watermark 1000, low 500: never
-    # under the yield's 200) kept full by a second spout that never yields
-    counts = Counts()
-    fast = threading.Event()
-    conf = {"topology.acker.executors": 0, "topology.executor.receive.buffer.size": 1000}
-    with LocalCluster() as cluster:
-        cluster.submit("starve-off", topology(counts, fast, conf, flood=True))
+        cluster.submit("starve", topology(counts, fast, conf, flood=True))
         try:
             poll_for(lambda: counts.flooded > 1000, message="the flood to start")
             processed = counts.processed
-            # Then the first spout's tuples still get through: after 50 ms of yielding it emits
+            # Then the first spout's tuples still get through: acking on, it always has an
+            # eighth of its max pending in flight; acking off, it emits after 50 ms of yielding
             poll_for(lambda: counts.processed > processed + 200, timeout=20,
                      message=f"200 more of the first spout's tuples processed (now {counts.processed})")
         finally:
