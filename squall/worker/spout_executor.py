@@ -31,7 +31,6 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
-from squall.acker import ACKER_COMPONENT
 from squall.topology.loading import resolve_class
 from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
@@ -89,7 +88,7 @@ class SpoutExecutor(ComponentExecutor):
         self.yield_since: float | None = None  # when a spout no trees bound began to yield
         self.spouts: list[SpoutTask] = []
         self.by_task: dict[int, SpoutTask] = {}
-        now = self.worker.clock.now
+        now = self.now = self.worker.clock.now
         for task in self.tasks:
             spout, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
@@ -113,10 +112,10 @@ class SpoutExecutor(ComponentExecutor):
                     "max_spout_pending", lambda: self.max_pending)
         if self.yield_above and not self_limiting:
             # Every executor exists before any starts (Worker.start): these are all of them.
+            components = self.plan.components
             self.bolt_queues = [e.queue for e in self.worker.executors
-                                if not isinstance(e, SpoutExecutor) and e.component != ACKER_COMPONENT]
+                                if components[e.component].kind == "bolt"]
             self.yields_by_trees = self.tracking and self.max_pending is not None
-            self.now = now
         if self.active:
             for st in self.spouts:
                 st.spout.activate()
