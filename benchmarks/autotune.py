@@ -9,7 +9,10 @@ flood).  For each, a sweep of fixed ``topology.max.spout.pending`` values,
 then the tuner (``topology.max.spout.pending.autotune``, a period of
 ``--period`` seconds, starting at 100) given ``--settle`` seconds to settle,
 alone and with a latency target (``--latency-ms``).
-Each row is a fresh process: sentences acked per second and the spout's
+Each row is a fresh process, pinned to one core as ``squall local`` and the
+cluster's workers pin themselves (``--unpinned``: free to move between cores,
+where a GIL's threads trade cores and small batches cost more; see the
+README): sentences acked per second and the spout's
 complete latency p50/p99 over ``--duration`` seconds after a warm-up; the
 tuner's row also says where it settled (its value at the start and end of the
 measurement).  Nothing here asserts a number.
@@ -31,9 +34,15 @@ SLOW_WORK_SECS = 50e-6
 
 
 def run(kind: str, pending: int | None, autotune: bool, period: float, settle: float,
-        duration: float, latency_ms: float | None = None, tolerance: float = 0.05) -> dict[str, Any]:
+        duration: float, latency_ms: float | None = None, tolerance: float = 0.05,
+        pinned: bool = True) -> dict[str, Any]:
     from squall import Bolt, Grouping, LocalCluster, Topology
+    from squall.affinity import least_busy_core, pin_to
     from squall.ops.logging import configure_logging
+
+    core = least_busy_core() if pinned else None
+    if core is not None:
+        pin_to(core)
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
     from bench_wordcount import Count, Split, pooled_sentences
@@ -100,13 +109,15 @@ def main() -> int:
                         help="the latency target of the last row (default 20 ms)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every configuration; the tables show each one's median run")
+    parser.add_argument("--unpinned", action="store_true",
+                        help="run each topology free to move between cores (squall local --cpu none)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         print(json.dumps(run(**json.loads(args.child))))
         return 0
     common = {"period": args.period, "settle": args.settle, "duration": args.duration,
-              "tolerance": args.tolerance}
+              "tolerance": args.tolerance, "pinned": not args.unpinned}
     for kind, title in (("wordcount", "word count"), ("slow", "word count, count bolt 50 µs a word")):
         specs = {str(p): {"kind": kind, "pending": p, "autotune": False, **common} for p in FIXED}
         specs["tuner"] = {"kind": kind, "pending": 100, "autotune": True, **common}
@@ -120,7 +131,8 @@ def main() -> int:
                 runs[key].append(in_child(spec))
         med = {key: sorted(rs, key=lambda r: r["sentences_per_s"])[len(rs) // 2] for key, rs in runs.items()}
         rounds = f", median of {args.repeat} rounds" if args.repeat > 1 else ""
-        print(f"\n{title}, acking on, local mode{rounds}\n")
+        where = "unpinned" if args.unpinned else "pinned to 1 core"
+        print(f"\n{title}, acking on, local mode {where}{rounds}\n")
         print(f"{'max spout pending':<28}{'sentences/s':>12}{'p50 ms':>9}{'p99 ms':>9}")
         print("-" * 58)
         tuned, targeted = med["tuner"], med["target"]
