@@ -35,6 +35,7 @@ from typing import Protocol
 STEP = 0.25
 TOLERANCE = 0.05
 NO_CHANGE_LIMIT = 5
+LOOKS_BELOW = 2  # a latency-targeted tuner's looks below a value before it stops looking
 
 
 class Action(enum.Enum):
@@ -135,6 +136,12 @@ class LatencyTargetTuner(PaperTuner):
     value already seen over it, it moves to the lowest value it has seen whose progress
     is within ``within`` (5%) of the best seen, if that value is lower than the paper's
     choice.
+
+    The paper's tuner never goes down a plateau (a Decrease needs a drop in progress),
+    so a tuner started high would stay there, over the target, for ever.  Over the
+    target at a value near the best, it therefore looks below: one Decrease step.  If
+    the period there loses more than ``within`` of the progress it had, it goes back,
+    and after :data:`LOOKS_BELOW` such looks from a value it looks no lower than it.
     """
 
     def __init__(self, initial: int, *, target_ms: float, within: float = 0.05, smoothing: float = 0.5,
@@ -148,6 +155,8 @@ class LatencyTargetTuner(PaperTuner):
         self.smoothing = smoothing
         self.seen: dict[int, tuple[float, float]] = {}  # value -> (progress, latency ms)
         self._latency_ms: float | None = None
+        self._explored_from: int | None = None  # the value a look below started from
+        self._costly_looks: dict[int, int] = {}  # value -> looks below it that cost throughput
 
     def observe_latency(self, mean_ms: float | None) -> None:
         """The mean complete latency of the period about to be handed to :meth:`auto_tune`."""
@@ -160,14 +169,31 @@ class LatencyTargetTuner(PaperTuner):
             a = self.smoothing
             self.seen[ran_at] = ((delta_progress, latency) if old is None else
                                  (a * delta_progress + (1 - a) * old[0], a * latency + (1 - a) * old[1]))
+        explored_from, self._explored_from = self._explored_from, None
         super().auto_tune(delta_progress)
+        if explored_from is not None:
+            base = self.seen.get(explored_from)
+            if base is not None and delta_progress < (1 - self.within) * base[0]:
+                # Lower cost throughput: back, and after LOOKS_BELOW such looks (one period
+                # can be noise) no more from there.
+                self._costly_looks[explored_from] = self._costly_looks.get(explored_from, 0) + 1
+                self.value = self._bounded(explored_from)
+                self._no_change()
+                return
         if not self.seen:
             return
         best = max(progress for progress, _ in self.seen.values())
-        lowest = min(v for v, (progress, _) in self.seen.items() if progress >= (1 - self.within) * best)
+        near_best = {v for v, (progress, _) in self.seen.items() if progress >= (1 - self.within) * best}
+        lowest = min(near_best)
         over = latency is not None and latency > self.target_ms
         # Where the paper's step leads may be known already: over the target, for no more throughput.
         known = self.seen.get(self.value)
         known_over = known is not None and known[1] > self.target_ms
         if (over or known_over) and lowest < self.value:
             self.value = self._bounded(lowest)
+        if (over and self.value >= ran_at and ran_at in near_best
+                and self._costly_looks.get(ran_at, 0) < LOOKS_BELOW):
+            self._explored_from = ran_at
+            self._before_increase = ran_at
+            self.value = ran_at
+            self._decrease(1.0, 1.0)  # one step, as if progress held

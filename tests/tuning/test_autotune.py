@@ -131,3 +131,45 @@ def test_the_executor_makes_the_configured_tuner() -> None:
     assert isinstance(targeted, LatencyTargetTuner) and targeted.get() == 300
     own = make_tuner({**conf, "topology.max.spout.pending.autotune.class": f"{__name__}:OneArgTuner"}, 7)
     assert isinstance(own, OneArgTuner) and own.get() == 7
+
+
+@pytest.mark.parametrize("target_ms", [120.0, 50.0])
+def test_a_latency_target_started_high_comes_down_the_plateau(target_ms: float) -> None:
+    """Started at 10,000 on the plateau the paper's tuner never leaves it (no progress drop,
+    no Decrease); over the target, the targeted one looks below, a step at a time, down to
+    the knee, and no further where lower costs throughput (a target of 50 ms cannot be met
+    without losing half of it)."""
+    from squall.tuning.autotune import LatencyTargetTuner
+
+    def period(pending: int) -> tuple[float, float]:
+        return min(pending, 1000) * 10.0, pending / 10.0
+
+    plain, targeted = PaperTuner(10_000), LatencyTargetTuner(10_000, target_ms=target_ms)
+    for _ in range(60):
+        plain.auto_tune(period(plain.get())[0])
+        progress, latency = period(targeted.get())
+        targeted.observe_latency(latency)
+        targeted.auto_tune(progress)
+    assert plain.get() >= 10_000
+    assert 1000 <= targeted.get() <= 1250
+    assert period(targeted.get())[0] >= 0.95 * 10_000
+
+
+def test_one_noisy_period_below_does_not_end_the_descent() -> None:
+    from squall.tuning.autotune import LatencyTargetTuner
+
+    dipped: set[int] = set()
+
+    def period(pending: int) -> tuple[float, float]:
+        progress = min(pending, 1000) * 10.0
+        if 3000 <= pending < 5000 and pending not in dipped:  # the first period there: 10% low
+            dipped.add(pending)
+            progress *= 0.9
+        return progress, pending / 10.0
+
+    targeted = LatencyTargetTuner(10_000, target_ms=120)
+    for _ in range(60):
+        progress, latency = period(targeted.get())
+        targeted.observe_latency(latency)
+        targeted.auto_tune(progress)
+    assert dipped and 1000 <= targeted.get() <= 1250
