@@ -174,7 +174,7 @@ class LatencyTargetTuner(PaperTuner):
         if explored_from is not None:
             base = self.seen.get(explored_from)
             if base is not None and delta_progress < (1 - self.within) * base[0]:
-                # Lower cost throughput: back, and after LOOKS_BELOW such looks (one period
+                # Going lower cost throughput: back, and after LOOKS_BELOW such looks (one period
                 # can be noise) no more from there.
                 self._costly_looks[explored_from] = self._costly_looks.get(explored_from, 0) + 1
                 self.value = self._bounded(explored_from)
