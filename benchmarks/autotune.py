@@ -38,12 +38,10 @@ def run(kind: str, pending: int | None, autotune: bool, period: float, settle: f
         duration: float, latency_ms: float | None = None, tolerance: float = 0.05,
         pinned: bool = True) -> dict[str, Any]:
     from squall import Bolt, Grouping, LocalCluster, Topology
-    from squall.affinity import least_busy_core, pin_to
+    from squall.ops.cli import pin_local
     from squall.ops.logging import configure_logging
 
-    core = least_busy_core() if pinned else None
-    if core is not None:
-        pin_to(core)
+    pin_local("auto" if pinned else "none")  # as squall local --cpu pins itself
 
     sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
     from bench_wordcount import Count, Split, pooled_sentences

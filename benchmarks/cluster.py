@@ -89,13 +89,11 @@ def local_child(duration: float, pinned: bool, pending: int) -> None:
     from bench_wordcount import BenchWordCount
 
     from squall import LocalCluster
-    from squall.affinity import least_busy_core, pin_to
+    from squall.ops.cli import pin_local
     from squall.ops.logging import configure_logging
 
     configure_logging("error")
-    core = least_busy_core() if pinned else None
-    if core is not None:
-        pin_to(core)
+    pin_local("auto" if pinned else "none")  # as squall local --cpu pins itself
     with LocalCluster() as local:
         runner = local.submit("bench", BenchWordCount, {"topology.max.spout.pending": pending})
         time.sleep(2)

@@ -194,6 +194,5 @@ class LatencyTargetTuner(PaperTuner):
         if (over and self.value >= ran_at and ran_at in near_best
                 and self._costly_looks.get(ran_at, 0) < LOOKS_BELOW):
             self._explored_from = ran_at
-            self._before_increase = ran_at
             self.value = ran_at
             self._decrease(1.0, 1.0)  # one step, as if progress held
