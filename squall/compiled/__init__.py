@@ -53,6 +53,12 @@ MODULES = (
     "squall.worker.zmq_transport",
 )
 
+# Modules written for Cython (``.pyx``, typed C), beside the plain-Python
+# ones above: each is an optional speed-up with a pure-Python path that does
+# the same, so without a build importing it fails and its caller takes that path.
+ACCELERATORS = ("squall.worker.fastwire",)
+BUILT = MODULES + ACCELERATORS
+
 # Python semantics kept: functions bind and introspect like Python's, and an
 # annotation is documentation, as in the interpreter (a subclass of dict
 # passed where ``dict`` is annotated must still be accepted).
@@ -60,7 +66,8 @@ DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False}
 
 
 def source_of(module: str) -> Path:
-    return PACKAGE_DIR.parent.joinpath(*module.split(".")).with_suffix(".py")
+    return PACKAGE_DIR.parent.joinpath(*module.split(".")).with_suffix(
+        ".pyx" if module in ACCELERATORS else ".py")
 
 
 def build_path(module: str) -> Path | None:
@@ -81,7 +88,7 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
     stale or missing build, is left to the normal import system."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in MODULES:
+        if fullname not in BUILT:
             return None
         so = build_path(fullname)
         if so is None or not so.is_file():
@@ -118,3 +125,8 @@ def current() -> int:
     if not enabled():
         return 0
     return sum(1 for m in MODULES if (p := build_path(m)) is not None and p.is_file())
+
+
+def accelerated() -> bool:
+    """Whether a new process would load every accelerator's build."""
+    return enabled() and all((p := build_path(m)) is not None and p.is_file() for m in ACCELERATORS)

@@ -8,11 +8,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from squall.compiled import BUILD_DIR, DIRECTIVES, MODULES, PURE_ENV, SUFFIX, build_path, enabled, source_of
+from squall.compiled import BUILD_DIR, BUILT, DIRECTIVES, PURE_ENV, SUFFIX, build_path, enabled, source_of
 
 
 def stale() -> list[str]:
-    return [m for m in MODULES if (p := build_path(m)) is not None and not p.is_file()]
+    return [m for m in BUILT if (p := build_path(m)) is not None and not p.is_file()]
 
 
 def build(jobs: int = 2) -> list[str]:
@@ -33,7 +33,7 @@ def build(jobs: int = 2) -> list[str]:
             for module in todo:
                 # A copy in its package tree: Cython names the module by its
                 # package path, and the checkout gets no .c files.
-                target = root.joinpath(*module.split(".")).with_suffix(".py")
+                target = root.joinpath(*module.split(".")).with_suffix(source_of(module).suffix)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(source_of(module), target)
                 for parent in target.relative_to(root).parents:
@@ -58,7 +58,7 @@ def build(jobs: int = 2) -> list[str]:
                 tmp_target = target.with_name(target.name + ".tmp")
                 shutil.copyfile(built, tmp_target)
                 tmp_target.replace(target)  # whole or not at all: a worker may be importing it
-    current = {build_path(m) for m in MODULES}
+    current = {build_path(m) for m in BUILT}
     for old in BUILD_DIR.glob(f"*{SUFFIX}"):
         if old not in current:
             old.unlink(missing_ok=True)
@@ -74,12 +74,12 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as e:
             print(f"squall.compiled: not building ({e}); Squall runs as pure Python", file=sys.stderr)
             return 1
-        print(f"squall.compiled: built {len(built)}, up to date {len(MODULES) - len(built)} "
-              f"of {len(MODULES)} hot-path modules")
+        print(f"squall.compiled: built {len(built)}, up to date {len(BUILT) - len(built)} "
+              f"of {len(BUILT)} hot-path modules")
         return 0
     if command == "status":
         missing = stale()
-        for module in MODULES:
+        for module in BUILT:
             print(f"{module:<40} {'stale or not built' if module in missing else 'built'}")
         print(f"pure Python forced by {PURE_ENV}" if not enabled() else "builds are used when current")
         return 0

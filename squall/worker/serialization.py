@@ -15,6 +15,11 @@ from squall.errors import SerializationError
 from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE, TransactionAttempt, pack, unpacker
 
+try:  # the same bytes from C (squall/worker/fastwire.pyx), where it was built
+    from squall.worker.fastwire import encode as fast_encode
+except ImportError:
+    fast_encode = None
+
 # TransactionAttempt crosses as a msgpack extension type: the first value of
 # every tuple of a transactional topology.
 _SCALARS = frozenset({str, float, bool, type(None), bytes, TransactionAttempt})
@@ -75,6 +80,15 @@ def try_serialize(values: Any, fields: tuple[str, ...], component: str, stream: 
 # Data payload: rows [id, src_task, stream, values, anchors].
 
 def encode(messages: list[tuple[str, int, Any]]) -> bytes:
+    if fast_encode is not None:
+        frame = fast_encode(messages)
+        if frame is not None:
+            return frame
+    return generic_encode(messages)
+
+
+def generic_encode(messages: list[tuple[str, int, Any]]) -> bytes:
+    """:func:`encode` for every value that may cross, and the error that names the emitter."""
     out = []
     for kind, task, payload in messages:
         if kind == "data":

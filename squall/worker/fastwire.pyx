@@ -1,0 +1,301 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The frame encoder in C: the bytes ``msgpack.packb`` writes, without its detour.
+
+Every tuple that crosses workers is packed on the send thread, and in a
+GIL'd worker that thread's time is time the executors do not get.  The
+generic path (``squall.worker.serialization.encode``) first builds a
+5-tuple per data row and then hands the whole structure to msgpack; here
+the rows are read off the ``Tuple`` objects and written straight into one
+buffer.  The bytes are exactly those ``msgpack.packb(..., use_bin_type=True)``
+gives for the same messages (the tests compare them), so the receiving side
+and its checks do not know which encoder ran.
+
+Only the value types the emit check lets through as plain are handled
+(None, bool, int, float, str, bytes, and lists, tuples and dicts of them);
+for anything else (a TransactionAttempt, a bytearray, a value msgpack
+itself would refuse) :func:`encode` returns None and the caller takes the
+generic path, which also names whoever emitted a value it cannot pack.
+
+Built by ``python -m squall.compiled build`` like the hot-path modules; a
+process without the build (no compiler, ``SQUALL_PURE_PYTHON=1``) uses the
+generic path alone.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from libc.stdint cimport uint64_t
+from libc.string cimport memcpy, memset
+
+from squall.topology.tuple import Tuple
+
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    ctypedef struct PyMemberDef:
+        Py_ssize_t offset
+    ctypedef struct PyMemberDescrObject:
+        PyMemberDef* d_member
+    int _PyLong_Sign(object v)
+    size_t _PyLong_NumBits(object v) except? <size_t>-1
+    # No exception clause: a NULL (a lone surrogate) is cleared and left to the generic path.
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size)
+    void PyErr_Clear()
+    long long PyLong_AsLongLongAndOverflow(object v, int* overflow) except? -1
+    # 3.11's PyLong_AsUnsignedLongLong goes through _PyLong_AsByteArray, several times slower.
+    unsigned long PyLong_AsUnsignedLong(object v) except? -1
+    char* PyBytes_AS_STRING(object b)
+    Py_ssize_t PyBytes_GET_SIZE(object b)
+    bint PyTuple_Check(object o)
+    Py_ssize_t PyTuple_GET_SIZE(object o)
+    PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
+    Py_ssize_t PyList_GET_SIZE(object o)
+    PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
+
+cdef enum:
+    # Deeper nesting goes the generic way (msgpack's own limit is far above it).
+    MAX_DEPTH = 64
+    # What a put_* returns for a value left to the generic path (0: written).
+    UNHANDLED = 1
+
+
+cdef struct Buf:
+    char* data
+    Py_ssize_t size
+    Py_ssize_t cap
+
+
+cdef int grow(Buf* b, Py_ssize_t need) except -1:
+    cdef Py_ssize_t cap = b.cap * 2
+    while cap < b.size + need:
+        cap *= 2
+    cdef char* data = <char*>PyMem_Realloc(b.data, cap)
+    if data == NULL:
+        raise MemoryError()
+    b.data = data
+    b.cap = cap
+    return 0
+
+
+cdef inline int put(Buf* b, const char* src, Py_ssize_t n) except -1:
+    if b.size + n > b.cap:
+        grow(b, n)
+    memcpy(b.data + b.size, src, n)
+    b.size += n
+    return 0
+
+
+cdef inline int put_byte(Buf* b, unsigned char c) except -1:
+    if b.size + 1 > b.cap:
+        grow(b, 1)
+    b.data[b.size] = <char>c
+    b.size += 1
+    return 0
+
+
+cdef inline int put_be(Buf* b, unsigned char head, uint64_t v, int nbytes) except -1:
+    """A type byte followed by ``v`` in ``nbytes`` big-endian bytes."""
+    cdef int i
+    if b.size + 1 + nbytes > b.cap:
+        grow(b, 1 + nbytes)
+    b.data[b.size] = <char>head
+    for i in range(nbytes):
+        b.data[b.size + nbytes - i] = <char>(v & 0xff)
+        v >>= 8
+    b.size += 1 + nbytes
+    return 0
+
+
+cdef int put_uint(Buf* b, uint64_t v) except -1:
+    if v < 0x80:
+        return put_byte(b, <unsigned char>v)
+    if v < 0x100:
+        return put_be(b, 0xcc, v, 1)
+    if v < 0x10000:
+        return put_be(b, 0xcd, v, 2)
+    if v < 0x100000000:
+        return put_be(b, 0xce, v, 4)
+    return put_be(b, 0xcf, v, 8)
+
+
+cdef int put_negative(Buf* b, long long v) except -1:
+    if v >= -32:
+        return put_byte(b, <unsigned char>(v & 0xff))
+    if v >= -128:
+        return put_be(b, 0xd0, <uint64_t>v, 1)
+    if v >= -32768:
+        return put_be(b, 0xd1, <uint64_t>v, 2)
+    if v >= -2147483648:
+        return put_be(b, 0xd2, <uint64_t>v, 4)
+    return put_be(b, 0xd3, <uint64_t>v, 8)
+
+
+cdef int put_header(Buf* b, Py_ssize_t n, unsigned char fix, unsigned char fixmax,
+                    unsigned char h8, unsigned char h16, unsigned char h32) except -1:
+    """A length header: the fix form below ``fixmax``, else the smallest of 8/16/32 bits
+    (``h8`` 0 where the type has no 8-bit form)."""
+    if n < fixmax:
+        return put_byte(b, fix | <unsigned char>n)
+    if h8 and n < 0x100:
+        return put_be(b, h8, <uint64_t>n, 1)
+    if n < 0x10000:
+        return put_be(b, h16, <uint64_t>n, 2)
+    return put_be(b, h32, <uint64_t>n, 4)
+
+
+cdef int put_int(Buf* b, object v) except -1:
+    cdef int overflow = 0
+    cdef long long x
+    if _PyLong_Sign(v) >= 0:
+        if _PyLong_NumBits(v) > 64:
+            return UNHANDLED  # msgpack refuses it, and the generic path says so
+        if sizeof(unsigned long) < 8:
+            return UNHANDLED
+        return put_uint(b, PyLong_AsUnsignedLong(v))
+    x = PyLong_AsLongLongAndOverflow(v, &overflow)
+    if overflow:
+        return UNHANDLED
+    return put_negative(b, x)
+
+
+cdef int put_str(Buf* b, object s) except -1:
+    cdef Py_ssize_t n
+    cdef const char* utf8 = PyUnicode_AsUTF8AndSize(s, &n)
+    if utf8 == NULL:
+        PyErr_Clear()
+        return UNHANDLED  # a lone surrogate: msgpack refuses it too
+    if n > 0xffffffff:
+        return UNHANDLED
+    put_header(b, n, 0xa0, 32, 0xd9, 0xda, 0xdb)
+    return put(b, utf8, n)
+
+
+cdef int put_float(Buf* b, double d) except -1:
+    cdef uint64_t bits
+    memcpy(&bits, &d, 8)
+    return put_be(b, 0xcb, bits, 8)
+
+
+cdef int put_value(Buf* b, object v, int depth) except -1:
+    """Append ``v``; UNHANDLED for what the generic path must do instead."""
+    cdef type t = type(v)
+    cdef Py_ssize_t n
+    if t is str:
+        return put_str(b, v)
+    if t is int:
+        return put_int(b, v)
+    if v is None:
+        return put_byte(b, 0xc0)
+    if t is bool:
+        return put_byte(b, 0xc3 if v else 0xc2)
+    if t is float:
+        return put_float(b, v)
+    if t is bytes:
+        n = PyBytes_GET_SIZE(v)
+        if n > 0xffffffff:
+            return UNHANDLED
+        put_header(b, n, 0, 0, 0xc4, 0xc5, 0xc6)
+        return put(b, PyBytes_AS_STRING(v), n)
+    if depth >= MAX_DEPTH:
+        return UNHANDLED
+    if t is dict:
+        return put_dict(b, v, depth)
+    if t is list:
+        return put_array(b, v, True, depth)
+    if PyTuple_Check(v):  # a values record is a tuple subclass: an array, as msgpack writes it
+        return put_array(b, v, False, depth)
+    return UNHANDLED
+
+
+cdef int put_array(Buf* b, object seq, bint is_list, int depth) except -1:
+    cdef Py_ssize_t i, n = PyList_GET_SIZE(seq) if is_list else PyTuple_GET_SIZE(seq)
+    if n > 0xffffffff:
+        return UNHANDLED
+    put_header(b, n, 0x90, 16, 0, 0xdc, 0xdd)
+    for i in range(n):
+        # A list may change size under a value's own code (none runs here, but cheap to check).
+        if is_list and i >= PyList_GET_SIZE(seq):
+            return UNHANDLED
+        item = <object>(PyList_GET_ITEM(seq, i) if is_list else PyTuple_GET_ITEM(seq, i))
+        if put_value(b, item, depth + 1):
+            return UNHANDLED
+    return 0
+
+
+cdef int put_dict(Buf* b, dict d, int depth) except -1:
+    cdef Py_ssize_t n = len(d)
+    if n > 0xffffffff:
+        return UNHANDLED
+    put_header(b, n, 0x80, 16, 0, 0xde, 0xdf)
+    for key, value in d.items():
+        if put_value(b, key, depth + 1) or put_value(b, value, depth + 1):
+            return UNHANDLED
+    return 0
+
+
+# Where a Tuple keeps each field of a row: its __slots__ are read in place, as the
+# slot descriptors themselves do, without an attribute lookup per field.
+ROW_FIELDS = ("id", "task", "stream", "values", "anchors")
+cdef Py_ssize_t ROW_OFFSETS[5]
+cdef bint SLOTS_KNOWN = False
+
+
+cdef bint find_slots():
+    for i, name in enumerate(ROW_FIELDS):
+        descriptor = Tuple.__dict__.get(name)
+        if type(descriptor).__name__ != "member_descriptor":
+            return False
+        ROW_OFFSETS[i] = (<PyMemberDescrObject*>descriptor).d_member.offset
+    return True
+
+
+SLOTS_KNOWN = find_slots()
+
+
+cdef int put_rows(Buf* b, list tuples) except -1:
+    """A data payload: one row ``[id, src_task, stream, values, anchors]`` per Tuple."""
+    cdef Py_ssize_t n = len(tuples)
+    cdef int i
+    cdef PyObject* field
+    if n > 0xffffffff or not SLOTS_KNOWN:
+        return UNHANDLED
+    put_header(b, n, 0x90, 16, 0, 0xdc, 0xdd)
+    for t in tuples:
+        if type(t) is not Tuple:
+            return UNHANDLED
+        put_byte(b, 0x95)
+        for i in range(5):
+            field = (<PyObject**>((<char*><PyObject*>t) + ROW_OFFSETS[i]))[0]
+            if field == NULL or put_value(b, <object>field, 1):
+                return UNHANDLED  # a slot never set: the generic path raises for it
+    return 0
+
+
+def encode(list messages):
+    """``messages`` ([kind, task, payload] each) as one msgpack frame, or None when the
+    generic encoder must do it (a value of a type handled only there, or one msgpack refuses)."""
+    cdef Buf b
+    b.cap = 8192
+    b.size = 0
+    b.data = <char*>PyMem_Malloc(b.cap)
+    if b.data == NULL:
+        raise MemoryError()
+    try:
+        if len(messages) > 0xffffffff:
+            return None
+        put_header(&b, len(messages), 0x90, 16, 0, 0xdc, 0xdd)
+        for message in messages:
+            kind, task, payload = message
+            if type(kind) is not str:
+                return None
+            put_byte(&b, 0x93)
+            if put_str(&b, kind) or put_value(&b, task, 1):
+                return None
+            if kind == "data" and type(payload) is list:
+                if put_rows(&b, payload):
+                    return None
+            elif kind == "tick":
+                put_byte(&b, 0xc0)
+            elif put_value(&b, payload, 1):
+                return None
+        return PyBytes_FromStringAndSize(b.data, b.size)
+    finally:
+        PyMem_Free(b.data)
