@@ -1,5 +1,7 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The frame encoder in C: the bytes ``msgpack.packb`` writes, without its detour.
+"""Frames in C: the encoder, and the decoder's rows -> Tuples step.
+
+Encoding writes the bytes ``msgpack.packb`` writes, without its detour.
 
 Every tuple that crosses workers is packed on the send thread, and in a
 GIL'd worker that thread's time is time the executors do not get.  The
@@ -15,6 +17,11 @@ Only the value types the emit check lets through as plain are handled
 for anything else (a TransactionAttempt, a bytearray, a value msgpack
 itself would refuse) :func:`encode` returns None and the caller takes the
 generic path, which also names whoever emitted a value it cannot pack.
+
+Decoding keeps msgpack's own unpacker and does in C only the step after it
+(:func:`tuples`): the checks of ``WireValidator`` on each data row, then the
+values record and the ``Tuple`` filled in place, where Python would pay a
+type call and an ``__init__`` for each.
 
 Built by ``python -m squall.compiled build`` like the hot-path modules; a
 process without the build (no compiler, ``SQUALL_PURE_PYTHON=1``) uses the
@@ -39,6 +46,7 @@ cdef extern from "Python.h":
     # No exception clause: a NULL (a lone surrogate) is cleared and left to the generic path.
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size)
     void PyErr_Clear()
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     long long PyLong_AsLongLongAndOverflow(object v, int* overflow) except? -1
     # 3.11's PyLong_AsUnsignedLongLong goes through _PyLong_AsByteArray, several times slower.
     unsigned long PyLong_AsUnsignedLong(object v) except? -1
@@ -49,6 +57,8 @@ cdef extern from "Python.h":
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
     Py_ssize_t PyList_GET_SIZE(object o)
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
+    void PyTuple_SET_ITEM(object o, Py_ssize_t i, PyObject* v)
+    void Py_INCREF(PyObject* o)
 
 cdef enum:
     # Deeper nesting goes the generic way (msgpack's own limit is far above it).
@@ -231,23 +241,33 @@ cdef int put_dict(Buf* b, dict d, int depth) except -1:
     return 0
 
 
-# Where a Tuple keeps each field of a row: its __slots__ are read in place, as the
-# slot descriptors themselves do, without an attribute lookup per field.
-ROW_FIELDS = ("id", "task", "stream", "values", "anchors")
-cdef Py_ssize_t ROW_OFFSETS[5]
+# Where a Tuple keeps each field: its __slots__ are read and written in place, as
+# the slot descriptors themselves do, without an attribute lookup per field.
+# The first five are a row's, in wire order.
+SLOT_NAMES = ("id", "task", "stream", "values", "anchors", "component", "ackval")
+cdef Py_ssize_t SLOT_OFFSETS[7]
+cdef Py_ssize_t* ROW_OFFSETS = SLOT_OFFSETS
 cdef bint SLOTS_KNOWN = False
 
 
 cdef bint find_slots():
-    for i, name in enumerate(ROW_FIELDS):
+    if set(getattr(Tuple, "__slots__", ())) != set(SLOT_NAMES) or Tuple.__base__ is not object:
+        return False  # Tuple changed shape: the generic paths know it, this does not
+    for i, name in enumerate(SLOT_NAMES):
         descriptor = Tuple.__dict__.get(name)
         if type(descriptor).__name__ != "member_descriptor":
             return False
-        ROW_OFFSETS[i] = (<PyMemberDescrObject*>descriptor).d_member.offset
+        SLOT_OFFSETS[i] = (<PyMemberDescrObject*>descriptor).d_member.offset
     return True
 
 
 SLOTS_KNOWN = find_slots()
+
+
+cdef inline void set_slot(object obj, int i, object value):
+    """Store into a slot of a Tuple just allocated (empty), taking a reference."""
+    Py_INCREF(<PyObject*>value)
+    (<PyObject**>((<char*><PyObject*>obj) + SLOT_OFFSETS[i]))[0] = <PyObject*>value
 
 
 cdef int put_rows(Buf* b, list tuples) except -1:
@@ -299,3 +319,78 @@ def encode(list messages):
         return PyBytes_FromStringAndSize(b.data, b.size)
     finally:
         PyMem_Free(b.data)
+
+
+TUPLE_SIZE = tuple.__basicsize__
+
+
+cdef inline bint is_u64(object v):
+    return type(v) is int and _PyLong_Sign(v) >= 0
+
+
+cdef object new_tuple(object tid, object component, object stream, object src, object record,
+                      list values, Py_ssize_t n, object anchors):
+    """``Tuple(tid, component, stream, src, record(*values), anchors)``, filled in place."""
+    cdef Py_ssize_t i
+    vals = PyType_GenericAlloc(record, n)
+    for i in range(n):
+        item = PyList_GET_ITEM(values, i)
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(vals, i, item)
+    tup = PyType_GenericAlloc(Tuple, 0)
+    set_slot(tup, 0, tid)
+    set_slot(tup, 1, src)
+    set_slot(tup, 2, stream)
+    set_slot(tup, 3, vals)
+    set_slot(tup, 4, anchors)
+    set_slot(tup, 5, component)
+    set_slot(tup, 6, 0)
+    return tup
+
+
+def tuples(dict task_component, dict by_source, list rows):
+    """The data rows of one message -> Tuples, checked as ``WireValidator._tuples``
+    checks them; a str instead (the reason, one of wire.REASONS) for a row that fails.
+
+    ``by_source``: source component -> stream -> (record type, field count), what
+    the target task subscribes to.
+    """
+    cdef Py_ssize_t i, n_rows = len(rows), nfields = 0
+    cdef list out = []
+    cdef object last_src = None, last_stream = None, component = None, record = None
+    if not SLOTS_KNOWN:
+        return None
+    for i in range(n_rows):
+        row = <object>PyList_GET_ITEM(rows, i)
+        if type(row) is not list or PyList_GET_SIZE(row) != 5:
+            return "shape"
+        tid = <object>PyList_GET_ITEM(row, 0)
+        src = <object>PyList_GET_ITEM(row, 1)
+        stream = <object>PyList_GET_ITEM(row, 2)
+        values = <object>PyList_GET_ITEM(row, 3)
+        anchors = <object>PyList_GET_ITEM(row, 4)
+        if type(src) is not int or src != last_src or stream != last_stream:
+            # Rows of a batch mostly share their source and stream: look up once per run.
+            if type(src) is not int or type(stream) is not str:
+                return "shape"
+            component = task_component.get(src)
+            streams = by_source.get(component) if component is not None else None
+            entry = streams.get(stream) if streams is not None else None
+            if entry is None:
+                return "source"
+            record, nfields = entry
+            if (<type>record).__base__ is not tuple or (<type>record).__basicsize__ != TUPLE_SIZE:
+                return None  # not a values record: allocating it as a tuple would be wrong
+            last_src, last_stream = src, stream
+        if type(values) is not list or PyList_GET_SIZE(values) != nfields:
+            return "shape"
+        if tid is not None and not is_u64(tid):
+            return "shape"
+        if anchors is not None:
+            if type(anchors) is not dict:
+                return "shape"
+            for root, edge in (<dict>anchors).items():
+                if not is_u64(root) or not is_u64(edge):
+                    return "shape"
+        out.append(new_tuple(tid, component, stream, src, record, values, nfields, anchors))
+    return out

@@ -32,6 +32,11 @@ import msgpack
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import EXT_CODE, unpacker
 
+try:  # the data rows' step in C (squall/worker/fastwire.pyx), where it was built
+    from squall.worker.fastwire import tuples as fast_tuples
+except ImportError:
+    fast_tuples = None
+
 if TYPE_CHECKING:
     from squall.worker.plan import TopologyPlan
 
@@ -126,6 +131,12 @@ class WireValidator:
             by_source = self.data_inputs.get(task)
             if by_source is None:
                 raise _Bad("task")
+            if fast_tuples is not None:
+                got = fast_tuples(self.task_component, by_source, payload)
+                if type(got) is list:
+                    return kind, task, got
+                if got is not None:
+                    raise _Bad(got)
             return kind, task, self._tuples(by_source, payload)
         if kind == "ack":
             if task not in self.acker_tasks:

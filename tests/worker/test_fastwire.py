@@ -1,5 +1,7 @@
-"""The C frame encoder (squall/worker/fastwire.pyx) writes the bytes msgpack writes,
-and leaves to the generic encoder everything it does not handle.
+"""Frames in C (squall/worker/fastwire.pyx): the encoder writes the bytes msgpack
+writes and leaves to the generic encoder everything it does not handle; the
+decoder's rows -> Tuples step accepts, builds and refuses exactly what the
+Python step of WireValidator does.
 
 `ops/bootstrap.sh` builds it, so CI runs these against the build; the
 receiving side never knows which encoder ran, which is what makes it safe."""
@@ -16,8 +18,9 @@ from squall import compiled
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt
-from squall.worker import serialization
+from squall.worker import serialization, wire
 from squall.worker.wire import WireValidator
+from tests.worker.test_frame_fuzz import anything
 from tests.worker.wire_topology import PLAN
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -53,6 +56,7 @@ def test_the_bootstrap_built_the_encoder_and_frames_go_through_it() -> None:
     # Then the encoder is built, and encode uses it
     assert compiled.accelerated(), "run: python -m squall.compiled build"
     assert serialization.fast_encode is not None
+    assert wire.fast_tuples is not None
 
 
 @needs_build
@@ -113,3 +117,50 @@ def test_a_row_that_is_not_a_tuple_object_goes_the_generic_way() -> None:
     batch = [("data", 3, [Sub(7, "split", "default", 1, RECORD._make([1, 2, 3]), None)])]
     assert serialization.fast_encode(batch) is None
     assert serialization.encode(batch) == serialization.generic_encode(batch)
+
+
+# Rows as a peer might send them to the count (task 2, subscribed to the spout, task 3):
+# mostly well formed, with every field now and then of another type, sign or length.
+u64 = st.integers(0, (1 << 64) - 1)
+rows = st.lists(st.one_of(
+    st.tuples(st.one_of(st.none(), u64, anything), st.sampled_from([3, 3, 3, 1, 2, 99, "3", True]),
+              st.sampled_from(["default", "default", "other", b"default"]),
+              st.one_of(st.lists(anything, min_size=1, max_size=1), st.lists(anything, max_size=3), anything),
+              st.one_of(st.none(), st.dictionaries(u64, u64, max_size=2),
+                        st.dictionaries(st.integers(-3, 3), st.integers(-3, 3), max_size=2), anything),
+              ).map(list),
+    anything), max_size=8)
+
+
+@needs_build
+@SETTINGS
+@given(rows)
+def test_the_rows_step_accepts_and_refuses_what_the_python_step_does(batch: list[Any]) -> None:
+    validator = WireValidator(PLAN, [1, 2])
+    by_source = validator.data_inputs[2]
+    try:
+        expected: Any = [(t.id, t.component, t.stream, t.task, type(t.values), tuple(t.values), t.anchors,
+                          t.ackval) for t in validator._tuples(by_source, batch)]
+    except wire._Bad as bad:
+        expected = bad.reason
+    got = wire.fast_tuples(validator.task_component, by_source, batch)
+    if type(got) is list:
+        assert all(type(t) is Tuple for t in got)
+        got = [(t.id, t.component, t.stream, t.task, type(t.values), tuple(t.values), t.anchors, t.ackval)
+               for t in got]
+    assert got == expected
+
+
+@needs_build
+def test_tuples_built_in_c_behave_as_any_other() -> None:
+    # Given a row decoded by the C step
+    validator = WireValidator(PLAN, [1, 2])
+    (tup,) = wire.fast_tuples(validator.task_component, validator.data_inputs[2],
+                              [[5, 3, "default", ["cow"], {11: 5}]])
+    # Then it reads, acks and prints like a Tuple made by its constructor
+    assert (tup.values.word, tup["word"], tup.values[0], tup.is_tick) == ("cow", "cow", "cow", False)
+    tup.ackval ^= 6
+    assert tup.ackval == 6
+    assert repr(tup) == repr(Tuple(5, "words", "default", 3, tup.values, {11: 5}))
+    with pytest.raises(AttributeError):
+        tup.other = 1  # type: ignore[attr-defined]
