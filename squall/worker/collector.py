@@ -19,6 +19,11 @@ from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
 from squall.transactional.attempt import TransactionAttempt
 
+try:  # Tuples filled in place, without a type call (squall/worker/fastwire.pyx), where it was built
+    from squall.worker.fastwire import make_tuple
+except ImportError:
+    make_tuple = Tuple
+
 
 class StreamOut:
     """One output stream of a task: record type, router, direct flag."""
@@ -85,7 +90,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                  check: Callable, always_check: bool, capture: Callable | None, auto_anchor: bool,
                  state: TaskState) -> Callable:
     new = tuple.__new__
-    make = Tuple
+    make = make_tuple
     fromkeys = dict.fromkeys
     plain = _PLAIN
     seq = (list, tuple)
@@ -209,7 +214,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
                   always_check: bool, capture: Callable | None, tracker: SpoutTracker,
                   now: Callable[[], float], state: TaskState) -> Callable:
     new = tuple.__new__
-    make = Tuple
+    make = make_tuple
     plain = _PLAIN
     seq = (list, tuple)
     table = {name: so.unpacked() for name, so in streams.items()}

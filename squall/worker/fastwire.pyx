@@ -328,15 +328,9 @@ cdef inline bint is_u64(object v):
     return type(v) is int and _PyLong_Sign(v) >= 0
 
 
-cdef object new_tuple(object tid, object component, object stream, object src, object record,
-                      list values, Py_ssize_t n, object anchors):
-    """``Tuple(tid, component, stream, src, record(*values), anchors)``, filled in place."""
-    cdef Py_ssize_t i
-    vals = PyType_GenericAlloc(record, n)
-    for i in range(n):
-        item = PyList_GET_ITEM(values, i)
-        Py_INCREF(item)
-        PyTuple_SET_ITEM(vals, i, item)
+cdef object fill_tuple(object tid, object component, object stream, object src, object vals,
+                       object anchors):
+    """``Tuple(tid, component, stream, src, vals, anchors)``, filled in place."""
     tup = PyType_GenericAlloc(Tuple, 0)
     set_slot(tup, 0, tid)
     set_slot(tup, 1, src)
@@ -346,6 +340,27 @@ cdef object new_tuple(object tid, object component, object stream, object src, o
     set_slot(tup, 5, component)
     set_slot(tup, 6, 0)
     return tup
+
+
+cdef object new_tuple(object tid, object component, object stream, object src, object record,
+                      list values, Py_ssize_t n, object anchors):
+    """``Tuple(tid, component, stream, src, record(*values), anchors)``, filled in place."""
+    cdef Py_ssize_t i
+    vals = PyType_GenericAlloc(record, n)
+    for i in range(n):
+        item = PyList_GET_ITEM(values, i)
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(vals, i, item)
+    return fill_tuple(tid, component, stream, src, vals, anchors)
+
+
+def _make_tuple(tid, component, stream, task, values, anchors=None):
+    return fill_tuple(tid, component, stream, task, values, anchors)
+
+
+#: What the emitters build their Tuples with: the class itself, without its
+#: type call and ``__init__``, as long as its slots are the ones known here.
+make_tuple = _make_tuple if SLOTS_KNOWN else Tuple
 
 
 def tuples(dict task_component, dict by_source, list rows):

@@ -18,7 +18,7 @@ from squall import compiled
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt
-from squall.worker import serialization, wire
+from squall.worker import collector, serialization, wire
 from squall.worker.wire import WireValidator
 from tests.worker.test_frame_fuzz import anything
 from tests.worker.wire_topology import PLAN
@@ -57,6 +57,7 @@ def test_the_bootstrap_built_the_encoder_and_frames_go_through_it() -> None:
     assert compiled.accelerated(), "run: python -m squall.compiled build"
     assert serialization.fast_encode is not None
     assert wire.fast_tuples is not None
+    assert collector.make_tuple is not Tuple
 
 
 @needs_build
@@ -164,3 +165,15 @@ def test_tuples_built_in_c_behave_as_any_other() -> None:
     assert repr(tup) == repr(Tuple(5, "words", "default", 3, tup.values, {11: 5}))
     with pytest.raises(AttributeError):
         tup.other = 1  # type: ignore[attr-defined]
+
+
+@needs_build
+def test_a_tuple_the_emitters_make_is_the_tuple_its_constructor_makes() -> None:
+    make_tuple = collector.make_tuple
+    word = record_type(("word",))
+    made = make_tuple(5, "split", "default", 7, word._make(["cow"]), {11: 5})
+    built = Tuple(5, "split", "default", 7, word._make(["cow"]), {11: 5})
+    assert type(made) is Tuple
+    assert [getattr(made, s) for s in Tuple.__slots__] == [getattr(built, s) for s in Tuple.__slots__]
+    unanchored = make_tuple(None, "split", "default", 7, word._make(["cow"]))
+    assert (unanchored.id, unanchored.anchors, unanchored.ackval) == (None, None, 0)
