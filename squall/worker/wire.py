@@ -32,10 +32,11 @@ import msgpack
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import EXT_CODE, unpacker
 
-try:  # the data rows' step in C (squall/worker/fastwire.pyx), where it was built
+try:  # frames read in C (squall/worker/fastwire.pyx), where it was built
+    from squall.worker.fastwire import decode as fast_decode
     from squall.worker.fastwire import tuples as fast_tuples
 except ImportError:
-    fast_tuples = None
+    fast_decode = fast_tuples = None
 
 if TYPE_CHECKING:
     from squall.worker.plan import TopologyPlan
@@ -89,6 +90,10 @@ class WireValidator:
 
     def decode(self, frame: bytes) -> list[tuple[str, int, Any]]:
         """The valid messages of ``frame``; invalid ones are counted and left out."""
+        if fast_decode is not None:
+            parsed = fast_decode(frame, self.task_component, self.data_inputs)
+            if parsed is not None:
+                return self._checked(parsed)
         attempts = unpacker()
 
         def ext_hook(code: int, data: bytes) -> Any:
@@ -108,8 +113,14 @@ class WireValidator:
             self.rejected["frame"] += 1
             self.total_rejected += 1
             raise FrameRejected("frame", f"a frame is a list of messages, got {type(messages).__name__}")
+        return self._checked(messages)
+
+    def _checked(self, messages: list[Any]) -> list[tuple[str, int, Any]]:
         out: list[tuple[str, int, Any]] = []
         for message in messages:
+            if type(message) is tuple:  # data the C decoder read and checked
+                out.append(message)
+                continue
             try:
                 out.append(self._message(message))
             except _Bad as bad:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgpack
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -21,6 +22,7 @@ from squall.transactional.attempt import TransactionAttempt
 from squall.worker import collector, serialization, wire
 from squall.worker.wire import WireValidator
 from tests.worker.test_frame_fuzz import anything
+from tests.worker.test_frame_fuzz import messages as structures
 from tests.worker.wire_topology import PLAN
 
 SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -47,6 +49,10 @@ messages = st.lists(st.one_of(
     st.tuples(st.sampled_from(["ack", "init", "fail", "acked", "failed", "bp"]), st.integers(-1, 99), values),
     st.tuples(st.just("tick"), st.integers(0, 99), st.none())), max_size=17)
 
+def fields(t: Tuple) -> tuple[Any, ...]:
+    return t.id, t.component, t.stream, t.task, type(t.values), tuple(t.values), t.anchors, t.ackval
+
+
 needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
 
 
@@ -57,6 +63,7 @@ def test_the_bootstrap_built_the_encoder_and_frames_go_through_it() -> None:
     assert compiled.accelerated(), "run: python -m squall.compiled build"
     assert serialization.fast_encode is not None
     assert wire.fast_tuples is not None
+    assert wire.fast_decode is not None
     assert collector.make_tuple is not Tuple
 
 
@@ -140,15 +147,13 @@ def test_the_rows_step_accepts_and_refuses_what_the_python_step_does(batch: list
     validator = WireValidator(PLAN, [1, 2])
     by_source = validator.data_inputs[2]
     try:
-        expected: Any = [(t.id, t.component, t.stream, t.task, type(t.values), tuple(t.values), t.anchors,
-                          t.ackval) for t in validator._tuples(by_source, batch)]
+        expected: Any = [fields(t) for t in validator._tuples(by_source, batch)]
     except wire._Bad as bad:
         expected = bad.reason
     got = wire.fast_tuples(validator.task_component, by_source, batch)
     if type(got) is list:
         assert all(type(t) is Tuple for t in got)
-        got = [(t.id, t.component, t.stream, t.task, type(t.values), tuple(t.values), t.anchors, t.ackval)
-               for t in got]
+        got = [fields(t) for t in got]
     assert got == expected
 
 
@@ -177,3 +182,65 @@ def test_a_tuple_the_emitters_make_is_the_tuple_its_constructor_makes() -> None:
     assert [getattr(made, s) for s in Tuple.__slots__] == [getattr(built, s) for s in Tuple.__slots__]
     unanchored = make_tuple(None, "split", "default", 7, word._make(["cow"]))
     assert (unanchored.id, unanchored.anchors, unanchored.ackval) == (None, None, 0)
+
+
+def read(frame: bytes, monkeypatch: pytest.MonkeyPatch, fast: bool) -> Any:
+    """What a worker of the count and the acker makes of ``frame``: its messages (Tuples
+    as their fields) and what it counted as rejected, or the reason it refused it all."""
+    with monkeypatch.context() as m:
+        if not fast:
+            m.setattr(wire, "fast_decode", None)
+            m.setattr(wire, "fast_tuples", None)
+        validator = WireValidator(PLAN, [1, 2])
+        try:
+            messages = validator.decode(frame)
+        except wire.FrameRejected as e:
+            return e.reason, validator.rejected
+    return [(k, t, [fields(x) for x in p] if k == "data" else p) for k, t, p in messages], validator.rejected
+
+
+# Rows the count accepts, among which now and then one it must refuse (a negative id, root or edge).
+small = st.integers(-3, 3)
+good_rows = st.lists(st.one_of(
+    st.tuples(st.one_of(st.none(), u64, small), st.just(3), st.just("default"), st.tuples(values),
+              st.one_of(st.none(), st.dictionaries(u64, u64, max_size=2),
+                        st.dictionaries(small, small, max_size=2))).map(list),
+    st.tuples(u64, st.just(3), st.just("default"), st.tuples(st.text(max_size=300)),
+              st.dictionaries(u64, u64, min_size=1, max_size=1)).map(list)), max_size=12)
+good_frames = st.lists(st.one_of(
+    st.tuples(st.just("data"), st.just(2), st.one_of(good_rows, good_rows, good_rows, rows)),
+    st.tuples(st.sampled_from(["ack", "init", "acked", "fail"]), st.sampled_from([1, 2, 3]),
+              st.lists(st.one_of(u64, st.lists(u64, min_size=2, max_size=3)), max_size=3))), max_size=4)
+frames = st.one_of(
+    st.binary(max_size=100),
+    structures.map(lambda frame: msgpack.packb(frame, use_bin_type=True)),
+    good_frames.map(lambda frame: msgpack.packb(frame, use_bin_type=True)),
+    good_frames.map(lambda frame: msgpack.packb(frame, use_bin_type=True)),
+)
+
+
+@needs_build
+@SETTINGS
+@given(frames, st.integers(0, 100))
+def test_the_decoder_reads_and_refuses_what_msgpack_and_the_checks_do(frame: bytes, cut: int) -> None:
+    monkeypatch = pytest.MonkeyPatch()
+    for candidate in (frame, frame[: len(frame) * cut // 100]):  # whole, and truncated
+        assert read(candidate, monkeypatch, fast=True) == read(candidate, monkeypatch, fast=False)
+
+
+@needs_build
+def test_the_decoder_reads_real_frames_itself() -> None:
+    # Given a frame as a split's worker sends it: words to the count, and an ack
+    word = record_type(("word",))
+    top = (1 << 64) - 1
+    sent = [Tuple(top - i, "words", "default", 3, word._make([w]), {(1 << 63) + i: top - i})
+            for i, w in enumerate(["the", "cow", "€" * 40, "x" * 300])]
+    frame = serialization.encode([("data", 2, sent), ("ack", 1, [[5, 6]])])
+    # Then the C decoder reads it (it does not decline it to the msgpack path)
+    validator = WireValidator(PLAN, [1, 2])
+    parsed = wire.fast_decode(frame, validator.task_component, validator.data_inputs)
+    assert parsed is not None
+    (kind, task, got), ack = parsed
+    assert (kind, task, ack) == ("data", 2, ["ack", 1, [[5, 6]]])
+    assert [(t.id, t.task, t.stream, t.values, t.anchors) for t in got] == [
+        (t.id, t.task, t.stream, t.values, t.anchors) for t in sent]
