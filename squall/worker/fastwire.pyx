@@ -546,7 +546,7 @@ cdef float _float32(unsigned int bits):
 cdef list read_rows(Reader* r, dict task_component, dict by_source):
     """A data payload read into Tuples, or Decline where ``WireValidator`` would refuse a row."""
     cdef Py_ssize_t i, j, n_rows = array_len(r), nfields = 0
-    cdef Py_ssize_t stream_len = -1, n
+    cdef Py_ssize_t stream_len = -1, n, tid_at, tid_len
     cdef const unsigned char* stream_at = NULL
     cdef const unsigned char* p
     cdef unsigned char c
@@ -557,7 +557,9 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
     for i in range(n_rows):
         if take(r, 1)[0] != 0x95:
             raise Decline()
+        tid_at = r.pos
         tid = read_value(r, 1)
+        tid_len = r.pos - tid_at
         if tid is not None and not is_u64(tid):
             raise Decline()
         src = read_value(r, 1)
@@ -591,7 +593,21 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             item = read_value(r, 1)
             Py_INCREF(<PyObject*>item)
             PyTuple_SET_ITEM(vals, j, <PyObject*>item)
-        anchors = read_value(r, 1)
+        if r.pos < r.end and r.data[r.pos] == 0x81:
+            # One tree, and an edge written as the tuple's id is (an emit's id is its
+            # only edge): the id's int serves as the edge too, one allocation fewer.
+            r.pos += 1
+            root = read_value(r, 2)
+            if tid_len > 1 and tid_len <= r.end - r.pos and memcmp(r.data + r.pos, r.data + tid_at, tid_len) == 0:
+                r.pos += tid_len
+                edge = tid
+            else:
+                edge = read_value(r, 2)
+            if type(root) is list or type(root) is dict:
+                raise Decline()
+            anchors = {root: edge}
+        else:
+            anchors = read_value(r, 1)
         if anchors is not None:
             if type(anchors) is not dict:
                 raise Decline()
