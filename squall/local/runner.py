@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from itertools import chain
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -163,7 +164,7 @@ class LocalTopology:
                 for key, value in s.items():
                     t[key] += value
         for t in total.values():
-            samples = sorted(t.pop("latencies"))
+            samples = sorted(chain.from_iterable(t.pop("latencies")))  # the spout tasks' deques
             if samples:
                 t["complete_latency_ms"] = {
                     "p50": samples[len(samples) // 2] * 1000,

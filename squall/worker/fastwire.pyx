@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""Frames in C: the encoder, and the decoder's rows -> Tuples step.
+"""Frames in C: the encoder, the decoder, and the Tuples both ends build.
 
 Encoding writes the bytes ``msgpack.packb`` writes, without its detour.
 
@@ -418,7 +418,6 @@ def tuples(dict task_component, dict by_source, list rows):
                     return "shape"
         out.append(new_tuple(tid, component, stream, src, record, values, nfields, anchors))
     return out
-
 
 
 # -- decoding ----------------------------------------------------------------

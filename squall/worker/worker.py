@@ -353,7 +353,8 @@ class Worker:
                 s[key] += getattr(executor, key, 0)
             samples = getattr(executor, "latencies", None)
             if samples:
-                s["latencies"].extend(samples)
+                # The spout's own deque: whoever summarises copies it once (squall.worker.main).
+                s["latencies"].append(samples)
         return out
 
 

@@ -1,7 +1,7 @@
 """Frames in C (squall/worker/fastwire.pyx): the encoder writes the bytes msgpack
 writes and leaves to the generic encoder everything it does not handle; the
-decoder's rows -> Tuples step accepts, builds and refuses exactly what the
-Python step of WireValidator does.
+decoder reads and refuses exactly what msgpack and WireValidator's checks do,
+leaving them every frame it does not read itself.
 
 `ops/bootstrap.sh` builds it, so CI runs these against the build; the
 receiving side never knows which encoder ran, which is what makes it safe."""
