@@ -121,10 +121,10 @@ def summary() -> str:
 
 
 def current() -> int:
-    """How many hot-path modules a new process would load compiled."""
+    """How many builds (hot-path modules and accelerators) a new process would load."""
     if not enabled():
         return 0
-    return sum(1 for m in MODULES if (p := build_path(m)) is not None and p.is_file())
+    return sum(1 for m in BUILT if (p := build_path(m)) is not None and p.is_file())
 
 
 def accelerated() -> bool:
