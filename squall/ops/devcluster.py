@@ -99,7 +99,8 @@ class DevCluster:
         self.n_nimbus = nimbuses
         self.extra = dict(conf or {})
         self.zk: DevZookeeper | None = None
-        self.nimbus_ports = [free_port() for _ in range(nimbuses)]
+        self._ports: set[int] = set()  # every port handed out, see new_port
+        self.nimbus_ports = [self.new_port() for _ in range(nimbuses)]
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.conf: dict[str, Any] = {}
         # Set (e.g. by a signal handler) to cut start() short: it returns at the next step.
@@ -153,7 +154,7 @@ class DevCluster:
         :attr:`stopping` is set meanwhile (then :meth:`stop` is the caller's)."""
         (self.root / "logs").mkdir(parents=True, exist_ok=True)
         _write_json(self.pids_file, [])  # this cluster's processes, not a previous one's
-        zk_port = free_port()
+        zk_port = self.new_port()
         self.ensure_keyring()
         security = ({"squall.secure": True, "squall.keyring.path": str(self.keyring_file)} if self.secure
                     else {"squall.secure": False})
@@ -237,6 +238,16 @@ class DevCluster:
     def start_nimbus(self, i: int = 0) -> subprocess.Popen[bytes]:
         return self._daemon(f"nimbus-{i}", "nimbus", {"nimbus.http.port": self.nimbus_ports[i]})
 
+    def new_port(self) -> int:
+        """A free port on 127.0.0.1 that this cluster has not handed out before.  The
+        kernel may give the same free port twice once the probe's socket is closed, and
+        two slots on one port leave one worker failing to bind for ever."""
+        while True:
+            port = free_port()
+            if port not in self._ports:
+                self._ports.add(port)
+                return port
+
     def supervisor_dir(self, i: int) -> Path:
         return self.root / f"supervisor-{i}"
 
@@ -244,7 +255,8 @@ class DevCluster:
         known = self.supervisor_dir(i) / "ports.json"
         if ports is None:
             ports = (json.loads(known.read_text()) if known.exists()
-                     else [free_port() for _ in range(self.n_slots)])
+                     else [self.new_port() for _ in range(self.n_slots)])
+        self._ports.update(ports)
         self.supervisor_dir(i).mkdir(parents=True, exist_ok=True)
         known.write_text(json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {

@@ -174,3 +174,14 @@ def test_stop_kills_only_the_processes_it_recorded(tmp_path: Path) -> None:
         cluster.stop()
         decoy.kill()
         decoy.wait(10)
+
+
+def test_no_two_ports_of_a_dev_cluster_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a kernel that hands out the same free port again (it may, once the probe is closed)
+    offered = iter([41000, 41000, 41001, 41000, 41001, 41002, 41003, 41002, 41004])
+    monkeypatch.setattr("squall.ops.devcluster.free_port", lambda: next(offered))
+    # When a dev cluster takes its nimbus port, then ports for its slots
+    cluster = DevCluster(tmp_path / "c", supervisors=1, slots=3, secure=False)
+    ports = [*cluster.nimbus_ports, *(cluster.new_port() for _ in range(3))]
+    # Then each port is one it has not handed out before
+    assert ports == [41000, 41001, 41002, 41003]
