@@ -233,7 +233,8 @@ def test_unanchored_bolt_emits_are_not_tracked(cluster: LocalCluster) -> None:
     cluster.submit("loose", T)
     # the gate never acks, but its tuples are not in the tree: the spout is acked
     poll_for(lambda: journal.count("acked") == 4, message="4 acks")
-    assert journal.count("seen") == 4
+    # (the acks can come before the gate has taken its tuples: they do not wait for it)
+    poll_for(lambda: journal.count("seen") == 4, message="the gate saw the 4 tuples")
 
 
 @pytest.mark.parametrize("workers", [1, 2])
