@@ -13,6 +13,11 @@ from squall.worker.collector import StreamOut, TaskState
 from squall.worker.context import TopologyContext
 from squall.worker.executor import Executor
 
+try:  # rows for other workers packed as they are emitted (squall/worker/fastwire.pyx), where built
+    from squall.worker.fastwire import RemoteBatch
+except ImportError:
+    RemoteBatch = None
+
 
 class ComponentExecutor(Executor):
     def make_context(self, task: int) -> TopologyContext:
@@ -34,6 +39,14 @@ class ComponentExecutor(Executor):
         # Component-type settings given to spec(...) (a shell command, a schema, ...).
         instance.options = dict(cdef.options)
         return instance, context, TaskState()
+
+    def new_batch(self, task: int) -> Any:
+        """Where this executor's tuples for ``task`` wait for the end of the turn: a
+        list, or for a task of another worker a batch that packs them as they come."""
+        worker = self.worker
+        if RemoteBatch is None or worker.transfer is None or task in worker.local_tasks:
+            return []
+        return RemoteBatch()
 
     def build_streams(self, task: int, context: TopologyContext) -> dict[str, StreamOut]:
         """Routers for each declared stream of this task, and its batch lists."""
@@ -62,7 +75,7 @@ class ComponentExecutor(Executor):
                     inp.grouping, tasks, indices, self.worker.local_tasks, custom, task, load))
                 for t in tasks:
                     if t not in self.out:
-                        self.out[t] = []
+                        self.out[t] = self.new_batch(t)
                         self.appends[t] = self.out[t].append
             streams[name] = StreamOut(name, record_type(stream.fields), stream.fields,
                                       routing.combine(choosers), stream.direct)

@@ -44,9 +44,10 @@ class Executor:
         self.waiting = False
         self.tracking = self.plan.tracking
         self.acker_tasks = self.plan.acker_tasks
-        # Batches being built this turn, one list per possible target task,
+        # Batches being built this turn, one per possible target task (a list, or
+        # for a task of another worker a RemoteBatch, when fastwire is built),
         # and the bound appends the emit closures call.
-        self.out: dict[int, list[Any]] = {}
+        self.out: dict[int, Any] = {}
         self.appends: dict[int, Any] = {}
         self.control_out: list[tuple[str, int, Any]] = []
         # Statistics (read by the worker's stats snapshot from another thread:
@@ -172,9 +173,13 @@ class Executor:
         out = self.out
         for task, batch in out.items():
             if batch:
-                # Copy and clear, keeping the list: emit closures hold its append.
-                send_data(task, batch[:])
-                batch.clear()
+                if type(batch) is list:
+                    # Copy and clear, keeping the list: emit closures hold its append.
+                    send_data(task, batch[:])
+                    batch.clear()
+                else:  # a RemoteBatch, packed as it was emitted
+                    for payload in batch.take():
+                        send_data(task, payload)
         if self.control_out:
             send_control = self.worker.send_control
             pending, self.control_out = self.control_out, []

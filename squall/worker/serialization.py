@@ -16,9 +16,11 @@ from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE, TransactionAttempt, pack, unpacker
 
 try:  # the same bytes from C (squall/worker/fastwire.pyx), where it was built
+    from squall.worker.fastwire import PackedRows
     from squall.worker.fastwire import encode as fast_encode
 except ImportError:
     fast_encode = None
+    PackedRows = None
 
 # TransactionAttempt crosses as a msgpack extension type: the first value of
 # every tuple of a transactional topology.
@@ -90,15 +92,31 @@ def encode(messages: list[tuple[str, int, Any]]) -> bytes:
 def generic_encode(messages: list[tuple[str, int, Any]]) -> bytes:
     """:func:`encode` for every value that may cross, and the error that names the emitter."""
     out = []
+    packed = False
     for kind, task, payload in messages:
         if kind == "data":
-            # A values record is a tuple: msgpack writes it as the array it is, no copy.
-            payload = [(t.id, t.task, t.stream, t.values, t.anchors) for t in payload]
+            if type(payload) is PackedRows:
+                packed = True  # rows packed as they were emitted (fastwire.RemoteBatch)
+            else:
+                # A values record is a tuple: msgpack writes it as the array it is, no copy.
+                payload = [(t.id, t.task, t.stream, t.values, t.anchors) for t in payload]
         elif kind == "tick":
             payload = None
         out.append((kind, task, payload))
     try:
-        return msgpack.packb(out, use_bin_type=True, default=pack_ext)
+        if not packed:
+            return msgpack.packb(out, use_bin_type=True, default=pack_ext)
+        # A frame is an array of messages, so it can be written a message at a time,
+        # and the packed rows' bytes copied in after their message's header.
+        packer = msgpack.Packer(use_bin_type=True, default=pack_ext)
+        parts = [packer.pack_array_header(len(out))]
+        for kind, task, payload in out:
+            if type(payload) is PackedRows:
+                parts += [packer.pack_array_header(3), packer.pack(kind), packer.pack(task),
+                          packer.pack_array_header(payload.count), payload.data]
+            else:
+                parts.append(packer.pack((kind, task, payload)))
+        return b"".join(parts)
     except Exception as e:
         raise _culprit(messages, e) from e
 
@@ -115,8 +133,8 @@ def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> Serializ
     """Name the emitter of what could not be packed (the cheap emit-time check
     lets through a few values msgpack refuses, such as lone surrogates)."""
     for kind, _task, payload in messages:
-        if kind != "data":
-            continue
+        if kind != "data" or type(payload) is PackedRows:
+            continue  # packed rows were packed: they are not what failed
         for t in payload:
             try:
                 msgpack.packb(list(t.values), use_bin_type=True, default=pack_ext)

@@ -1,7 +1,8 @@
 """Tuples to and from other workers: a send thread and a receive thread.
 
-Executors hand remote batches to :meth:`Transfer.put`; the send thread
-drains them, packs one msgpack frame per peer worker and sends it.  The
+Executors hand remote batches to :meth:`Transfer.put` (their rows already
+packed, where fastwire is built: see ``fastwire.RemoteBatch``); the send
+thread drains them, packs one msgpack frame per peer worker and sends it.  The
 receive thread unpacks frames arriving at this worker's address and puts
 each message into the target executor's queue.  A frame that cannot be
 packed is fatal for the worker (Storm kills a worker on a serialization
@@ -314,6 +315,11 @@ class Transfer:
                         self._on_worker_message(kind, payload)
                     else:
                         deliver(kind, task, payload)
+                # Let go of the batches now, so that the executors, not this thread, hold
+                # their last references: a batch is then freed by the thread that just
+                # worked on it, while its Tuples are in cache, instead of here, a frame
+                # later and cold.
+                messages = payload = None
         except BaseException as e:  # noqa: BLE001
             self._die(e)
         finally:
