@@ -1,7 +1,7 @@
 """Cluster-mode word count next to local mode, and recovery after SIGKILL.
 
     python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure] [--repeat 1]
-                                 [--pending 2000]
+                                 [--pending 2000] [--workers 2,4]
 
 Local mode runs in a process of its own, pinned to one core as ``squall
 local`` pins itself, and unpinned; the cluster's workers are pinned by their
@@ -17,6 +17,14 @@ flowing again at half the rate they had before the kill.
 Secure mode (the default: CURVE on every worker socket, frames validated,
 nimbus over TLS) and ``--insecure`` dev clusters are measured side by side,
 so the rows show what the security costs.
+
+This machine's speed drifts (a VM's does, by up to 2x from one minute to the
+next), so beside the ratio of the medians the table gives the median of the
+per-round ratios (each cluster run against the pinned local run of its own
+round), and the CPU time each sentence cost: the workers' (or the local
+process's) user and system time over the window, per acked sentence.  Where
+both modes keep their cores busy, throughput is cores / CPU per sentence, so
+that column shows what crossing workers costs whatever the machine's speed.
 """
 
 from __future__ import annotations
@@ -54,32 +62,52 @@ def acked(cluster: DevCluster, name: str) -> tuple[float, int]:
     return time.monotonic(), int(stats.get("sentences", {}).get("acked", 0))
 
 
-def cluster_throughput(cluster: DevCluster, workers: int, duration: float, pending: int) -> float:
+def cpu_secs(pids: list[int]) -> float:
+    """User and system time the processes have used so far (those that are gone count 0)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
+
+
+def cluster_throughput(cluster: DevCluster, workers: int, duration: float,
+                       pending: int) -> tuple[float, float]:
+    """Acked sentences per second, and the workers' CPU seconds per sentence."""
     name = f"bench{workers}"
     submit(cluster, BENCH, name, f"topology.workers={workers}", f"topology.max.spout.pending={pending}")
     deadline = time.monotonic() + 60
     while acked(cluster, name)[1] == 0 and time.monotonic() < deadline:
         time.sleep(0.2)
     time.sleep(2)  # warm up
+    pids = list(cluster.worker_pids().values())
     t0, a0 = acked(cluster, name)
+    c0 = cpu_secs(pids)
     time.sleep(duration)
     t1, a1 = acked(cluster, name)
+    c1 = cpu_secs(pids)
     cluster.api("POST", f"topologies/{name}/kill", {"wait_secs": 0})
     while cluster.worker_pids():
         time.sleep(0.2)
-    return (a1 - a0) / (t1 - t0)
+    return (a1 - a0) / (t1 - t0), (c1 - c0) / max(a1 - a0, 1)
 
 
-def local_throughput(duration: float, pinned: bool, pending: int) -> float:
+def local_throughput(duration: float, pinned: bool, pending: int) -> tuple[float, float]:
     """The same topology in local mode, in a process of its own: pinned to one core as
-    ``squall local`` pins itself, or free to move between cores."""
+    ``squall local`` pins itself, or free to move between cores.  Acked sentences per
+    second, and the process's CPU seconds per sentence."""
     import json
 
     cmd = [sys.executable, __file__, "--local-child", "--duration", str(duration), "--pending", str(pending)]
     if pinned:
         cmd.append("--pinned")
     proc = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=REPO)
-    return float(json.loads(proc.stdout.strip().splitlines()[-1])["rate"])
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    return float(result["rate"]), float(result["cpu"])
 
 
 def local_child(duration: float, pinned: bool, pending: int) -> None:
@@ -97,10 +125,10 @@ def local_child(duration: float, pinned: bool, pending: int) -> None:
     with LocalCluster() as local:
         runner = local.submit("bench", BenchWordCount, {"topology.max.spout.pending": pending})
         time.sleep(2)
-        a0, t0 = runner.stats()["sentences"]["acked"], time.monotonic()
+        a0, t0, c0 = runner.stats()["sentences"]["acked"], time.monotonic(), time.process_time()
         time.sleep(duration)
-        a1, t1 = runner.stats()["sentences"]["acked"], time.monotonic()
-    print(json.dumps({"rate": (a1 - a0) / (t1 - t0)}))
+        a1, t1, c1 = runner.stats()["sentences"]["acked"], time.monotonic(), time.process_time()
+    print(json.dumps({"rate": (a1 - a0) / (t1 - t0), "cpu": (c1 - c0) / max(a1 - a0, 1)}))
 
 
 def recovery(cluster: DevCluster, workdir: Path, rate: int) -> dict[str, Any]:
@@ -156,6 +184,8 @@ def main() -> int:
     parser.add_argument("--pending", type=int, default=2000,
                         help="topology.max.spout.pending per spout task, in every configuration "
                              "(default 2000, the issue's setting)")
+    parser.add_argument("--workers", default="2,4",
+                        help="the cluster sizes to measure, comma separated (default 2,4)")
     parser.add_argument("--local-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -163,10 +193,16 @@ def main() -> int:
         local_child(args.duration, args.pinned, args.pending)
         return 0
     modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
+    sizes = [int(w) for w in args.workers.split(",")]
     rows: dict[str, list[float]] = {}
+    cpu: dict[str, list[float]] = {}
+    paired: dict[str, list[float]] = {}  # each run / the pinned local run of its round
 
-    def measure(label: str, rate: float) -> None:
+    def measure(label: str, result: tuple[float, float]) -> None:
+        rate, secs = result
         rows.setdefault(label, []).append(rate)
+        cpu.setdefault(label, []).append(secs * 1e6)
+        paired.setdefault(label, []).append(rate / rows[PINNED][-1])
 
     rec: dict[str, Any] | None = None
     with tempfile.TemporaryDirectory(prefix="squall-bench-") as tmp:
@@ -183,7 +219,7 @@ def main() -> int:
                 for pinned, label in ((True, PINNED), (False, "local mode, 1 worker, unpinned")):
                     measure(label, local_throughput(args.duration, pinned, args.pending))
                 for label, cluster in clusters.items():
-                    for workers in (2, 4):
+                    for workers in sizes:
                         measure(f"cluster ({label}), {workers} workers on 2 nodes",
                                 cluster_throughput(cluster, workers, args.duration, args.pending))
             rec = recovery(next(iter(clusters.values())), Path(tmp), rate=500)
@@ -195,14 +231,23 @@ def main() -> int:
     pinned = median(rows[PINNED])
     spread = args.repeat > 1
     print(f"{'configuration':<44}{'sentences/s':>12}{'vs pinned local':>17}"
+          + (f"{'per round':>11}" if spread else "") + f"{'CPU us/sentence':>17}"
           + ("      min - max" if spread else ""))
-    print("-" * (88 if spread else 73))
+    print("-" * (116 if spread else 90))
     for label, values in rows.items():
         value = median(values)
         line = f"{label:<44}{value:>12,.0f}{value / pinned:>16.2f}x"
         if spread:
+            line += f"{median(paired[label]):>10.2f}x"
+        line += f"{median(cpu[label]):>17.2f}"
+        if spread:
             line += f"{min(values):>10,.0f} - {max(values):,.0f}"
         print(line)
+    if spread:
+        print("\neach cluster run against the pinned local run of its round:")
+        for label, ratios in paired.items():
+            if label.startswith("cluster"):
+                print(f"  {label:<42}" + "  ".join(f"{r:.2f}x" for r in ratios))
     print(f"\nrecovery after SIGKILL of a worker "
           f"(durable word count at {rec['rate_before']:.0f} sentences/s):")
     print(f"  replacement worker running after {rec['relaunched_s']:.2f} s")
