@@ -72,6 +72,10 @@ cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     void PyTuple_SET_ITEM(object o, Py_ssize_t i, PyObject* v)
     void Py_INCREF(PyObject* o)
+    void Py_XDECREF(PyObject* o)
+    bint PyUnicode_IS_COMPACT_ASCII(PyObject* o)
+    Py_ssize_t PyUnicode_GET_LENGTH(PyObject* o)
+    void* PyUnicode_DATA(PyObject* o)
 
 cdef enum:
     # Deeper nesting goes the generic way (msgpack's own limit is far above it).
@@ -557,8 +561,41 @@ cdef Py_ssize_t array_len(Reader* r) except -1:
     raise Decline()
 
 
+cdef enum:
+    # Short ASCII strings decoded lately, by a hash of their bytes: a word count's
+    # words, stream and kind names.  A str found here is shared rather than decoded
+    # and allocated again; a bolt counting it finds its hash already computed.
+    STR_CACHE_SLOTS = 4096
+    STR_CACHE_LONGEST = 24
+
+
+cdef PyObject* str_cache[STR_CACHE_SLOTS]
+memset(str_cache, 0, sizeof(str_cache))
+
+
 cdef object read_str(Reader* r, Py_ssize_t n):
     cdef const unsigned char* p = take(r, n)
+    cdef uint64_t h = 14695981039346656037u
+    cdef Py_ssize_t i
+    cdef PyObject* cached
+    if n > STR_CACHE_LONGEST:
+        return decode_str(p, n)
+    for i in range(n):  # FNV-1a
+        h = (h ^ p[i]) * 1099511628211u
+    h = (h ^ (h >> 29)) & (STR_CACHE_SLOTS - 1)
+    cached = str_cache[h]
+    if (cached != NULL and PyUnicode_GET_LENGTH(cached) == n
+            and memcmp(PyUnicode_DATA(cached), p, n) == 0):
+        return <object>cached
+    s = decode_str(p, n)
+    if PyUnicode_IS_COMPACT_ASCII(<PyObject*>s):  # its data is its bytes: the test above holds
+        Py_INCREF(<PyObject*>s)
+        Py_XDECREF(cached)
+        str_cache[h] = <PyObject*>s
+    return s
+
+
+cdef object decode_str(const unsigned char* p, Py_ssize_t n):
     try:
         return PyUnicode_DecodeUTF8(<const char*>p, n, NULL)
     except UnicodeDecodeError:
@@ -643,11 +680,11 @@ cdef float _float32(unsigned int bits):
 cdef list read_rows(Reader* r, dict task_component, dict by_source):
     """A data payload read into Tuples, or Decline where ``WireValidator`` would refuse a row."""
     cdef Py_ssize_t i, j, n_rows = array_len(r), nfields = 0
-    cdef Py_ssize_t stream_len = -1, n, tid_at, tid_len
+    cdef Py_ssize_t stream_len = -1, n, tid_at, tid_len, root_at = 0, root_len = 0
     cdef const unsigned char* stream_at = NULL
     cdef const unsigned char* p
     cdef unsigned char c
-    cdef object last_src = None, component = None, record = None, stream = None
+    cdef object last_src = None, component = None, record = None, stream = None, last_root = None
     cdef list out = []
     if n_rows > r.end - r.pos:
         raise Decline()
@@ -694,7 +731,17 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             # One tree, and an edge written as the tuple's id is (an emit's id is its
             # only edge): the id's int serves as the edge too, one allocation fewer.
             r.pos += 1
-            root = read_value(r, 2)
+            # A root written as the row before wrote its root (one input's children,
+            # one after the other) is that root: its int is shared too.
+            if (root_len > 0 and root_len <= r.end - r.pos
+                    and memcmp(r.data + r.pos, r.data + root_at, root_len) == 0):
+                r.pos += root_len
+                root = last_root
+            else:
+                root_at = r.pos
+                root = read_value(r, 2)
+                root_len = r.pos - root_at
+                last_root = root
             if tid_len > 1 and tid_len <= r.end - r.pos and memcmp(r.data + r.pos, r.data + tid_at, tid_len) == 0:
                 r.pos += tid_len
                 edge = tid

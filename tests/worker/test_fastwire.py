@@ -267,3 +267,45 @@ def test_the_decoder_reads_real_frames_itself() -> None:
     assert (kind, task, ack) == ("data", 2, ["ack", 1, [[5, 6]]])
     assert [(t.id, t.task, t.stream, t.values, t.anchors) for t in got] == [
         (t.id, t.task, t.stream, t.values, t.anchors) for t in sent]
+
+
+# The children of one input, one after the other as an executor's batch has them: their
+# roots and words repeat, or nearly (a root or word that differs only in its last byte,
+# or is written in a longer form), where the decoder shares the int or str it read.
+near_roots = st.sampled_from([(1 << 63) + 1, (1 << 63) + 2, (1 << 63) + 257, 5, 6, 300, 301])
+near_words = st.sampled_from(["cow", "cox", "co", "cow ", "cöw", "", "w" * 24, "w" * 25, "w" * 23 + "v"])
+children = st.lists(st.tuples(u64, near_roots, near_words).map(
+    lambda erw: [erw[0], 3, "default", [erw[2]], {erw[1]: erw[0]}]), max_size=12)
+
+
+@needs_build
+@SETTINGS
+@given(children, st.lists(st.tuples(near_roots, near_roots), max_size=3))
+def test_roots_and_words_the_decoder_shares_are_the_ones_sent(batch: list[Any], trees: list[Any]) -> None:
+    # Rows whose roots and words repeat or nearly repeat, and now and then a row of two trees
+    for roots in trees:
+        batch.append([7, 3, "default", ["cow"], dict.fromkeys(roots, 7)])
+    frame = msgpack.packb([["data", 2, batch]], use_bin_type=True)
+    monkeypatch = pytest.MonkeyPatch()
+    assert read(frame, monkeypatch, fast=True) == read(frame, monkeypatch, fast=False)
+
+
+@needs_build
+def test_the_decoder_shares_a_repeated_root_and_word_and_never_mixes_them_up() -> None:
+    validator = WireValidator(PLAN, [1, 2])
+    root = (1 << 63) + 11
+    # Given many more distinct words than the decoder keeps (every slot of it taken, some twice)
+    words = [f"w{i}" for i in range(20_000)]
+    rows = [[i + 1, 3, "default", [w], {root: i + 1}] for i, w in enumerate(words)]
+    frame = msgpack.packb([["data", 2, rows]], use_bin_type=True)
+    for _ in range(2):  # and again, with what the first decode kept
+        (_, _, got), = wire.fast_decode(frame, validator.task_component, validator.data_inputs)
+        # Then every word and tree is the one sent
+        assert [t.values.word for t in got] == words
+        assert [t.anchors for t in got] == [{root: i + 1} for i in range(len(words))]
+    # And the children of one input share their root's int, and a word seen before is the same str
+    assert next(iter(got[0].anchors)) is next(iter(got[-1].anchors))
+    again = msgpack.packb([["data", 2, [[1, 3, "default", ["cow"], None], [2, 3, "default", ["cow"], None]]]],
+                          use_bin_type=True)
+    (_, _, (a, b)), = wire.fast_decode(again, validator.task_component, validator.data_inputs)
+    assert a.values.word is b.values.word == "cow"
