@@ -202,9 +202,12 @@ class ClusterState:
     def assignment(self, topology_id: str) -> dict[str, Any] | None:
         return self._get(self.path("assignments", topology_id))
 
+    def assignment_ids(self) -> list[str]:
+        return self._children(self.path("assignments"))
+
     def assignments(self) -> dict[str, dict[str, Any]]:
         out = {}
-        for topology_id in self._children(self.path("assignments")):
+        for topology_id in self.assignment_ids():
             record = self.assignment(topology_id)
             if record is not None:
                 out[topology_id] = record

@@ -82,6 +82,11 @@ class NimbusService:
         self.worker_samples: dict[tuple[str, int], list[dict[str, Any] | None]] = {}
         # node -> when this nimbus last saw its supervisor registered (or first missed it).
         self._node_seen: dict[str, float] = {}
+        # One reconciliation at a time: the monitor thread's pass and an API call's (a kill,
+        # a submit) read a topology and write its assignment; interleaved, a pass that read
+        # the topology before a kill removed it wrote its assignment back after, and the
+        # slots of a topology that no longer exists stayed taken for ever.
+        self._reconcile_lock = threading.RLock()
 
     # -- lookups -------------------------------------------------------------
 
@@ -464,8 +469,25 @@ class NimbusService:
                 self.reconcile(topology_id)
             except Exception:  # noqa: BLE001 - one bad topology must not stop the others
                 log.exception("reconciling a topology failed", id=topology_id)
+        self.remove_orphan_assignments()
+
+    def remove_orphan_assignments(self) -> None:
+        """Drop the assignments of topologies that no longer exist, freeing their slots
+        (Storm's nimbus cleans up the same way): whatever left one behind, a nimbus that
+        died between removing a topology's parts, or an older nimbus's race."""
+        with self._reconcile_lock:
+            for topology_id in self.state.assignment_ids():
+                # Under the lock, an assignment is only ever written after its topology,
+                # so one whose topology is missing now is an orphan, not a submit under way.
+                if self.state.topology(topology_id) is None:
+                    self.state.remove_assignment(topology_id)
+                    log.warning("orphan assignment removed", id=topology_id)
 
     def reconcile(self, topology_id: str, reschedule: bool = False) -> None:
+        with self._reconcile_lock:
+            self._reconcile(topology_id, reschedule)
+
+    def _reconcile(self, topology_id: str, reschedule: bool) -> None:
         record = self.state.topology(topology_id)
         if record is None:
             return

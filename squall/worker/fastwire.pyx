@@ -330,7 +330,8 @@ cdef class PackedRows:
 
 cdef enum:
     BATCH_START = 4096  # the first buffer of a batch
-    BATCH_KEEP = 1 << 20  # a buffer grown past this is let go at take(), not kept
+    BATCH_KEEP = 1 << 16  # a buffer grown past this is let go at take(), not kept: a worker
+    # has a batch per executor and remote task, and a turn of a few hundred rows fits
 
 
 cdef class RemoteBatch:
