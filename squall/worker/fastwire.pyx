@@ -678,6 +678,15 @@ cdef float _float32(unsigned int bits):
     return f
 
 
+cdef inline bint repeats(Reader* r, Py_ssize_t at, Py_ssize_t n):
+    """Whether the next ``n`` bytes are those of the value read earlier at ``at`` (then
+    they are skipped): the same bytes are the same value, so its object can be shared."""
+    if n > r.end - r.pos or memcmp(r.data + r.pos, r.data + at, n) != 0:
+        return False
+    r.pos += n
+    return True
+
+
 cdef list read_rows(Reader* r, dict task_component, dict by_source):
     """A data payload read into Tuples, or Decline where ``WireValidator`` would refuse a row."""
     cdef Py_ssize_t i, j, n_rows = array_len(r), nfields = 0
@@ -734,17 +743,14 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             r.pos += 1
             # A root written as the row before wrote its root (one input's children,
             # one after the other) is that root: its int is shared too.
-            if (root_len > 0 and root_len <= r.end - r.pos
-                    and memcmp(r.data + r.pos, r.data + root_at, root_len) == 0):
-                r.pos += root_len
+            if root_len > 0 and repeats(r, root_at, root_len):
                 root = last_root
             else:
                 root_at = r.pos
                 root = read_value(r, 2)
                 root_len = r.pos - root_at
                 last_root = root
-            if tid_len > 1 and tid_len <= r.end - r.pos and memcmp(r.data + r.pos, r.data + tid_at, tid_len) == 0:
-                r.pos += tid_len
+            if tid_len > 1 and repeats(r, tid_at, tid_len):
                 edge = tid
             else:
                 edge = read_value(r, 2)
