@@ -476,10 +476,11 @@ class NimbusService:
         (Storm's nimbus cleans up the same way): whatever left one behind, a nimbus that
         died between removing a topology's parts, or an older nimbus's race."""
         with self._reconcile_lock:
+            known = set(self.state.topology_ids())
             for topology_id in self.state.assignment_ids():
                 # Under the lock, an assignment is only ever written after its topology,
                 # so one whose topology is missing now is an orphan, not a submit under way.
-                if self.state.topology(topology_id) is None:
+                if topology_id not in known and self.state.topology(topology_id) is None:
                     self.state.remove_assignment(topology_id)
                     log.warning("orphan assignment removed", id=topology_id)
 
