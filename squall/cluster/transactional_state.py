@@ -5,10 +5,19 @@ each open transaction's metadata; partitioned emitters keep each partition's
 metadata per transaction.  Layout (paths given to the state are relative to
 ``<subdir>``)::
 
-    <transactional.zookeeper.root>/<transactional id>/<subdir>/
-        currtx                  the next txid
-        meta/<txid>             a transaction's coordinator metadata
-        <partition>/<txid>      a partition's emitter metadata
+    <transactional.zookeeper.root>/<transactional id>/
+        coordinator/
+            currtx              the next txid
+            epoch               the latest epoch a coordinator claimed
+            holders/<epoch>     ephemeral: that epoch's coordinator is running
+            meta/<txid>         a transaction's coordinator metadata
+        user/
+            <partition>/<txid>  a partition's emitter metadata
+
+A fenced write is one ZooKeeper multi-op: a version check of ``epoch`` (and
+of ``coordinator/currtx`` when the fence names a txid) with the write, so
+nothing is written once another coordinator claimed an epoch, whatever the
+timing (see squall.transactional.fence).
 
 Values are JSON text (``squall.transactional.state.encode_value``), as in
 every backend: local mode refuses exactly what this one does, and a value read
@@ -27,7 +36,7 @@ from collections.abc import Callable
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import ConnectionLoss, KazooException, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, ConnectionLoss, KazooException, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
@@ -35,7 +44,8 @@ from kazoo.retry import KazooRetry
 from squall import config
 from squall.cluster.zookeeper import Credentials, connect, make_client
 from squall.errors import ConfigError, CoordinationError
-from squall.transactional.state import decode_value, encode_value
+from squall.transactional.fence import Fence, FencedOut, holds
+from squall.transactional.state import COORDINATOR, CURRENT_TXID, EPOCH, HOLDERS, decode_value, encode_value
 
 # Ride out a short connection blip (~3 s of backoff), then give up: a batch
 # that cannot reach ZooKeeper fails and replays rather than stalling its bolt.
@@ -55,10 +65,15 @@ def _components(path: str, what: str) -> list[str]:
 class ZooKeeperState:
     """The TransactionalState protocol over a started KazooClient, below ``base``."""
 
-    def __init__(self, client: KazooClient, base: str, request_timeout: float = 30.0) -> None:
+    def __init__(self, client: KazooClient, base: str, request_timeout: float = 30.0,
+                 id_base: str | None = None) -> None:
         self.zk = client
         self.base = base
         self.request_timeout = request_timeout
+        id_base = id_base if id_base is not None else base.rsplit("/", 1)[0]
+        self._epoch_path = f"{id_base}/{COORDINATOR}/{EPOCH}"
+        self._holders = f"{id_base}/{COORDINATOR}/{HOLDERS}"
+        self._current_path = f"{id_base}/{COORDINATOR}/{CURRENT_TXID}"
 
     def _path(self, path: str) -> str:
         return "/".join([self.base, *_components(path, "state path")])
@@ -82,9 +97,12 @@ class ZooKeeperState:
             msg = f"transactional state: cannot {op} {full} in ZooKeeper: {type(e).__name__}: {e}"
             raise CoordinationError(msg) from e
 
-    def set_data(self, path: str, value: Any) -> None:
+    def set_data(self, path: str, value: Any, fence: Fence | None = None) -> None:
         full = self._path(path)
         data = encode_value(value, f"the value at {full!r}")  # refused before anything is written
+        if fence is not None:
+            self._run("write", full, lambda: self._fenced(fence, full, data, "set"))
+            return
 
         def write() -> None:
             try:
@@ -97,16 +115,133 @@ class ZooKeeperState:
 
         self._run("write", full, write)
 
-    def get_data(self, path: str) -> Any:
+    def create(self, path: str, value: Any, fence: Fence | None = None) -> Any:
         full = self._path(path)
+        data = encode_value(value, f"the value at {full!r}")
+        if fence is not None:
+            stored = self._run("create", full, lambda: self._fenced(fence, full, data, "create"))
+            return decode_value(stored)
 
-        def read() -> bytes | None:
+        def create() -> bytes:
+            try:
+                self._wait(lambda: self.zk.create_async(full, data, makepath=True))
+            except NodeExistsError:  # the first value stays (our own, if a retried create made it)
+                return self._wait(lambda: self.zk.get_async(full))[0]
+            return data
+
+        return decode_value(self._run("create", full, create))
+
+    # -- epochs and fences -----------------------------------------------------
+
+    def _read(self, path: str) -> tuple[Any, int | None]:
+        """(value, version) of a node, (None, None) when absent."""
+        try:
+            data, stat = self._wait(lambda: self.zk.get_async(path))
+        except NoNodeError:
+            return None, None
+        return decode_value(data), stat.version
+
+    def _fenced(self, fence: Fence, full: str, data: bytes | None, op: str) -> bytes | None:
+        """``op`` (set, create or delete) on ``full`` in one multi-op with the
+        checks that make ``fence`` hold; FencedOut when it does not.  For a
+        create, the bytes stored (another writer's if it came first)."""
+        while True:
+            epoch, epoch_version = self._read(self._epoch_path)
+            current, current_version = (self._read(self._current_path) if fence.txid is not None
+                                        else (None, None))
+            if not holds(fence, epoch or 0, current) or epoch_version is None:
+                raise FencedOut(fence, epoch or 0, current)
+            if op != "delete":
+                parent = full.rsplit("/", 1)[0]
+                self._wait(lambda p=parent: self.zk.ensure_path_async(p))
+            txn = self.zk.transaction()
+            txn.check(self._epoch_path, epoch_version)
+            if fence.txid is not None:
+                txn.check(self._current_path, current_version)
+            if op == "set":
+                txn.set_data(full, data)
+            elif op == "create":
+                txn.create(full, data)
+            else:
+                txn.delete(full)
+            results = self._wait(txn.commit_async)
+            failed = results[-1]
+            if not any(isinstance(r, Exception) for r in results):
+                return data
+            if isinstance(failed, NoNodeError) and op == "set":
+                op = "create"  # the first write of this path
+            elif isinstance(failed, NodeExistsError) and op == "create":
+                return self._wait(lambda: self.zk.get_async(full))[0]
+            elif isinstance(failed, NoNodeError) and op == "delete":
+                return None
+            elif isinstance(failed, NodeExistsError) and op == "set":
+                continue  # raced with another create: set it now
+            # Otherwise a check failed (a claim, or the current txid moved): read again.
+
+    def check(self, fence: Fence) -> None:
+        def read() -> None:
+            epoch, _v = self._read(self._epoch_path)
+            current = self._read(self._current_path)[0] if fence.txid is not None else None
+            if not holds(fence, epoch or 0, current):
+                raise FencedOut(fence, epoch or 0, current)
+
+        self._run("check the fence at", self._epoch_path, read)
+
+    def claim_epoch(self) -> int:
+        def claim() -> int:
+            while True:
+                epoch, version = self._read(self._epoch_path)
+                new = (epoch or 0) + 1
+                data = encode_value(new, "an epoch")
+                try:
+                    if version is None:
+                        self._wait(lambda: self.zk.create_async(self._epoch_path, data, makepath=True))
+                    else:
+                        self._wait(lambda: self.zk.set_async(self._epoch_path, data, version=version))
+                except (NodeExistsError, BadVersionError):
+                    continue  # another coordinator claimed meanwhile: claim above it
+                break
+            try:
+                # Ephemeral: it goes with this worker's ZooKeeper session, so a
+                # coordinator in standby learns when this one is gone, however it died.
+                self._wait(lambda: self.zk.create_async(f"{self._holders}/{new}", b"", ephemeral=True,
+                                                        makepath=True))
+            except NodeExistsError:
+                pass
+            return new
+
+        return self._run("claim an epoch at", self._epoch_path, claim)
+
+    def epoch(self) -> int:
+        return self._run("read", self._epoch_path, lambda: self._read(self._epoch_path)[0]) or 0
+
+    def epoch_held(self, epoch: int) -> bool:
+        path = f"{self._holders}/{epoch}"
+        return self._run("read", path, lambda: self._wait(lambda: self.zk.exists_async(path)) is not None)
+
+    def release_epoch(self, epoch: int) -> None:
+        path = f"{self._holders}/{epoch}"
+
+        def release() -> None:
+            try:
+                self._wait(lambda: self.zk.delete_async(path))
+            except NoNodeError:
+                pass
+
+        self._run("delete", path, release)
+
+    def get_data(self, path: str, default: Any = None) -> Any:
+        full = self._path(path)
+        missing = object()
+
+        def read() -> Any:
             try:
                 return self._wait(lambda: self.zk.get_async(full))[0]
             except NoNodeError:
-                return None
+                return missing
 
-        return decode_value(self._run("read", full, read))
+        data = self._run("read", full, read)
+        return default if data is missing else decode_value(data)
 
     def _children(self, full: str) -> list[str]:
         try:
@@ -118,8 +253,11 @@ class ZooKeeperState:
         full = self._path(path)
         return self._run("list", full, lambda: self._children(full))
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, fence: Fence | None = None) -> None:
         full = self._path(path)
+        if fence is not None:
+            self._run("delete", full, lambda: self._fenced(fence, full, None, "delete"))
+            return
 
         def remove(node: str) -> None:
             # Depth first, each request bounded (kazoo's recursive delete is not).
@@ -152,8 +290,9 @@ class ZooKeeperBackend:
         if not subdir or subdir != subdir.strip("/"):
             msg = f"invalid transactional state subdir {subdir!r}: it must be a non-empty relative path"
             raise ValueError(msg)
-        base = "/".join([self.root, transactional_id, *_components(subdir, "transactional state subdir")])
-        return ZooKeeperState(self.zk, base, self.request_timeout)
+        id_base = f"{self.root}/{transactional_id}"
+        base = "/".join([id_base, *_components(subdir, "transactional state subdir")])
+        return ZooKeeperState(self.zk, base, self.request_timeout, id_base=id_base)
 
     def close(self) -> None:
         if self._closed:

@@ -16,13 +16,18 @@ EXT_CODE = 17
 
 class TransactionAttempt:
     """``txid``: 1, 2, 3, ... for the life of a transactional id; ``attempt_id``:
-    unique for each emission of that transaction's batch.  Equal and hashed by both."""
+    unique for each emission of that transaction's batch; ``epoch``: the
+    coordinator that emitted it (each coordinator claims a new, higher one in
+    the transactional state when it starts, see squall.transactional.fence),
+    so that emitters and committers can refuse a superseded coordinator's
+    batches.  Equal and hashed by all three."""
 
-    __slots__ = ("_hash", "attempt_id", "txid")
+    __slots__ = ("_hash", "attempt_id", "epoch", "txid")
 
-    def __init__(self, txid: int, attempt_id: int) -> None:
+    def __init__(self, txid: int, attempt_id: int, epoch: int = 0) -> None:
         self.txid = txid
         self.attempt_id = attempt_id
+        self.epoch = epoch
         self._hash = hash((txid, attempt_id))
 
     def __eq__(self, other: object) -> bool:
@@ -30,21 +35,26 @@ class TransactionAttempt:
             return True
         if type(other) is not TransactionAttempt:
             return NotImplemented
-        return self.txid == other.txid and self.attempt_id == other.attempt_id  # type: ignore[attr-defined]
+        return (self.txid == other.txid and self.attempt_id == other.attempt_id  # type: ignore[attr-defined]
+                and self.epoch == other.epoch)  # type: ignore[attr-defined]
 
     def __hash__(self) -> int:
         return self._hash
 
     def __repr__(self) -> str:
-        return f"TransactionAttempt(txid={self.txid}, attempt_id={self.attempt_id})"
+        return f"TransactionAttempt(txid={self.txid}, attempt_id={self.attempt_id}, epoch={self.epoch})"
 
-    def __reduce__(self) -> tuple[Any, tuple[int, int]]:
-        return (TransactionAttempt, (self.txid, self.attempt_id))
+    def __reduce__(self) -> tuple[Any, tuple[int, int, int]]:
+        return (TransactionAttempt, (self.txid, self.attempt_id, self.epoch))
+
+
+SIZE = 24  # bytes of the extension payload
 
 
 def pack(attempt: TransactionAttempt) -> bytes:
-    """The extension payload: txid and attempt id, 8 bytes each, big-endian."""
-    return attempt.txid.to_bytes(8, "big") + attempt.attempt_id.to_bytes(8, "big")
+    """The extension payload: txid, attempt id and epoch, 8 bytes each, big-endian."""
+    return (attempt.txid.to_bytes(8, "big") + attempt.attempt_id.to_bytes(8, "big")
+            + attempt.epoch.to_bytes(8, "big"))
 
 
 def unpacker() -> Any:
@@ -54,11 +64,12 @@ def unpacker() -> Any:
     def unpack(data: bytes) -> TransactionAttempt:
         attempt = seen.get(data)
         if attempt is None:
-            if len(data) != 16:
-                msg = f"a TransactionAttempt on the wire is 16 bytes, got {len(data)}"
+            if len(data) != SIZE:
+                msg = f"a TransactionAttempt on the wire is {SIZE} bytes, got {len(data)}"
                 raise ValueError(msg)
             attempt = seen[data] = TransactionAttempt(int.from_bytes(data[:8], "big"),
-                                                      int.from_bytes(data[8:], "big"))
+                                                      int.from_bytes(data[8:16], "big"),
+                                                      int.from_bytes(data[16:], "big"))
         return attempt
 
     return unpack

@@ -7,18 +7,27 @@ instance (a fresh :class:`BatchBolt` per attempt, or the task's one plain
 :class:`~squall.transactional.tracking.BatchTracker`, and carries out what
 the tracker decides: finish the batch, report counts downstream, ack or
 fail what it held.  The user never acks or anchors.
+
+A committer checks the fence (squall.transactional.fence) just before its
+``finish_batch``: the commit's epoch must be the coordinator's latest and
+its txid the current one, else the commit is refused and fails.  A
+superseded coordinator's commit, or one delivered late after the txid
+committed and later ones followed, never reaches the user's state.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from squall.errors import FailedException, SerializationError, TopologyValidationError
+from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt
+from squall.transactional.emitter import state_id
+from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.output import COMMIT_STREAM, COUNT_STREAM, BatchOutput, count_sources, count_targets
+from squall.transactional.state import COORDINATOR, open_backend
 from squall.transactional.tracking import BatchTracker, Step, Track
 
 
@@ -50,6 +59,7 @@ class CoordinatedBolt(Bolt):
                                     sum(n for c, n in sources.items() if c in late),
                                     bool(opts.get("committer")))
         self.last: Track | None = None
+        self.fence_state: Any = None  # the coordinator's state, opened at the first commit
         self.plain: Any = None
         if not self.batch:
             self.plain = self._make_user()
@@ -161,6 +171,11 @@ class CoordinatedBolt(Bolt):
             return
         if not step.finish:
             return
+        if self.tracker.committer and not self._may_commit(tr):
+            for tup in step.done:
+                self.fail(tup)
+            tr.finished, tr.failed = False, True
+            return
         out = self.out
         if tr.bolt is not None:
             out.current = tr
@@ -184,6 +199,22 @@ class CoordinatedBolt(Bolt):
         self.tracker.forget(tr)
         if self.last is tr:
             self.last = None
+
+    def _may_commit(self, tr: Track) -> bool:
+        attempt = tr.attempt
+        try:
+            if self.fence_state is None:
+                tid = state_id(self.options, self.conf, self.context)
+                self.fence_state = open_backend(self.conf, self.context.resources).open(tid, COORDINATOR)
+            self.fence_state.check(Fence(attempt.epoch, attempt.txid))
+        except FencedOut as e:
+            self.logger.warning("commit refused", txid=attempt.txid, epoch=attempt.epoch, reason=str(e))
+            return False
+        except CoordinationError as e:
+            self.logger.warning("cannot check the commit's fence; the commit is replayed", txid=attempt.txid,
+                                error=str(e))
+            return False
+        return True
 
     def process_tick(self, tup: Any) -> None:
         if self.plain is not None:

@@ -56,11 +56,13 @@ class StartCommit:
 
 
 class TransactionCoordinator:
-    def __init__(self, current: int, max_active: int, new_attempt_id: Callable[[], int]) -> None:
+    def __init__(self, current: int, max_active: int, new_attempt_id: Callable[[], int],
+                 epoch: int = 0) -> None:
         if current < 1:
             msg = f"txids start at 1, got {current}"
             raise ValueError(msg)
         self.current = current
+        self.epoch = epoch  # carried by every attempt (see squall.transactional.fence)
         self.max_active = max(1, max_active)
         self.active: dict[int, Active] = {}
         self._new_id = new_attempt_id
@@ -81,10 +83,15 @@ class TransactionCoordinator:
             metadata = start(txid)
             if metadata is NOT_READY:
                 break  # strict order: t + 1 never starts before t
-            attempt = TransactionAttempt(txid, self._new_id())
+            attempt = TransactionAttempt(txid, self._new_id(), self.epoch)
             self.active[txid] = Active(attempt, Phase.PROCESSING)
             out.append(StartBatch(attempt, metadata))
         return out
+
+    def commit_due(self) -> bool:
+        """Would the next sync start a commit?"""
+        head = self.active.get(self.current)
+        return head is not None and head.phase is Phase.PROCESSED
 
     def _live(self, attempt: TransactionAttempt) -> Active | None:
         entry = self.active.get(attempt.txid)

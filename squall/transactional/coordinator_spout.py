@@ -9,6 +9,11 @@ It stores the current txid and each transaction's metadata (a rotating
 state) under ``<transactional.zookeeper.root>/<transactional id>/coordinator``
 before anything that depends on them is emitted.
 
+It claims an epoch before it reads that state, and writes it only while the
+epoch is still the latest (squall.transactional.fence): a second coordinator
+of the same transactional id (a worker whose slot moved, still running
+beside its replacement) is superseded by the newer one and stands by.
+
 ``topology.max.spout.pending`` is the number of transactions in flight
 (default 1, as in Storm); the core enforces it, so this spout is exempt
 from the executor's own limit on pending tuple trees.
@@ -24,11 +29,13 @@ from squall.errors import CoordinationError, SerializationError, TopologyValidat
 from squall.topology.component import Spout, Stream
 from squall.transactional.coordinator import NOT_READY, StartBatch, TransactionCoordinator
 from squall.transactional.emitter import make_user_spout, state_id
+from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM
-from squall.transactional.rotating import RotatingState
-from squall.transactional.state import open_backend
+from squall.transactional.rotating import MetadataConflict, RotatingState
+from squall.transactional.state import COORDINATOR, CURRENT_TXID, open_backend
 
-CURRENT_TXID = "currtx"
+# How often a coordinator in standby looks whether the one that superseded it is gone.
+STANDBY_LOOK_SECS = 1.0
 
 
 class CoordinatorSpout(Spout):
@@ -44,16 +51,60 @@ class CoordinatorSpout(Spout):
         self.spout = make_user_spout(self, opts, conf, context)
         self.kind = self.spout.transactional_kind
         self.transactional_id = state_id(opts, conf, context)
-        self.state = open_backend(conf, context.resources).open(self.transactional_id, "coordinator")
-        self.meta = RotatingState(self.state, "meta", "coordinator metadata")
-        current = self.state.get_data(CURRENT_TXID) or 1
+        self.state = open_backend(conf, context.resources).open(self.transactional_id, COORDINATOR)
+        self.max_active = conf["topology.max.spout.pending"] or 1
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
-        self.core = TransactionCoordinator(current, conf["topology.max.spout.pending"] or 1,
-                                           lambda: rng.getrandbits(63))
+        self.new_attempt_id = lambda: rng.getrandbits(63)
         self.active = False  # the executor calls activate() when the topology is active
-        self.dirty_current = False  # the current txid could not be stored yet
+        self.epoch = 0  # none claimed yet
+        self.standby = True  # until this coordinator holds the current epoch
+        self.next_look = 0.0
+        self.take_over()
+
+    def take_over(self) -> None:
+        """Claim a new epoch, then read the state: whatever a coordinator before
+        this one wrote is in it, and from now on nothing it writes can be."""
+        try:
+            epoch = self.state.claim_epoch()
+            self.fence = Fence(epoch)
+            self.epoch = epoch
+            self.meta = RotatingState(self.state, "meta", "coordinator metadata")
+            current = self.state.get_data(CURRENT_TXID) or 1
+        except CoordinationError as e:
+            self.logger.warning("cannot take over the transactional state; retried", error=str(e))
+            self.next_look = self.clock.now() + STANDBY_LOOK_SECS
+            return
+        self.core = TransactionCoordinator(current, self.max_active, self.new_attempt_id, epoch)
+        self.standby = False
+        # Stored at once: the committers' fence compares a commit's txid with it.
+        self.dirty_current = True
+        self.store_current()
         self.logger.info("transactional coordinator started", transactional_id=self.transactional_id,
-                         current_txid=current, max_active=self.core.max_active)
+                         current_txid=current, max_active=self.core.max_active, epoch=epoch)
+
+    def superseded(self, error: FencedOut) -> None:
+        """Another coordinator of this transactional id took over: act no more."""
+        if self.standby:
+            return
+        self.standby = True
+        self.next_look = self.clock.now() + STANDBY_LOOK_SECS
+        self.logger.warning("transactional coordinator superseded, standing by", epoch=self.epoch,
+                            by_epoch=error.epoch, transactional_id=self.transactional_id)
+
+    def look_for_takeover(self) -> None:
+        """In standby: take over once the epoch that superseded this one is no
+        longer held (that coordinator stopped, or its session ended)."""
+        now = self.clock.now()
+        if now < self.next_look:
+            return
+        self.next_look = now + STANDBY_LOOK_SECS
+        try:
+            latest = self.state.epoch()
+            if self.epoch and latest > self.epoch and self.state.epoch_held(latest):
+                return
+        except CoordinationError:
+            return
+        self.take_over()
 
     # -- the spout callbacks: every one ends in sync() -----------------------------
 
@@ -61,12 +112,16 @@ class CoordinatorSpout(Spout):
         self.sync()
 
     def ack(self, tup_id: Any) -> None:
+        if self.standby:
+            return
         committed = self.core.ack(tup_id)
         if committed is not None:
             self.on_committed(committed)
         self.sync()
 
     def fail(self, tup_id: Any) -> None:
+        if self.standby:
+            return
         dropped = self.core.fail(tup_id)
         if dropped:
             self.logger.info("transactions replayed", txids=dropped, failed_attempt=tup_id.attempt_id)
@@ -80,27 +135,61 @@ class CoordinatorSpout(Spout):
         self.active = False
 
     def close(self) -> None:
+        if not self.standby:
+            try:
+                self.state.release_epoch(self.epoch)
+            except CoordinationError as e:  # its session's end releases it all the same
+                self.logger.warning("cannot release the coordinator's epoch", error=str(e))
         self.spout.close()
 
     # -- the shell -----------------------------------------------------------------
 
     def sync(self) -> None:
+        if self.standby:
+            self.look_for_takeover()
+            return
         if self.dirty_current:
             self.store_current()
-        for action in self.core.sync(self.start, may_start=self.active and not self.dirty_current):
+        if self.core.commit_due() and not self.holds_epoch():
+            return
+        actions = self.core.sync(self.start, may_start=self.active and not self.dirty_current)
+        if self.standby:
+            return  # superseded while starting a transaction: emit nothing
+        for action in actions:
             if isinstance(action, StartBatch):
                 self.emit([action.attempt, action.metadata, self.core.current - 1],
                           tup_id=action.attempt, stream=BATCH_STREAM)
             else:
                 self.emit([action.attempt], tup_id=action.attempt, stream=COMMIT_STREAM)
 
+    def holds_epoch(self) -> bool:
+        """Before a commit goes out: is this still the current coordinator?  (A
+        superseded one that only replays stored metadata writes nothing that
+        would tell it.)  The committers check again when the commit arrives."""
+        try:
+            self.state.check(self.fence)
+        except FencedOut as e:
+            self.superseded(e)
+            return False
+        except CoordinationError as e:
+            self.logger.warning("cannot check the epoch before a commit; retried", error=str(e))
+            return False
+        return True
+
     def start(self, txid: int) -> Any:
         """The metadata of ``txid``: stored (a replay), or made now and stored first."""
+        if self.standby:
+            return NOT_READY
         if txid not in self.meta and not self.spout.is_ready():
             return NOT_READY
         try:
             value, _existed = self.meta.get_or_make(txid, lambda prev: self.new_metadata(txid, prev),
-                                                    self.core.current - 1)
+                                                    self.core.current - 1, self.fence)
+        except FencedOut as e:
+            self.superseded(e)
+            return NOT_READY
+        except MetadataConflict:
+            return NOT_READY  # the stored value is in memory now: the next sync uses it
         except CoordinationError as e:
             self.logger.warning("cannot store transaction metadata; retried", txid=txid, error=str(e))
             return NOT_READY
@@ -122,18 +211,25 @@ class CoordinatorSpout(Spout):
 
     def on_committed(self, txid: int) -> None:
         self.store_current()
+        if self.standby or self.dirty_current:
+            return  # the rotation waits for the current txid to be stored
         try:
-            self.meta.cleanup_before(txid)
+            self.meta.cleanup_before(txid, self.fence)
+        except FencedOut as e:
+            self.superseded(e)
         except CoordinationError as e:
             self.logger.warning("cleanup of committed metadata failed; retried later", error=str(e))
 
     def store_current(self) -> None:
-        """Persist the first uncommitted txid.  Until it is, nothing new starts:
-        a restart would replay a committed txid, which committers skip, but the
-        metadata of newer ones must not run ahead of it."""
+        """Persist the first uncommitted txid, if this coordinator still holds
+        the current epoch.  Until it is stored, nothing new starts: a restart
+        would replay a committed txid, which committers skip, but the metadata
+        of newer ones must not run ahead of it."""
         try:
-            self.state.set_data(CURRENT_TXID, self.core.current)
+            self.state.set_data(CURRENT_TXID, self.core.current, self.fence)
             self.dirty_current = False
+        except FencedOut as e:
+            self.superseded(e)
         except CoordinationError as e:
             self.dirty_current = True
             self.logger.warning("cannot store the current txid; retried", error=str(e))

@@ -14,6 +14,11 @@ batch tuple, and acks it.  How it finds what to emit depends on the kind:
 
 A ``FailedException`` (or a ZooKeeper outage) fails the batch, which is
 replayed; any other error is reported and fails it too.
+
+Every attempt carries its coordinator's epoch (squall.transactional.fence).
+A task refuses a batch from an epoch older than one it has seen, and on a
+newer epoch drops what it cached from the old one: a coordinator that took
+over starts again from what is stored.
 """
 
 from __future__ import annotations
@@ -23,8 +28,9 @@ from typing import Any
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
+from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
-from squall.transactional.rotating import MissingPredecessor, RotatingState
+from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
 from squall.transactional.state import decode_value, encode_value, open_backend
 
 
@@ -68,6 +74,20 @@ class EmitterBolt(Bolt):
         # opaque: partition -> the last committed {"txid", "meta", "prev"} stored (None: nothing yet)
         self.committed: dict[int, dict[str, Any] | None] = {}
         self.emitted: dict[int, int] = {}  # txid -> attempt id this task last emitted
+        self.epoch = 0  # the newest coordinator epoch seen
+
+    def current_epoch(self, attempt: Any) -> bool:
+        """Is ``attempt`` from the newest coordinator seen?  A newer one resets what
+        this task cached of the old one's transactions."""
+        if attempt.epoch < self.epoch:
+            return False
+        if attempt.epoch > self.epoch:
+            self.epoch = attempt.epoch
+            self.cache.clear()
+            self.emitted.clear()
+            self.partitions.clear()  # reloaded from the store on the next batch
+            self.committed.clear()
+        return True
 
     def owned(self, num_partitions: int) -> range:
         return range(self.index, num_partitions, self.ntasks)
@@ -80,6 +100,16 @@ class EmitterBolt(Bolt):
 
     def on_batch(self, tup: Any) -> None:
         attempt, metadata, committed = tup.values
+        if not self.current_epoch(attempt):
+            self.logger.info("batch of a superseded coordinator refused", txid=attempt.txid,
+                             epoch=attempt.epoch, current_epoch=self.epoch)
+            self.fail(tup)
+            return
+        if committed is not None and attempt.txid <= committed:
+            # A batch tuple delivered late, of a txid committed since: nothing may
+            # be made for it (its predecessor's metadata may be rotated away).
+            self.fail(tup)
+            return
         batch = _Batch(attempt)
         self.out.current = batch
         try:
@@ -92,7 +122,7 @@ class EmitterBolt(Bolt):
         except Exception as e:  # noqa: BLE001 - user code or state: the batch fails, the worker lives
             if isinstance(e, SerializationError):
                 raise
-            if not isinstance(e, (FailedException, MissingPredecessor, CoordinationError)):
+            if not isinstance(e, (FailedException, MissingPredecessor, MetadataConflict, CoordinationError)):
                 self.report_error(e)
             else:
                 self.logger.debug("batch failed at the emitter", txid=attempt.txid, reason=str(e))
@@ -130,13 +160,15 @@ class EmitterBolt(Bolt):
             rs = self.partitions.get(p)
             if rs is None:
                 rs = self.partitions[p] = RotatingState(self.state, f"partition_{p}", f"partition {p}")
-            if txid in rs:
-                spout.emit_batch(attempt, emit, p, rs.get(txid))
-            else:
-                def new_batch(prev: Any, p: int = p) -> Any:
-                    return spout.emit_new_batch(attempt, emit, p, prev)
 
-                rs.get_or_make(txid, new_batch, committed)
+            def new_batch(prev: Any, p: int = p) -> Any:
+                return spout.emit_new_batch(attempt, emit, p, prev)
+
+            # Stored (here or by another instance of this task): an exact replay.
+            # Made now: stored once, and a batch that lost that race fails.
+            metadata, stored = rs.get_or_make(txid, new_batch, committed)
+            if stored:
+                spout.emit_batch(attempt, emit, p, metadata)
 
     # -- opaque: from the previous txid's metadata; committed metadata stored on commit
 
@@ -178,20 +210,28 @@ class EmitterBolt(Bolt):
             self.ack(tup)
             return
         txid = attempt.txid
-        if self.emitted.get(txid) != attempt.attempt_id:
+        if not self.current_epoch(attempt) or self.emitted.get(txid) != attempt.attempt_id:
             # This task did not emit this attempt (it restarted since): the
             # transaction is replayed, and its batch made here anew.
             self.logger.info("commit of a batch this task did not emit; replayed", txid=txid)
             self.fail(tup)
             return
+        # Written only while this is the coordinator's epoch and txid is the one to
+        # commit, atomically: a commit delivered late (ZeroMQ held it for a worker
+        # that came back) must not put an older txid's metadata over a newer one's.
+        fence = Fence(attempt.epoch, txid)
         try:
             for p, cache in self.cache.items():
                 if txid not in cache:
                     continue  # a partition this transaction did not read
                 _attempt, base, meta = cache[txid]
                 record = {"txid": txid, "meta": meta, "prev": base}
-                self.state.set_data(f"partition_{p}", record)
+                self.state.set_data(f"partition_{p}", record, fence)
                 self.committed[p] = record
+        except FencedOut as e:
+            self.logger.info("commit refused", txid=txid, reason=str(e))
+            self.fail(tup)
+            return
         except CoordinationError as e:
             self.logger.warning("storing committed metadata failed; replayed", error=str(e))
             self.fail(tup)

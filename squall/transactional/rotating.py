@@ -6,6 +6,16 @@ A new txid's value is made from the previous txid's, and only from it:
 where Storm would build txid t on whatever entry precedes it (so a batch
 whose predecessor never reached this task overlaps it), Squall refuses and
 the batch fails, to be replayed once t - 1 is here.
+
+Each value is **written once**: the first value stored for a txid is its
+value for good.  Two instances of one task may run at once for a moment (a
+worker whose slot moved, beside its replacement); if both made txid t's
+metadata, from a partition read at different times, two batches with
+different content would share one txid, and a committer skipping "a txid
+already stored" would drop one and count the next one's overlap twice.
+So the loser of the race learns it (:class:`MetadataConflict`) and fails
+its batch, whose replay is the winner's.  A value missing in memory is
+looked up in the store before it is made, for the same reason.
 """
 
 from __future__ import annotations
@@ -13,11 +23,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from squall.transactional.fence import Fence
 from squall.transactional.state import TransactionalState, decode_value, encode_value
+
+_ABSENT = object()
 
 
 class MissingPredecessor(Exception):  # noqa: N818 - a signal, caught and turned into a failed batch
     """Txid t was asked for before t - 1 existed here."""
+
+
+class MetadataConflict(Exception):  # noqa: N818 - a signal, caught and turned into a failed batch
+    """Another instance stored a different value for this txid first."""
 
 
 class RotatingState:
@@ -39,14 +56,28 @@ class RotatingState:
     def latest(self) -> int | None:
         return max(self.entries) if self.entries else None
 
-    def put(self, txid: int, value: Any) -> Any:
-        """Store ``value`` for ``txid`` (written through); the value as JSON gives it back."""
-        normalized = decode_value(encode_value(value, f"{self.what} for txid {txid}"))
-        self.state.set_data(f"{self.subdir}/{txid}", normalized)
-        self.entries[txid] = normalized
-        return normalized
+    def _lookup(self, txid: int) -> Any:
+        """Txid's value, from memory or else the store; _ABSENT when neither has it."""
+        if txid in self.entries:
+            return self.entries[txid]
+        value = self.state.get_data(f"{self.subdir}/{txid}", _ABSENT)
+        if value is not _ABSENT:
+            self.entries[txid] = value
+        return value
 
-    def get_or_make(self, txid: int, make: Callable[[Any], Any], committed: int) -> tuple[Any, bool]:
+    def put(self, txid: int, value: Any, fence: Fence | None = None) -> Any:
+        """Store ``value`` for ``txid`` unless a value is stored already (write-once);
+        the value stored, as JSON gives it back.  MetadataConflict when it is another."""
+        normalized = decode_value(encode_value(value, f"{self.what} for txid {txid}"))
+        stored = self.state.create(f"{self.subdir}/{txid}", normalized, fence)
+        self.entries[txid] = stored
+        if stored != normalized:
+            msg = f"{self.what}: txid {txid} was made by another instance first; its batch is replayed"
+            raise MetadataConflict(msg)
+        return stored
+
+    def get_or_make(self, txid: int, make: Callable[[Any], Any], committed: int,
+                    fence: Fence | None = None) -> tuple[Any, bool]:
         """(value, True) when stored; else (``make(previous value)`` stored, False).
 
         The previous value is txid - 1's.  When txid - 1 is the last committed
@@ -57,20 +88,20 @@ class RotatingState:
         MissingPredecessor, and the caller fails txid's batch until t - 1's
         replay has made the entry.
         """
-        if txid in self.entries:
-            return self.entries[txid], True
-        if txid - 1 in self.entries:
-            prev = self.entries[txid - 1]
-        elif txid - 1 <= committed:
+        stored = self._lookup(txid)
+        if stored is not _ABSENT:
+            return stored, True
+        prev = self._lookup(txid - 1)
+        if prev is _ABSENT:
+            if txid - 1 > committed:
+                msg = (f"{self.what}: txid {txid - 1} is in flight but unknown here, "
+                       f"so txid {txid} cannot follow it")
+                raise MissingPredecessor(msg)
             prev = None
-        else:
-            msg = (f"{self.what}: txid {txid - 1} is in flight but unknown here, "
-                   f"so txid {txid} cannot follow it")
-            raise MissingPredecessor(msg)
-        return self.put(txid, make(prev)), False
+        return self.put(txid, make(prev), fence), False
 
-    def cleanup_before(self, txid: int) -> None:
+    def cleanup_before(self, txid: int, fence: Fence | None = None) -> None:
         """Forget every txid below ``txid`` (committed: never replayed again)."""
         for old in sorted(t for t in self.entries if t < txid):
-            self.state.delete(f"{self.subdir}/{old}")
+            self.state.delete(f"{self.subdir}/{old}", fence)
             del self.entries[old]

@@ -19,9 +19,17 @@ import threading
 from typing import Any, Protocol
 
 from squall.errors import SerializationError, TopologyValidationError
+from squall.transactional.fence import Fence, FencedOut, holds
 
 # The worker resource under which a runtime offers its backend (see Worker.resources).
 BACKEND_RESOURCE = "transactional.state"
+
+# Layout below <transactional.zookeeper.root>/<transactional id>/, which every
+# state of that id knows: fences are checked against the epoch and current txid.
+COORDINATOR = "coordinator"  # the coordinator's own subtree, holding:
+CURRENT_TXID = "currtx"  # the first uncommitted txid
+EPOCH = "epoch"  # the latest epoch a coordinator claimed
+HOLDERS = "holders"  # holders/<epoch>: there while that epoch's coordinator runs
 
 
 def encode_value(value: Any, what: str) -> bytes:
@@ -39,18 +47,42 @@ def decode_value(data: bytes | None) -> Any:
 
 
 class TransactionalState(Protocol):
-    """JSON values at '/'-separated paths relative to one subtree."""
+    """JSON values at '/'-separated paths relative to one subtree of a
+    transactional id, and that id's epochs (see squall.transactional.fence).
 
-    def set_data(self, path: str, value: Any) -> None: ...
+    A write given a ``fence`` is made only if the fence holds, atomically with
+    the check; else it raises :class:`FencedOut` and writes nothing.
+    """
 
-    def get_data(self, path: str) -> Any:
-        """The value, or None when the path does not exist."""
+    def set_data(self, path: str, value: Any, fence: Fence | None = None) -> None: ...
+
+    def create(self, path: str, value: Any, fence: Fence | None = None) -> Any:
+        """Write-once: store ``value`` unless the path holds one already; the value stored."""
+
+    def get_data(self, path: str, default: Any = None) -> Any:
+        """The value, or ``default`` when the path does not exist."""
 
     def list(self, path: str) -> list[str]:
         """The children's names, [] when the path does not exist."""
 
-    def delete(self, path: str) -> None:
-        """Remove the path and everything below it; absent is fine."""
+    def delete(self, path: str, fence: Fence | None = None) -> None:
+        """Remove the path and everything below it; absent is fine.  Fenced: a leaf only."""
+
+    def claim_epoch(self) -> int:
+        """A new epoch for this transactional id, higher than every one before,
+        held (see epoch_held) until released or this process's session ends."""
+
+    def epoch(self) -> int:
+        """The latest epoch claimed, 0 when none was."""
+
+    def epoch_held(self, epoch: int) -> bool:
+        """Is the coordinator that claimed ``epoch`` still there?"""
+
+    def release_epoch(self, epoch: int) -> None:
+        """The coordinator of ``epoch`` is stopping."""
+
+    def check(self, fence: Fence) -> None:
+        """Raise FencedOut unless ``fence`` holds now."""
 
 
 class StateBackend(Protocol):
@@ -60,23 +92,65 @@ class StateBackend(Protocol):
 
 
 class MemoryState:
-    def __init__(self, store: dict[str, bytes], lock: threading.Lock, prefix: str) -> None:
+    def __init__(self, store: dict[str, bytes], lock: threading.Lock, prefix: str, base: str) -> None:
         self._store = store
         self._lock = lock
         self._prefix = prefix
+        self._epoch_key = f"{base}/{COORDINATOR}/{EPOCH}"
+        self._holders = f"{base}/{COORDINATOR}/{HOLDERS}"
+        self._current_key = f"{base}/{COORDINATOR}/{CURRENT_TXID}"
 
     def _key(self, path: str) -> str:
         return f"{self._prefix}/{path.strip('/')}" if path.strip("/") else self._prefix
 
-    def set_data(self, path: str, value: Any) -> None:
+    def _check(self, fence: Fence | None) -> None:
+        """Under the lock."""
+        if fence is None:
+            return
+        epoch = decode_value(self._store.get(self._epoch_key)) or 0
+        current = decode_value(self._store.get(self._current_key))
+        if not holds(fence, epoch, current):
+            raise FencedOut(fence, epoch, current)
+
+    def check(self, fence: Fence) -> None:
+        with self._lock:
+            self._check(fence)
+
+    def set_data(self, path: str, value: Any, fence: Fence | None = None) -> None:
         data = encode_value(value, f"the value at {path!r}")
         with self._lock:
+            self._check(fence)
             self._store[self._key(path)] = data
 
-    def get_data(self, path: str) -> Any:
+    def create(self, path: str, value: Any, fence: Fence | None = None) -> Any:
+        data = encode_value(value, f"the value at {path!r}")
+        with self._lock:
+            self._check(fence)
+            return decode_value(self._store.setdefault(self._key(path), data))
+
+    def claim_epoch(self) -> int:
+        with self._lock:
+            epoch = (decode_value(self._store.get(self._epoch_key)) or 0) + 1
+            self._store[self._epoch_key] = encode_value(epoch, "an epoch")
+            self._store[f"{self._holders}/{epoch}"] = b"1"
+            return epoch
+
+    def epoch(self) -> int:
+        with self._lock:
+            return decode_value(self._store.get(self._epoch_key)) or 0
+
+    def epoch_held(self, epoch: int) -> bool:
+        with self._lock:
+            return f"{self._holders}/{epoch}" in self._store
+
+    def release_epoch(self, epoch: int) -> None:
+        with self._lock:
+            self._store.pop(f"{self._holders}/{epoch}", None)
+
+    def get_data(self, path: str, default: Any = None) -> Any:
         with self._lock:
             data = self._store.get(self._key(path))
-        return decode_value(data)
+        return default if data is None else decode_value(data)
 
     def list(self, path: str) -> list[str]:
         base = self._key(path) + "/"
@@ -84,9 +158,10 @@ class MemoryState:
             names = {key[len(base):].split("/", 1)[0] for key in self._store if key.startswith(base)}
         return sorted(names)
 
-    def delete(self, path: str) -> None:
+    def delete(self, path: str, fence: Fence | None = None) -> None:
         key = self._key(path)
         with self._lock:
+            self._check(fence)
             for k in [k for k in self._store if k == key or k.startswith(key + "/")]:
                 del self._store[k]
 
@@ -101,7 +176,8 @@ class MemoryBackend:
         self._lock = threading.Lock()
 
     def open(self, transactional_id: str, subdir: str) -> MemoryState:
-        return MemoryState(self._store, self._lock, f"{self.root}/{transactional_id}/{subdir}")
+        base = f"{self.root}/{transactional_id}"
+        return MemoryState(self._store, self._lock, f"{base}/{subdir}", base)
 
     def paths(self) -> list[str]:
         """Every stored path (for tests and debugging)."""

@@ -133,7 +133,7 @@ def build_transactional(name: str, specs: Mapping[str, ComponentSpec], conf: dic
             CoordinatedBolt, "bolt", name=cname, inputs=wired, par=spec.par, tasks=spec.tasks,
             config=spec.config, outputs=streams[cname],
             options={"bolt": spec.cls, "bolt_options": dict(spec.options), "committer": committer,
-                     "coordinator": coordinator,
+                     "coordinator": coordinator, "transactional_id": tid,
                      "late_sources": sorted({s for s, _st, _g in sources if s in late})},
         )
     return build_definition(name, out, conf)

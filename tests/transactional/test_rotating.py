@@ -13,7 +13,7 @@ import pytest
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt, pack, unpacker
-from squall.transactional.rotating import MissingPredecessor, RotatingState
+from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
 from squall.transactional.state import MemoryBackend
 from squall.worker.serialization import decode, encode
 
@@ -62,11 +62,47 @@ def test_put_and_get_round_trip_normalises_as_json() -> None:
     assert backend.paths() == ["/transactional/tid/sub/meta/3"]
 
 
-def test_put_overwrites() -> None:
-    _, rs = rotating()
-    rs.put(1, "a")
-    rs.put(1, "b")
-    assert rs.get(1) == "b"
+def test_a_txids_value_is_written_once_and_a_different_second_one_is_a_conflict() -> None:
+    # Two instances of one task (a worker whose slot moved, beside its replacement)
+    backend = MemoryBackend()
+    _, first = rotating(backend)
+    _, second = rotating(backend)
+    # When both make txid 1's metadata, from a partition read at different times
+    first.put(1, {"lo": 0, "hi": 40})
+    # Then the second learns it lost, and both keep the first value for good
+    with pytest.raises(MetadataConflict):
+        second.put(1, {"lo": 0, "hi": 55})
+    assert second.get(1) == first.get(1) == {"lo": 0, "hi": 40}
+    # and the same value again is no conflict (a retried write)
+    assert second.put(1, {"lo": 0, "hi": 40}) == {"lo": 0, "hi": 40}
+
+
+def test_get_or_make_finds_what_another_instance_stored_instead_of_making_it_again() -> None:
+    # Given an instance loaded before another one stored txids 1 and 2
+    backend = MemoryBackend()
+    _, early = rotating(backend)
+    _, other = rotating(backend)
+    other.get_or_make(1, Maker(), committed=0)
+    other.get_or_make(2, Maker(), committed=0)
+
+    def make(prev: Any) -> Any:
+        raise AssertionError("a stored txid must be replayed, not made again")
+
+    # Then the early one replays txid 2 as stored and makes txid 3 from it
+    assert early.get_or_make(2, make, committed=0) == ({"n": 2}, True)
+    assert early.get_or_make(3, Maker(), committed=0) == ({"n": 3}, False)
+
+
+def test_a_stored_null_is_a_value_not_an_absence() -> None:
+    # A TransactionalSpout's initialize_transaction returns None by default
+    backend, rs = rotating()
+    assert rs.get_or_make(1, lambda prev: None, committed=0) == (None, False)
+    # When another instance, which never loaded txid 1, is asked for txid 2
+    _, other = rotating(backend)
+    other.entries.clear()
+    # Then txid 1's stored null is its predecessor (not "in flight but unknown here")
+    assert other.get_or_make(2, lambda prev: "after null" if prev is None else prev, committed=0) \
+        == ("after null", False)
 
 
 def test_get_or_make_makes_the_first_value_from_none_and_the_next_from_the_previous() -> None:
@@ -237,7 +273,7 @@ def test_an_unserializable_made_value_raises_and_stores_nothing() -> None:
 # -- TransactionAttempt ---------------------------------------------------------------
 
 
-def test_attempts_are_equal_and_hashed_by_both_fields() -> None:
+def test_attempts_are_equal_and_hashed_by_their_fields() -> None:
     a = TransactionAttempt(3, 77)
     b = TransactionAttempt(3, 77)
 
@@ -254,6 +290,12 @@ def test_attempts_differ_by_attempt_id_and_by_txid() -> None:
     assert len({a, TransactionAttempt(3, 78), TransactionAttempt(4, 77)}) == 3
 
 
+def test_attempts_differ_by_epoch() -> None:
+    # The same txid and attempt id from another coordinator is another attempt
+    assert TransactionAttempt(3, 77, epoch=2) != TransactionAttempt(3, 77, epoch=3)
+    assert TransactionAttempt(3, 77).epoch == 0
+
+
 def test_an_attempt_is_not_equal_to_a_plain_pair() -> None:
     a = TransactionAttempt(3, 77)
     assert a != (3, 77)
@@ -261,22 +303,23 @@ def test_an_attempt_is_not_equal_to_a_plain_pair() -> None:
 
 
 def test_an_attempt_pickles() -> None:
-    a = TransactionAttempt(3, (1 << 63) - 1)
+    a = TransactionAttempt(3, (1 << 63) - 1, epoch=9)
     assert pickle.loads(pickle.dumps(a)) == a
+    assert pickle.loads(pickle.dumps(a)).epoch == 9
 
 
 def test_pack_and_unpacker_round_trip_to_the_same_object_for_equal_payloads() -> None:
     # Given one unpacker (one decoded frame)
     unpack = unpacker()
-    a = TransactionAttempt(5, (1 << 63) - 1)
+    a = TransactionAttempt(5, (1 << 63) - 1, epoch=12)
 
     # When the same attempt is unpacked twice, from two equal payloads
     first = unpack(pack(a))
-    second = unpack(pack(TransactionAttempt(5, (1 << 63) - 1)))
+    second = unpack(pack(TransactionAttempt(5, (1 << 63) - 1, epoch=12)))
 
     # Then it is equal to the original and the very same object both times
     assert first == a
-    assert first.txid == 5 and first.attempt_id == (1 << 63) - 1
+    assert first.txid == 5 and first.attempt_id == (1 << 63) - 1 and first.epoch == 12
     assert second is first
     # a different attempt is a different object
     assert unpack(pack(TransactionAttempt(5, 1))) is not first
@@ -284,13 +327,13 @@ def test_pack_and_unpacker_round_trip_to_the_same_object_for_equal_payloads() ->
     assert unpacker()(pack(a)) is not first
 
 
-def test_pack_is_16_bytes_big_endian() -> None:
-    assert pack(TransactionAttempt(1, 2)) == (1).to_bytes(8, "big") + (2).to_bytes(8, "big")
+def test_pack_is_24_bytes_big_endian() -> None:
+    assert pack(TransactionAttempt(1, 2, 3)) == b"".join(n.to_bytes(8, "big") for n in (1, 2, 3))
 
 
-@pytest.mark.parametrize("size", [0, 15, 17])
+@pytest.mark.parametrize("size", [0, 16, 23, 25])
 def test_a_wrong_length_payload_is_refused(size: int) -> None:
-    with pytest.raises(ValueError, match="16 bytes"):
+    with pytest.raises(ValueError, match="24 bytes"):
         unpacker()(b"\x00" * size)
 
 

@@ -85,6 +85,9 @@ def test_state_lives_in_zookeeper_rotated_and_a_new_cluster_continues_the_txids(
     # and the per-transaction state is rotated: a few recent txids, not one znode per txid
     assert last > MAX_PENDING + 2, "too few transactions to tell rotation from none"
     assert sorted(kazoo.get_children(base)) == ["coordinator", "user"]
+    # and the coordinator that stopped no longer holds its epoch
+    assert read(kazoo, f"{base}/coordinator/epoch") == 1
+    assert kazoo.get_children(f"{base}/coordinator/holders") == []
     meta = kazoo.get_children(f"{base}/coordinator/meta")
     assert 1 <= len(meta) <= MAX_PENDING + 2, meta
     assert all(int(t) <= last for t in meta)
