@@ -195,9 +195,10 @@ class ZooKeeperState:
                 data = encode_value(new, "an epoch")
                 try:
                     if version is None:
-                        self._wait(lambda: self.zk.create_async(self._epoch_path, data, makepath=True))
+                        self._wait(lambda d=data: self.zk.create_async(self._epoch_path, d, makepath=True))
                     else:
-                        self._wait(lambda: self.zk.set_async(self._epoch_path, data, version=version))
+                        self._wait(lambda d=data, v=version: self.zk.set_async(self._epoch_path, d,
+                                                                               version=v))
                 except (NodeExistsError, BadVersionError):
                     continue  # another coordinator claimed meanwhile: claim above it
                 break

@@ -60,6 +60,7 @@ class CoordinatedBolt(Bolt):
                                     bool(opts.get("committer")))
         self.last: Track | None = None
         self.fence_state: Any = None  # the coordinator's state, opened at the first commit
+        self.refused = self.metrics.counter("commits_refused") if self.tracker.committer else None
         self.plain: Any = None
         if not self.batch:
             self.plain = self._make_user()
@@ -209,6 +210,7 @@ class CoordinatedBolt(Bolt):
             self.fence_state.check(Fence(attempt.epoch, attempt.txid))
         except FencedOut as e:
             self.logger.warning("commit refused", txid=attempt.txid, epoch=attempt.epoch, reason=str(e))
+            self.refused.inc()
             return False
         except CoordinationError as e:
             self.logger.warning("cannot check the commit's fence; the commit is replayed", txid=attempt.txid,

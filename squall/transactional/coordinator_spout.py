@@ -59,6 +59,11 @@ class CoordinatorSpout(Spout):
         self.epoch = 0  # none claimed yet
         self.standby = True  # until this coordinator holds the current epoch
         self.next_look = 0.0
+        # For operators (and tests): which epoch this coordinator holds, and whether it stands by.
+        self.metrics.gauge("epoch", lambda: self.epoch)
+        self.metrics.gauge("standby", lambda: int(self.standby))
+        self.metrics.gauge("in_flight", lambda: 0 if self.standby else len(self.core.active))
+        self.superseded_count = self.metrics.counter("superseded")
         self.take_over()
 
     def take_over(self) -> None:
@@ -87,6 +92,7 @@ class CoordinatorSpout(Spout):
         if self.standby:
             return
         self.standby = True
+        self.superseded_count.inc()
         self.next_look = self.clock.now() + STANDBY_LOOK_SECS
         self.logger.warning("transactional coordinator superseded, standing by", epoch=self.epoch,
                             by_epoch=error.epoch, transactional_id=self.transactional_id)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from squall.cluster.zookeeper import DevZookeeper, free_port
 from tests.transactional.topologies import RUNS, Run
 
 _names = itertools.count()
@@ -27,3 +29,13 @@ def run() -> Iterator[Callable[..., Run]]:
     for name in made:
         RUNS[name].commit_gate.set()
         del RUNS[name]
+
+
+@pytest.fixture(scope="module")
+def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevZookeeper]:
+    """One embedded ZooKeeper per test module (each test uses a root of its own)."""
+    tmp: Path = tmp_path_factory.mktemp("zk")
+    zk = DevZookeeper(free_port(), tmp / "data", tmp / "zk.log")
+    zk.start()
+    yield zk
+    zk.stop()

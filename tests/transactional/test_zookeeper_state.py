@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from uuid import uuid4
 
@@ -32,15 +31,6 @@ class IdentifiedGlobalTotal(GlobalTotal):
     """GlobalTotal under a transactional id of its own, whatever it is submitted as."""
 
     transactional_id = TX_ID
-
-
-@pytest.fixture(scope="module")
-def zookeeper(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevZookeeper]:
-    tmp: Path = tmp_path_factory.mktemp("zk")
-    zk = DevZookeeper(free_port(), tmp / "data", tmp / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
 
 
 @pytest.fixture
