@@ -376,7 +376,29 @@ class Supervisor:
         ports = sorted(self.conf["supervisor.slots.ports"])
         return int(cores[ports.index(port) % len(cores)]) if port in ports else None
 
+    def _still_assigned(self, slot: Slot, want: dict[str, Any]) -> bool:
+        """Is ``want`` still this slot's assignment in ZooKeeper?  What this
+        supervisor synced may be seconds old: nimbus may have moved the slot's
+        executors elsewhere meanwhile, and a worker launched from the old
+        assignment would run beside its replacement (a second coordinator of a
+        transactional topology, for one).  One read before each launch."""
+        try:
+            current = self.state.assignment(want["topology_id"])
+        except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: what was synced stands
+            log.warning("cannot confirm the assignment before a launch", port=slot.port, error=str(e))
+            return True
+        mine = [w for w in (current or {}).get("workers", [])
+                if w["node"] == self.node and w["port"] == slot.port]
+        if mine and mine[0]["executors"] == want["executors"]:
+            return True
+        log.info("slot reassigned since the last sync: worker not launched", port=slot.port,
+                 topology=want["topology_id"])
+        self._sync_now.set()
+        return False
+
     def _launch(self, slot: Slot, want: dict[str, Any]) -> None:
+        if not self._still_assigned(slot, want):
+            return
         secrets = self._secrets.get(want["topology_id"])
         if self.secure and secrets is None:  # not synced since: the next sync says why
             log.error("no secrets for the topology: worker not launched", port=slot.port,

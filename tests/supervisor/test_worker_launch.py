@@ -71,10 +71,15 @@ class FakeState:
     def __init__(self, node: str, port: int, secrets: Any) -> None:
         self.node, self.port, self.secrets = node, port, secrets
         self.errors: list[tuple[str, dict[str, Any]]] = []
+        self.moved = False  # nimbus moved the worker to another node
 
     def assignments(self) -> dict[str, Any]:
-        return {"t-1": {"workers": [{"node": self.node, "port": self.port, "executors": [[1, 1]]}],
-                        "hosts": {self.node: "127.0.0.1"}, "active": True, "version": 1}}
+        node = "elsewhere" if self.moved else self.node
+        return {"t-1": {"workers": [{"node": node, "port": self.port, "executors": [[1, 1]]}],
+                        "hosts": {node: "127.0.0.1"}, "active": True, "version": 2 if self.moved else 1}}
+
+    def assignment(self, topology_id: str) -> dict[str, Any] | None:
+        return self.assignments().get(topology_id)
 
     def topology(self, topology_id: str) -> dict[str, Any]:
         return {"id": topology_id, "name": "t", "definition": {},
@@ -209,6 +214,33 @@ def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: li
     assert fake_popen[0].kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on",
                                            "SQUALL_NODE": sup.node, **pinned_to_first_core()}
     assert json.loads(sup.slots[port].assignment_file.read_text())["conf"]["squall.secure"] is False
+
+
+def test_a_dead_worker_whose_slot_moved_since_the_last_sync_is_not_relaunched(
+        tmp_path: Path, fake_popen: list[FakePopen]) -> None:
+    # Given a supervisor running its worker
+    sup, state, port = supervisor(tmp_path, None, **{"squall.secure": False,
+                                                     "squall.keyring.path": str(tmp_path / "none.json")})
+    sup.sync_assignments()
+    sup.sync_processes()
+    assert len(fake_popen) == 1
+    # When the worker dies and nimbus moves its executors to another node before this
+    # supervisor's next assignment sync
+    fake_popen[0].sleeper.kill()
+    fake_popen[0].sleeper.wait(10)
+    state.moved = True
+    sup.sync_processes()
+    # Then the worker is not relaunched from the stale assignment (it would run beside its
+    # replacement), and the next sync finds nothing to run here
+    assert len(fake_popen) == 1
+    sup.sync_assignments()
+    sup.sync_processes()
+    assert len(fake_popen) == 1 and sup._desired == {}  # noqa: SLF001
+    # while a worker that dies with its slot still assigned is relaunched at once
+    state.moved = False
+    sup.sync_assignments()
+    sup.sync_processes()
+    assert len(fake_popen) == 2
 
 
 # -- a real supervisor on a real (secure) ZooKeeper -------------------------------
