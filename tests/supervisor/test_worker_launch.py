@@ -219,8 +219,8 @@ def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: li
 def test_a_dead_worker_whose_slot_moved_since_the_last_sync_is_not_relaunched(
         tmp_path: Path, fake_popen: list[FakePopen]) -> None:
     # Given a supervisor running its worker
-    sup, state, port = supervisor(tmp_path, None, **{"squall.secure": False,
-                                                     "squall.keyring.path": str(tmp_path / "none.json")})
+    sup, state, _port = supervisor(tmp_path, None, **{"squall.secure": False,
+                                                      "squall.keyring.path": str(tmp_path / "none.json")})
     sup.sync_assignments()
     sup.sync_processes()
     assert len(fake_popen) == 1
