@@ -66,14 +66,15 @@ class ZooKeeperState:
     """The TransactionalState protocol over a started KazooClient, below ``base``."""
 
     def __init__(self, client: KazooClient, base: str, request_timeout: float = 30.0,
-                 id_base: str | None = None) -> None:
+                 owner: str | None = None) -> None:
         self.zk = client
         self.base = base
         self.request_timeout = request_timeout
-        id_base = id_base if id_base is not None else base.rsplit("/", 1)[0]
-        self._epoch_path = f"{id_base}/{COORDINATOR}/{EPOCH}"
-        self._holders = f"{id_base}/{COORDINATOR}/{HOLDERS}"
-        self._current_path = f"{id_base}/{COORDINATOR}/{CURRENT_TXID}"
+        # Where the fence's epoch and current txid live: the coordinator's subtree.
+        owner = owner if owner is not None else f"{base.rsplit('/', 1)[0]}/{COORDINATOR}"
+        self._epoch_path = f"{owner}/{EPOCH}"
+        self._holders = f"{owner}/{HOLDERS}"
+        self._current_path = f"{owner}/{CURRENT_TXID}"
 
     def _path(self, path: str) -> str:
         return "/".join([self.base, *_components(path, "state path")])
@@ -284,7 +285,7 @@ class ZooKeeperBackend:
         self.request_timeout = request_timeout
         self._closed = False
 
-    def open(self, transactional_id: str, subdir: str) -> ZooKeeperState:
+    def open(self, transactional_id: str, subdir: str, owner: str = COORDINATOR) -> ZooKeeperState:
         if not transactional_id or "/" in transactional_id or transactional_id in (".", ".."):
             msg = f"invalid transactional id {transactional_id!r}: it must be one non-empty znode name"
             raise ValueError(msg)
@@ -293,7 +294,8 @@ class ZooKeeperBackend:
             raise ValueError(msg)
         id_base = f"{self.root}/{transactional_id}"
         base = "/".join([id_base, *_components(subdir, "transactional state subdir")])
-        return ZooKeeperState(self.zk, base, self.request_timeout, id_base=id_base)
+        owner_base = "/".join([id_base, *_components(owner, "transactional state owner")])
+        return ZooKeeperState(self.zk, base, self.request_timeout, owner=owner_base)
 
     def close(self) -> None:
         if self._closed:

@@ -11,6 +11,13 @@ When the topology has a :class:`~squall.state.bolts.CheckpointedSpout`, this
 spout *is* that spout's task: barriers and data leave through the same
 executor, in order, so a barrier marks an exact position in the data.  Data
 go out untracked; a failure anywhere fails a barrier, and recovery rewinds.
+
+On a cluster it is fenced as transactional coordinators are
+(squall.transactional.fence): it claims an epoch under ``<topology>/checkpoint``
+before it reads its record, and stores the record only while that epoch is
+the latest.  A second instance (a worker whose slot moved, still running
+beside its replacement) is superseded by the newer one: it emits no barrier
+and no data, and stands by until the newer one's epoch is no longer held.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from squall.errors import CoordinationError
 from squall.state.checkpoint import (
     CHECKPOINT_FIELDS,
     CHECKPOINT_STREAM,
+    COMMIT,
+    RESETS,
     CheckpointCoordinator,
     Emit,
     Restore,
@@ -31,8 +40,12 @@ from squall.state.checkpoint import (
 from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
+from squall.transactional.fence import Fence, FencedOut
 
 RECORD = "record"
+CHECKPOINT_SUBDIR = "checkpoint"
+# How often a superseded checkpoint spout looks whether the newer one is gone.
+STANDBY_LOOK_SECS = 1.0
 
 
 class CheckpointSpout(Spout):
@@ -48,16 +61,25 @@ class CheckpointSpout(Spout):
             raise CoordinationError(msg)
         check_state_conf(conf)  # as run: a submit's overrides may have changed the interval or timeout
         backend = open_backend(conf, context.resources)
+        self.fence: Fence | None = None  # none in local mode: one process, no second instance
+        self.standby = False
+        self.next_look = 0.0
+        self.metrics.gauge("epoch", lambda: self.fence.epoch if self.fence else 0)
+        self.metrics.gauge("standby", lambda: int(self.standby))
         if isinstance(backend, MemoryBackend):
             # Local mode: the record goes with the bolts' state, so that a durable store
             # (SQLite) resumes where it was in the next `squall local` run too.
             self.store: Any = RecordInStore(worker_store(conf, context))
         else:
-            self.store = backend.open(context.topology_name, "checkpoint")
-        record = self.store.get_data(RECORD)
+            self.store = backend.open(context.topology_name, CHECKPOINT_SUBDIR, owner=CHECKPOINT_SUBDIR)
+            # Claimed before the record is read: whatever an instance before this one
+            # stored is in it, and from now on nothing that instance stores can be.
+            self.fence = Fence(self.store.claim_epoch())
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
-        interval = conf.get("topology.state.checkpoint.interval.ms", 1000) / 1000.0
-        self.core = CheckpointCoordinator(record, interval, self.clock.now(), lambda: rng.getrandbits(63))
+        self.new_id = lambda: rng.getrandbits(63)
+        self.interval = conf.get("topology.state.checkpoint.interval.ms", 1000) / 1000.0
+        self.core = CheckpointCoordinator(self.store.get_data(RECORD), self.interval, self.clock.now(),
+                                          self.new_id)
         self.user: Any = None
         if self.options.get("spout"):
             user = self.build_inner(self.options["spout"], self.options.get("spout_options"))
@@ -66,7 +88,8 @@ class CheckpointSpout(Spout):
             self.user = user
         self.active = False
         self.logger.info("checkpoint spout started", txid=self.core.txid, phase=self.core.phase,
-                         interval_secs=interval, spout=type(self.user).__name__ if self.user else None)
+                         interval_secs=self.interval, spout=type(self.user).__name__ if self.user else None,
+                         epoch=self.fence.epoch if self.fence else None)
 
     def _user_emit(self, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
                    direct_task: Any = None) -> Any:
@@ -74,16 +97,48 @@ class CheckpointSpout(Spout):
         return self.emit(values, stream=stream, direct_task=direct_task)
 
     def next_tuple(self) -> None:
+        if self.standby:
+            self._look_for_takeover()
+            return
         core = self.core
         user = self.user
         self._run(core.step(self.clock.now(), user.snapshot if user is not None else None))
-        if user is not None and self.active and core.may_emit_data:
+        if user is not None and self.active and core.may_emit_data and not self.standby:
             user.next_tuple()
 
+    def _superseded(self, error: FencedOut) -> None:
+        self.standby = True
+        self.next_look = self.clock.now() + STANDBY_LOOK_SECS
+        self.logger.warning("checkpoint spout superseded, standing by", epoch=error.fence.epoch,
+                            by_epoch=error.epoch)
+
+    def _look_for_takeover(self) -> None:
+        """Standing by: once the newer instance's epoch is no longer held, claim one
+        and start again from the stored record, recovering as any start does."""
+        now = self.clock.now()
+        if now < self.next_look:
+            return
+        self.next_look = now + STANDBY_LOOK_SECS
+        try:
+            latest = self.store.epoch()
+            if self.store.epoch_held(latest):
+                return
+            self.fence = Fence(self.store.claim_epoch())
+            record = self.store.get_data(RECORD)
+        except CoordinationError:
+            return
+        self.core = CheckpointCoordinator(record, self.interval, now, self.new_id)
+        self.standby = False
+        self.logger.info("checkpoint spout took over", epoch=self.fence.epoch, txid=self.core.txid)
+
     def ack(self, tup_id: Any) -> None:
+        if self.standby:
+            return
         self._run(self.core.ack(tup_id, self.clock.now()))
 
     def fail(self, tup_id: Any) -> None:
+        if self.standby:
+            return
         if self.core.in_flight is not None and self.core.in_flight.barrier == tup_id:
             self.logger.warning("checkpoint failed; recovering", txid=self.core.in_flight.txid,
                                 action=self.core.in_flight.action)
@@ -93,7 +148,10 @@ class CheckpointSpout(Spout):
         for ins in instructions:
             if type(ins) is Save:
                 try:
-                    self.store.set_data(RECORD, ins.record)
+                    self.store.set_data(RECORD, ins.record, self.fence)
+                except FencedOut as e:
+                    self._superseded(e)
+                    return
                 except (CoordinationError, StoreError) as e:
                     self.logger.warning("cannot store the checkpoint state; recovering", error=str(e))
                     self.core.abort()
@@ -102,8 +160,27 @@ class CheckpointSpout(Spout):
                 if self.user is not None:
                     self.user.restore(ins.position)
             elif type(ins) is Emit:
+                # A recovery barrier follows no write that would have found this
+                # instance superseded: look first.
+                recovery = ins.action in RESETS or (ins.action == COMMIT and self.core.recovering)
+                if recovery and not self._holds_epoch():
+                    return
                 self.logger.debug("barrier", txid=ins.txid, action=ins.action)
                 self.emit([ins.txid, ins.action, ins.barrier], tup_id=ins.barrier, stream=CHECKPOINT_STREAM)
+
+    def _holds_epoch(self) -> bool:
+        if self.fence is None:
+            return True
+        try:
+            self.store.check(self.fence)
+        except FencedOut as e:
+            self._superseded(e)
+            return False
+        except CoordinationError as e:
+            self.logger.warning("cannot check the epoch before a recovery barrier; recovering", error=str(e))
+            self.core.abort()
+            return False
+        return True
 
     def activate(self) -> None:
         self.active = True
@@ -116,6 +193,11 @@ class CheckpointSpout(Spout):
             self.user.deactivate()
 
     def close(self) -> None:
+        if self.fence is not None and not self.standby:
+            try:
+                self.store.release_epoch(self.fence.epoch)
+            except CoordinationError as e:  # its session's end releases it all the same
+                self.logger.warning("cannot release the checkpoint spout's epoch", error=str(e))
         if self.user is not None:
             self.user.close()
 
@@ -134,5 +216,5 @@ class RecordInStore:
     def get_data(self, path: str) -> Any:
         return self.store.get_many([self.KEY])[0]
 
-    def set_data(self, path: str, value: Any) -> None:
+    def set_data(self, path: str, value: Any, fence: Any = None) -> None:
         self.store.update([self.KEY], lambda _current: {self.KEY: value})

@@ -86,19 +86,21 @@ class TransactionalState(Protocol):
 
 
 class StateBackend(Protocol):
-    def open(self, transactional_id: str, subdir: str) -> TransactionalState: ...
+    def open(self, transactional_id: str, subdir: str, owner: str = COORDINATOR) -> TransactionalState:
+        """The state at ``<root>/<transactional_id>/<subdir>``, fenced by the epoch and
+        current txid that ``owner`` (a subdir) keeps: the coordinator's by default."""
 
     def close(self) -> None: ...
 
 
 class MemoryState:
-    def __init__(self, store: dict[str, bytes], lock: threading.Lock, prefix: str, base: str) -> None:
+    def __init__(self, store: dict[str, bytes], lock: threading.Lock, prefix: str, owner: str) -> None:
         self._store = store
         self._lock = lock
         self._prefix = prefix
-        self._epoch_key = f"{base}/{COORDINATOR}/{EPOCH}"
-        self._holders = f"{base}/{COORDINATOR}/{HOLDERS}"
-        self._current_key = f"{base}/{COORDINATOR}/{CURRENT_TXID}"
+        self._epoch_key = f"{owner}/{EPOCH}"
+        self._holders = f"{owner}/{HOLDERS}"
+        self._current_key = f"{owner}/{CURRENT_TXID}"
 
     def _key(self, path: str) -> str:
         return f"{self._prefix}/{path.strip('/')}" if path.strip("/") else self._prefix
@@ -175,9 +177,9 @@ class MemoryBackend:
         self._store: dict[str, bytes] = {}
         self._lock = threading.Lock()
 
-    def open(self, transactional_id: str, subdir: str) -> MemoryState:
+    def open(self, transactional_id: str, subdir: str, owner: str = COORDINATOR) -> MemoryState:
         base = f"{self.root}/{transactional_id}"
-        return MemoryState(self._store, self._lock, f"{base}/{subdir}", base)
+        return MemoryState(self._store, self._lock, f"{base}/{subdir}", f"{base}/{owner}")
 
     def paths(self) -> list[str]:
         """Every stored path (for tests and debugging)."""
