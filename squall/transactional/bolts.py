@@ -47,3 +47,8 @@ class BatchBolt(Component):
 
 class Committer:
     """Marker: this batch bolt's ``finish_batch`` belongs to the commit phase (Storm's ICommitter)."""
+
+    # True for a committer that skips a txid it has committed before, whole (Storm's
+    # transactional rule): exact only when a replay carries the same batch, so a
+    # topology pairing it with an opaque spout, whose replays may differ, is refused.
+    skips_replayed_txids = False

@@ -99,6 +99,11 @@ def build_transactional(name: str, specs: Mapping[str, ComponentSpec], conf: dic
                   "topology Squall acks, and a plain bolt must emit from process() itself")
         if (_is_committer(spec) or "committer" in spec.options) and not issubclass(cls, BatchBolt):
             _fail(f"{here}: only a BatchBolt can be a committer (its finish_batch is the commit)")
+        if (getattr(cls, "skips_replayed_txids", False)
+                and by_name[spout].cls.transactional_kind == "opaque"):
+            _fail(f"{here}: {cls.__name__} skips a replayed txid whole, which is exact only when a replay "
+                  f"carries the same batch; the opaque spout {spout!r} may replay another (write "
+                  "with an OpaqueMap, or read with a partitioned spout)")
         if spec.raw_inputs is None:
             _fail(f"{here}: a bolt needs inputs")
         inputs[cname] = _resolve(here, spec.raw_inputs, by_name, name_of)

@@ -293,6 +293,7 @@ class _SinkCommitter(Committer, BatchBolt):
     _known: set[str]
     _required: tuple[str, ...]
     outputs = None
+    skips_replayed_txids = True  # the marker skips a replay whole
 
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int = 1,  # type: ignore[override]

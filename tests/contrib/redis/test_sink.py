@@ -22,7 +22,11 @@ from squall.contrib.redis.sink import (
 from squall.errors import TopologyValidationError
 from squall.testing import poll_for
 from squall.topology.tuple import record_type
-from squall.transactional import MemoryTransactionalSpout, TransactionalTopology
+from squall.transactional import (
+    MemoryTransactionalSpout,
+    OpaqueMemoryTransactionalSpout,
+    TransactionalTopology,
+)
 from squall.transactional.attempt import TransactionAttempt
 
 N = 300
@@ -227,3 +231,22 @@ def test_a_transactional_topology_writes_each_number_once_through_replayed_commi
     assert {2, 3} == FAILED
     numbers = sorted(int(f[b"n"]) for _, f in r.xrange("out"))
     assert numbers == list(range(80))
+
+
+@pytest.mark.parametrize("committer", [RedisStreamCommitter, RedisKeysCommitter])
+def test_a_sink_committer_under_an_opaque_spout_is_refused_at_definition(committer: Any) -> None:
+    # The marker skips a replayed txid whole; an opaque spout's replay may carry other tuples,
+    # and the ones only the replay read would never be written
+    options = {"stream": "out"} if committer is RedisStreamCommitter else {"key_field": "n", "value_field": "n"}
+
+    with pytest.raises(TopologyValidationError, match="skips a replayed txid whole.*opaque spout 'spout'"):
+        class Copy(TransactionalTopology):
+            spout = OpaqueMemoryTransactionalSpout.spec(data=[[[1]]], fields=["n"])
+            sink = committer.spec(inputs=[spout], url="redis://127.0.0.1:1", **options)
+
+    # while a partitioned spout, whose replays are exact, is fine
+    class Exact(TransactionalTopology):
+        spout = MemoryTransactionalSpout.spec(data=[[[1]]], fields=["n"])
+        sink = committer.spec(inputs=[spout], url="redis://127.0.0.1:1", **options)
+
+    assert Exact.definition().components["sink"].options["committer"]
