@@ -237,9 +237,10 @@ def test_a_transactional_topology_writes_each_number_once_through_replayed_commi
 def test_a_sink_committer_under_an_opaque_spout_is_refused_at_definition(committer: Any) -> None:
     # The marker skips a replayed txid whole; an opaque spout's replay may carry other tuples,
     # and the ones only the replay read would never be written
-    options = {"stream": "out"} if committer is RedisStreamCommitter else {"key_field": "n", "value_field": "n"}
+    keys = {"key_field": "n", "value_field": "n"}
+    options = {"stream": "out"} if committer is RedisStreamCommitter else keys
 
-    with pytest.raises(TopologyValidationError, match="skips a replayed txid whole.*opaque spout 'spout'"):
+    with pytest.raises(TopologyValidationError, match=r"skips a replayed txid whole.*opaque spout 'spout'"):
         class Copy(TransactionalTopology):
             spout = OpaqueMemoryTransactionalSpout.spec(data=[[[1]]], fields=["n"])
             sink = committer.spec(inputs=[spout], url="redis://127.0.0.1:1", **options)
