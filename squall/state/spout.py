@@ -41,11 +41,10 @@ from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
 from squall.transactional.fence import Fence, FencedOut
+from squall.transactional.lease import EpochLease
 
 RECORD = "record"
 CHECKPOINT_SUBDIR = "checkpoint"
-# How often a superseded checkpoint spout looks whether the newer one is gone.
-STANDBY_LOOK_SECS = 1.0
 
 
 class CheckpointSpout(Spout):
@@ -61,11 +60,7 @@ class CheckpointSpout(Spout):
             raise CoordinationError(msg)
         check_state_conf(conf)  # as run: a submit's overrides may have changed the interval or timeout
         backend = open_backend(conf, context.resources)
-        self.fence: Fence | None = None  # none in local mode: one process, no second instance
-        self.standby = False
-        self.next_look = 0.0
-        self.metrics.gauge("epoch", lambda: self.fence.epoch if self.fence else 0)
-        self.metrics.gauge("standby", lambda: int(self.standby))
+        self.lease: EpochLease | None = None  # none in local mode: one process, no second instance
         if isinstance(backend, MemoryBackend):
             # Local mode: the record goes with the bolts' state, so that a durable store
             # (SQLite) resumes where it was in the next `squall local` run too.
@@ -74,7 +69,8 @@ class CheckpointSpout(Spout):
             self.store = backend.open(context.topology_name, CHECKPOINT_SUBDIR, owner=CHECKPOINT_SUBDIR)
             # Claimed before the record is read: whatever an instance before this one
             # stored is in it, and from now on nothing that instance stores can be.
-            self.fence = Fence(self.store.claim_epoch())
+            self.lease = EpochLease(self.store, self.clock, self.logger, self.metrics, "checkpoint spout")
+            self.lease.claim()
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
         self.new_id = lambda: rng.getrandbits(63)
         self.interval = conf.get("topology.state.checkpoint.interval.ms", 1000) / 1000.0
@@ -91,6 +87,14 @@ class CheckpointSpout(Spout):
                          interval_secs=self.interval, spout=type(self.user).__name__ if self.user else None,
                          epoch=self.fence.epoch if self.fence else None)
 
+    @property
+    def standby(self) -> bool:
+        return self.lease is not None and self.lease.standby
+
+    @property
+    def fence(self) -> Fence | None:
+        return None if self.lease is None else self.lease.fence
+
     def _user_emit(self, values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM,
                    direct_task: Any = None) -> Any:
         # Untracked: completeness comes from the barriers, replay from the rewind.
@@ -106,30 +110,20 @@ class CheckpointSpout(Spout):
         if user is not None and self.active and core.may_emit_data and not self.standby:
             user.next_tuple()
 
-    def _superseded(self, error: FencedOut) -> None:
-        self.standby = True
-        self.next_look = self.clock.now() + STANDBY_LOOK_SECS
-        self.logger.warning("checkpoint spout superseded, standing by", epoch=error.fence.epoch,
-                            by_epoch=error.epoch)
-
     def _look_for_takeover(self) -> None:
         """Standing by: once the newer instance's epoch is no longer held, claim one
         and start again from the stored record, recovering as any start does."""
-        now = self.clock.now()
-        if now < self.next_look:
+        assert self.lease is not None
+        if not self.lease.may_take_over():
             return
-        self.next_look = now + STANDBY_LOOK_SECS
         try:
-            latest = self.store.epoch()
-            if self.store.epoch_held(latest):
-                return
-            self.fence = Fence(self.store.claim_epoch())
+            self.lease.claim()
             record = self.store.get_data(RECORD)
         except CoordinationError:
+            self.lease.stand_by()
             return
-        self.core = CheckpointCoordinator(record, self.interval, now, self.new_id)
-        self.standby = False
-        self.logger.info("checkpoint spout took over", epoch=self.fence.epoch, txid=self.core.txid)
+        self.core = CheckpointCoordinator(record, self.interval, self.clock.now(), self.new_id)
+        self.logger.info("checkpoint spout took over", epoch=self.lease.fence.epoch, txid=self.core.txid)
 
     def ack(self, tup_id: Any) -> None:
         if self.standby:
@@ -150,7 +144,8 @@ class CheckpointSpout(Spout):
                 try:
                     self.store.set_data(RECORD, ins.record, self.fence)
                 except FencedOut as e:
-                    self._superseded(e)
+                    assert self.lease is not None
+                    self.lease.lost(e)
                     return
                 except (CoordinationError, StoreError) as e:
                     self.logger.warning("cannot store the checkpoint state; recovering", error=str(e))
@@ -169,18 +164,14 @@ class CheckpointSpout(Spout):
                 self.emit([ins.txid, ins.action, ins.barrier], tup_id=ins.barrier, stream=CHECKPOINT_STREAM)
 
     def _holds_epoch(self) -> bool:
-        if self.fence is None:
+        if self.lease is None:
             return True
         try:
-            self.store.check(self.fence)
-        except FencedOut as e:
-            self._superseded(e)
-            return False
+            return self.lease.holds()
         except CoordinationError as e:
             self.logger.warning("cannot check the epoch before a recovery barrier; recovering", error=str(e))
             self.core.abort()
             return False
-        return True
 
     def activate(self) -> None:
         self.active = True
@@ -193,11 +184,8 @@ class CheckpointSpout(Spout):
             self.user.deactivate()
 
     def close(self) -> None:
-        if self.fence is not None and not self.standby:
-            try:
-                self.store.release_epoch(self.fence.epoch)
-            except CoordinationError as e:  # its session's end releases it all the same
-                self.logger.warning("cannot release the checkpoint spout's epoch", error=str(e))
+        if self.lease is not None:
+            self.lease.release()
         if self.user is not None:
             self.user.close()
 

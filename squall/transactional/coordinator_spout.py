@@ -30,12 +30,10 @@ from squall.topology.component import Spout, Stream
 from squall.transactional.coordinator import NOT_READY, StartBatch, TransactionCoordinator
 from squall.transactional.emitter import make_user_spout, state_id
 from squall.transactional.fence import Fence, FencedOut
+from squall.transactional.lease import EpochLease
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM
 from squall.transactional.rotating import MetadataConflict, RotatingState
 from squall.transactional.state import COORDINATOR, CURRENT_TXID, open_backend
-
-# How often a coordinator in standby looks whether the one that superseded it is gone.
-STANDBY_LOOK_SECS = 1.0
 
 
 class CoordinatorSpout(Spout):
@@ -56,61 +54,36 @@ class CoordinatorSpout(Spout):
         rng = random.Random(int.from_bytes(os.urandom(16), "little"))
         self.new_attempt_id = lambda: rng.getrandbits(63)
         self.active = False  # the executor calls activate() when the topology is active
-        self.epoch = 0  # none claimed yet
-        self.standby = True  # until this coordinator holds the current epoch
-        self.next_look = 0.0
-        # For operators (and tests): which epoch this coordinator holds, and whether it stands by.
-        self.metrics.gauge("epoch", lambda: self.epoch)
-        self.metrics.gauge("standby", lambda: int(self.standby))
+        self.lease = EpochLease(self.state, self.clock, self.logger, self.metrics,
+                                "transactional coordinator")
         self.metrics.gauge("in_flight", lambda: 0 if self.standby else len(self.core.active))
-        self.superseded_count = self.metrics.counter("superseded")
         self.take_over()
+
+    @property
+    def standby(self) -> bool:
+        return self.lease.standby
+
+    @property
+    def fence(self) -> Fence | None:
+        return self.lease.fence
 
     def take_over(self) -> None:
         """Claim a new epoch, then read the state: whatever a coordinator before
         this one wrote is in it, and from now on nothing it writes can be."""
         try:
-            epoch = self.state.claim_epoch()
-            self.fence = Fence(epoch)
-            self.epoch = epoch
+            epoch = self.lease.claim().epoch
             self.meta = RotatingState(self.state, "meta", "coordinator metadata")
             current = self.state.get_data(CURRENT_TXID) or 1
         except CoordinationError as e:
+            self.lease.stand_by()
             self.logger.warning("cannot take over the transactional state; retried", error=str(e))
-            self.next_look = self.clock.now() + STANDBY_LOOK_SECS
             return
         self.core = TransactionCoordinator(current, self.max_active, self.new_attempt_id, epoch)
-        self.standby = False
         # Stored at once: the committers' fence compares a commit's txid with it.
         self.dirty_current = True
         self.store_current()
         self.logger.info("transactional coordinator started", transactional_id=self.transactional_id,
                          current_txid=current, max_active=self.core.max_active, epoch=epoch)
-
-    def superseded(self, error: FencedOut) -> None:
-        """Another coordinator of this transactional id took over: act no more."""
-        if self.standby:
-            return
-        self.standby = True
-        self.superseded_count.inc()
-        self.next_look = self.clock.now() + STANDBY_LOOK_SECS
-        self.logger.warning("transactional coordinator superseded, standing by", epoch=self.epoch,
-                            by_epoch=error.epoch, transactional_id=self.transactional_id)
-
-    def look_for_takeover(self) -> None:
-        """In standby: take over once the epoch that superseded this one is no
-        longer held (that coordinator stopped, or its session ended)."""
-        now = self.clock.now()
-        if now < self.next_look:
-            return
-        self.next_look = now + STANDBY_LOOK_SECS
-        try:
-            latest = self.state.epoch()
-            if self.epoch and latest > self.epoch and self.state.epoch_held(latest):
-                return
-        except CoordinationError:
-            return
-        self.take_over()
 
     # -- the spout callbacks: every one ends in sync() -----------------------------
 
@@ -141,18 +114,15 @@ class CoordinatorSpout(Spout):
         self.active = False
 
     def close(self) -> None:
-        if not self.standby:
-            try:
-                self.state.release_epoch(self.epoch)
-            except CoordinationError as e:  # its session's end releases it all the same
-                self.logger.warning("cannot release the coordinator's epoch", error=str(e))
+        self.lease.release()
         self.spout.close()
 
     # -- the shell -----------------------------------------------------------------
 
     def sync(self) -> None:
         if self.standby:
-            self.look_for_takeover()
+            if self.lease.may_take_over():
+                self.take_over()
             return
         if self.dirty_current:
             self.store_current()
@@ -173,14 +143,10 @@ class CoordinatorSpout(Spout):
         superseded one that only replays stored metadata writes nothing that
         would tell it.)  The committers check again when the commit arrives."""
         try:
-            self.state.check(self.fence)
-        except FencedOut as e:
-            self.superseded(e)
-            return False
+            return self.lease.holds()
         except CoordinationError as e:
             self.logger.warning("cannot check the epoch before a commit; retried", error=str(e))
             return False
-        return True
 
     def start(self, txid: int) -> Any:
         """The metadata of ``txid``: stored (a replay), or made now and stored first."""
@@ -192,7 +158,7 @@ class CoordinatorSpout(Spout):
             value, _existed = self.meta.get_or_make(txid, lambda prev: self.new_metadata(txid, prev),
                                                     self.core.current - 1, self.fence)
         except FencedOut as e:
-            self.superseded(e)
+            self.lease.lost(e)
             return NOT_READY
         except MetadataConflict:
             return NOT_READY  # the stored value is in memory now: the next sync uses it
@@ -222,7 +188,7 @@ class CoordinatorSpout(Spout):
         try:
             self.meta.cleanup_before(txid, self.fence)
         except FencedOut as e:
-            self.superseded(e)
+            self.lease.lost(e)
         except CoordinationError as e:
             self.logger.warning("cleanup of committed metadata failed; retried later", error=str(e))
 
@@ -235,7 +201,7 @@ class CoordinatorSpout(Spout):
             self.state.set_data(CURRENT_TXID, self.core.current, self.fence)
             self.dirty_current = False
         except FencedOut as e:
-            self.superseded(e)
+            self.lease.lost(e)
         except CoordinationError as e:
             self.dirty_current = True
             self.logger.warning("cannot store the current txid; retried", error=str(e))

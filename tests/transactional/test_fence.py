@@ -11,11 +11,15 @@ from typing import Any
 from uuid import uuid4
 
 import pytest
+import structlog
 
 from squall import config as config_mod
+from squall.clock import FakeClock
 from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.cluster.zookeeper import DevZookeeper, start_client
+from squall.metrics.registry import MetricsRegistry
 from squall.transactional.fence import Fence, FencedOut
+from squall.transactional.lease import LOOK_SECS, EpochLease
 from squall.transactional.state import COORDINATOR, CURRENT_TXID, MemoryBackend
 from tests.helpers import keyring_conf
 
@@ -153,3 +157,37 @@ def test_an_epochs_holder_goes_with_its_zookeeper_session(zookeeper: DevZookeepe
     finally:
         dying.close()
         watching.close()
+
+
+# -- EpochLease: the shell the coordinator and the checkpoint spout share ------------------
+
+
+def test_a_lease_stands_by_when_superseded_and_takes_over_once_the_newer_one_is_gone() -> None:
+    backend, clock, metrics = MemoryBackend(), FakeClock(), MetricsRegistry()
+    old = EpochLease(backend.open("tid", COORDINATOR), clock, structlog.get_logger(), metrics,
+                     "test coordinator")
+
+    def shown() -> tuple[Any, Any, Any]:
+        snap = metrics.snapshot()
+        return snap["gauges"]["epoch"], snap["gauges"]["standby"], snap["counters"]["superseded"]
+
+    assert shown() == (0, 1, 0)
+    fence = old.claim()
+    assert (fence.epoch, old.standby, old.holds()) == (1, False, True)
+    assert shown() == (1, 0, 0)
+    # When a newer instance claims, the old one's next check finds it out and it stands by
+    newer = backend.open("tid", COORDINATOR)
+    newer.claim_epoch()
+    assert not old.holds()
+    assert old.standby and shown() == (1, 1, 1)
+    # While the newer one holds its epoch, the old one may not take over, and looks once a LOOK_SECS
+    clock.advance(LOOK_SECS)
+    assert not old.may_take_over()
+    newer.release_epoch(2)
+    assert not old.may_take_over()  # too soon to look again
+    clock.advance(LOOK_SECS)
+    assert old.may_take_over()
+    assert old.claim().epoch == 3 and not old.standby
+    # and a release lets go of the epoch it holds
+    old.release()
+    assert not newer.epoch_held(3)

@@ -196,3 +196,10 @@ def test_a_replacement_coordinator_supersedes_the_old_one_and_nothing_is_counted
         # and the replacement committed each txid from there on, in order
         mine = list(dict.fromkeys(book.committed("replacement")))
         assert mine == list(range(following, following + len(mine)))
+        # And when the replacement stops, the old one takes over again, with an epoch of its own
+        new_epoch = coordinator_gauges(new_cluster, "new")["epoch"]
+        new_cluster.kill("new")
+        poll_for(lambda: coordinator_gauges(old_cluster, "old")["standby"] == 0, timeout=30,
+                 message="the old coordinator taking over")
+        assert coordinator_gauges(old_cluster, "old")["epoch"] > new_epoch
+        assert {w: n for w, (n, _t) in book.table.items()} == expected_counts(DATA)
