@@ -146,15 +146,13 @@ class ZooKeeperState:
         """``op`` (set, create or delete) on ``full`` in one multi-op with the
         checks that make ``fence`` hold; FencedOut when it does not.  For a
         create, the bytes stored (another writer's if it came first)."""
+        wanted = op
         while True:
             epoch, epoch_version = self._read(self._epoch_path)
             current, current_version = (self._read(self._current_path) if fence.txid is not None
                                         else (None, None))
             if not holds(fence, epoch or 0, current) or epoch_version is None:
                 raise FencedOut(fence, epoch or 0, current)
-            if op != "delete":
-                parent = full.rsplit("/", 1)[0]
-                self._wait(lambda p=parent: self.zk.ensure_path_async(p))
             txn = self.zk.transaction()
             txn.check(self._epoch_path, epoch_version)
             if fence.txid is not None:
@@ -171,12 +169,15 @@ class ZooKeeperState:
                 return data
             if isinstance(failed, NoNodeError) and op == "set":
                 op = "create"  # the first write of this path
-            elif isinstance(failed, NodeExistsError) and op == "create":
-                return self._wait(lambda: self.zk.get_async(full))[0]
+            elif isinstance(failed, NoNodeError) and op == "create":
+                parent = full.rsplit("/", 1)[0]  # the first write below it: make it, then again
+                self._wait(lambda p=parent: self.zk.ensure_path_async(p))
+            elif isinstance(failed, NodeExistsError) and wanted == "create":
+                return self._wait(lambda: self.zk.get_async(full))[0]  # write-once: the first stays
+            elif isinstance(failed, NodeExistsError):
+                op = "set"  # a set that raced with another writer's first write: set it now
             elif isinstance(failed, NoNodeError) and op == "delete":
                 return None
-            elif isinstance(failed, NodeExistsError) and op == "set":
-                continue  # raced with another create: set it now
             # Otherwise a check failed (a claim, or the current txid moved): read again.
 
     def check(self, fence: Fence) -> None:
