@@ -99,7 +99,7 @@ ZK_DOWN_SECS = (3.0, 6.0)
 FAULT_WEIGHTS = {"worker": 2, "node": 2, "nimbus": 1, "zombie": 2}  # a nimbus kill blinds nimbus 5-15 s
 # A zombie lives this long after its replacement is assigned (the stale supervisor's kill),
 # and never longer than ZOMBIE_MAX_SECS in all.
-ZOMBIE_AFTER_MOVE_SECS = (0.3, 3.0)
+ZOMBIE_AFTER_MOVE_SECS = (2.0, 5.0)  # the replacement takes 1-2 s to start its coordinator
 ZOMBIE_MAX_SECS = 40.0
 COORDINATOR = "sentences/coordinator"
 # A worker logs JSON lines; what it prints before its logging is set up is plain text.
@@ -190,6 +190,8 @@ class Chaos:
             f.write(line + "\n")
 
     def inject(self, remaining: float) -> None:
+        if any(z.proc.poll() is None for z in self.zombies):
+            return  # no other fault while a zombie runs: nimbus must see its node die and move it
         elapsed = time.monotonic() - self.t0
         if not self.zk_done and "zookeeper" not in self.down and (
                 elapsed >= self.zk_at or remaining < FAULT_GAP_SECS[1]):
