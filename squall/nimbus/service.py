@@ -341,8 +341,9 @@ class NimbusService:
             # Before the topology exists: a supervisor never sees it without its workers' key.
             self.state.put_topology_secrets(topology_id, {"curve": new_keypair()})
         self.state.put_code(topology_id, blob)
-        # Storm's topology.name: the name submitted, which the workers' components see
-        # (the definition's own name is its class's: a transactional id defaults to this).
+        # Storm's topology.name: the name submitted, which the workers' components see in
+        # their conf (the definition's own name is its class's); a transactional id
+        # defaults to it.
         topo_conf = {**defn.config, **conf, "topology.name": name}
         self.state.put_topology({
             "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),

@@ -245,8 +245,12 @@ class EmitterBolt(Bolt):
 def state_id(opts: dict[str, Any], conf: dict[str, Any], context: Any) -> str:
     """The transactional id keying this topology's state: the class's
     ``transactional_id``, else ``topology.transactional.id``, else the
-    name the topology was submitted under."""
-    tid = opts.get("transactional_id") or conf.get("topology.transactional.id") or context.topology_name
+    name the topology was submitted under (Storm's ``topology.name``, which
+    nimbus sets; a LocalCluster's context has it as the topology's name).
+    Not the class's name: two submissions of one class would share, and
+    fight over, one transaction state."""
+    tid = (opts.get("transactional_id") or conf.get("topology.transactional.id") or conf.get("topology.name")
+           or context.topology_name)
     if not isinstance(tid, str) or not tid or "/" in tid or tid in (".", ".."):
         msg = f"transactional id {tid!r} must be a non-empty name without '/'"
         raise TopologyValidationError(msg)

@@ -374,11 +374,6 @@ class WorkerProcess:
             plan = plan_topology(definition_from_dict(assignment.topology), overrides=overrides)
         except SquallError as e:
             raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
-        # The name it was submitted under (nimbus sets Storm's topology.name), as in local
-        # mode: what components see, and what keys a transactional or stateful topology's
-        # state by default.  The definition's own name is its class's, shared by every
-        # submission of that class.
-        plan.name = plan.conf.get("topology.name") or plan.name
         by_id = {e.id: e for e in plan.executors}
         unknown = [e for e in assignment.executors if tuple(e) not in by_id]
         if unknown:

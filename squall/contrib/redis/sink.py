@@ -307,7 +307,7 @@ class _SinkCommitter(Committer, BatchBolt):
         self.attempt = attempt
         self.url = redis_url(self, conf)
         self.writer = self._writer_type(self.options)
-        tid = conf.get("topology.transactional.id") or context.topology_name
+        tid = conf.get("topology.transactional.id") or conf.get("topology.name") or context.topology_name
         self.marker = MARKER_PREFIX + self.writer.target
         self.field = f"{tid}:{context.component_id}:{context.this_task_index}"
         self.what = (f"committer {context.component_id!r} task {context.task_id} "
