@@ -93,7 +93,7 @@ class CommitCounts(Committer, BatchBolt):
 
     def finish_batch(self) -> None:
         if self.counts:
-            self.db.increment(self.attempt.txid, dict(self.counts))
+            self.db.increment(self.attempt, dict(self.counts))
 
 
 class Clickstream(TransactionalTopology):

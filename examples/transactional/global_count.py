@@ -65,7 +65,7 @@ class UpdateGlobalCount(Committer, BatchBolt):
         self.sum += tup.values.count
 
     def finish_batch(self) -> None:
-        total = self.total.increment(self.attempt.txid, self.sum)
+        total = self.total.increment(self.attempt, self.sum)
         self.commits.inc()
         print(f"txid {self.attempt.txid} committed: global count = {total}", flush=True)
         self.emit([self.attempt, total])

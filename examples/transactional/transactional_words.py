@@ -64,7 +64,7 @@ class KeyedCountUpdater(Committer, BatchBolt):
             return lambda old: {"count": (old or {"count": 0})["count"] + n,
                                 "prev": (old or {"count": 0})["count"]}
 
-        stored = self.db.update(self.attempt.txid, {w: add(n) for w, n in self.counts.items()})
+        stored = self.db.update(self.attempt, {w: add(n) for w, n in self.counts.items()})
         for word, value in stored.items():
             self.emit([self.attempt, word, value["count"], value["prev"]])
 
@@ -94,7 +94,7 @@ class BucketCountUpdater(Committer, BatchBolt):
         self.deltas[str(tup.values.bucket)] += tup.values.delta
 
     def finish_batch(self) -> None:
-        stored = self.db.increment(self.attempt.txid, dict(self.deltas))
+        stored = self.db.increment(self.attempt, dict(self.deltas))
         for bucket, count in stored.items():
             self.emit([self.attempt, int(bucket), count])
         if stored:

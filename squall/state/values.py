@@ -9,9 +9,14 @@ document and Trident:
 * **transactional** -- ``{"value": V, "txid": T}``.  For spouts that replay
   the *same* batch under a txid: a commit whose txid is already stored is a
   replay and is skipped.
-* **opaque** -- ``{"curr": V, "prev": P, "txid": T}``.  For spouts that may
-  replay a *different* batch under a txid: a replay recomputes ``curr`` from
-  ``prev`` (the value before that txid), so only its latest batch counts.
+* **opaque** -- ``{"curr": V, "prev": P, "txid": T}``, and ``"epoch": E`` when
+  the commit named its attempt.  For spouts that may replay a *different*
+  batch under a txid: a replay recomputes ``curr`` from ``prev`` (the value
+  before that txid), so only its latest batch counts.  Which batch is the
+  latest is the coordinator's to say: a commit of the same txid from an
+  older coordinator epoch (one that passed its fence, then stalled while a
+  newer coordinator replayed the txid with another batch) is skipped, so the
+  state keeps the batch whose metadata the newer coordinator stored.
 
 The rules are the pure functions :func:`apply_transactional` and
 :func:`apply_opaque`; the maps and values below run them for a set of keys in
@@ -26,6 +31,12 @@ from typing import Any
 from squall.state.store import Store
 
 Fn = Callable[[Any], Any]
+
+
+def attempt_epoch(txid: Any) -> int | None:
+    """The coordinator epoch of a TransactionAttempt given as the txid (None for a plain int)."""
+    epoch = getattr(txid, "epoch", None)
+    return epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None
 
 
 def check_txid(txid: Any) -> int:
@@ -53,21 +64,30 @@ def apply_transactional(stored: dict[str, Any] | None, txid: int, fn: Fn) -> dic
     return {"value": fn(None if stored is None else stored["value"]), "txid": txid}
 
 
-def apply_opaque(stored: dict[str, Any] | None, txid: int, fn: Fn) -> dict[str, Any] | None:
-    """The new ``{"curr", "prev", "txid"}`` after committing ``txid``, or None to skip.
+def apply_opaque(stored: dict[str, Any] | None, txid: int, fn: Fn,
+                 epoch: int | None = None) -> dict[str, Any] | None:
+    """The new ``{"curr", "prev", "txid"[, "epoch"]}`` after committing ``txid``
+    (from coordinator ``epoch``, if known), or None to skip.
 
     * nothing stored, or a higher txid: ``prev = curr``, ``curr = fn(curr)``;
     * the same txid: a replay, possibly of a different batch: ``curr = fn(prev)``,
-      which undoes the earlier attempt's contribution;
+      which undoes the earlier attempt's contribution -- unless the stored one
+      came from a newer epoch than this commit's: then this commit is stale;
     * a lower txid: stale (see :func:`apply_transactional`), skipped.
     """
     if stored is None:
-        return {"curr": fn(None), "prev": None, "txid": txid}
-    if txid < stored["txid"]:
+        new = {"curr": fn(None), "prev": None, "txid": txid}
+    elif txid < stored["txid"]:
         return None
-    if txid == stored["txid"]:
-        return {"curr": fn(stored["prev"]), "prev": stored["prev"], "txid": txid}
-    return {"curr": fn(stored["curr"]), "prev": stored["curr"], "txid": txid}
+    elif txid == stored["txid"]:
+        if epoch is not None and stored.get("epoch") is not None and epoch < stored["epoch"]:
+            return None
+        new = {"curr": fn(stored["prev"]), "prev": stored["prev"], "txid": txid}
+    else:
+        new = {"curr": fn(stored["curr"]), "prev": stored["curr"], "txid": txid}
+    if epoch is not None:
+        new["epoch"] = epoch
+    return new
 
 
 def _adder(delta: int | float) -> Fn:
@@ -88,14 +108,16 @@ class _StateMap:
     def __init__(self, store: Store) -> None:
         self.store = store
 
+    _optional: frozenset[str] = frozenset()  # fields a stored value may also have
+
     @staticmethod
-    def _apply(stored: dict[str, Any] | None, txid: int, fn: Fn) -> dict[str, Any] | None:
+    def _apply(stored: dict[str, Any] | None, txid: int, fn: Fn, epoch: int | None) -> dict[str, Any] | None:
         raise NotImplementedError
 
     def _checked(self, key: str, stored: Any) -> dict[str, Any] | None:
         """``stored`` if it has this kind's form; a clear error if the key holds something else."""
-        if stored is None or (isinstance(stored, dict) and set(stored) == self._fields
-                              and isinstance(stored["txid"], int)):
+        if stored is None or (isinstance(stored, dict) and isinstance(stored.get("txid"), int)
+                              and self._fields <= set(stored) <= self._fields | self._optional):
             return stored
         msg = (f"state key {key!r} holds {stored!r}, not {self._kind} state "
                f"(a dict of {sorted(self._fields)}): is another writer using the same key?")
@@ -103,10 +125,13 @@ class _StateMap:
 
     def update(self, txid: Any, updates: Mapping[str, Fn]) -> dict[str, Any]:
         """Commit ``txid``: apply each key's fn to its current value (None when absent).
+        Give the TransactionAttempt itself rather than its txid: an opaque value
+        then also knows which coordinator epoch wrote it.
 
         Atomic over all keys (one store update).  Returns every key's current
         value afterwards, whether its fn was applied or skipped.
         """
+        epoch = attempt_epoch(txid)
         txid = check_txid(txid)
         if not updates:
             return {}
@@ -117,7 +142,7 @@ class _StateMap:
             writes = {}
             for key in keys:
                 stored = self._checked(key, current[key])
-                new = self._apply(stored, txid, updates[key])
+                new = self._apply(stored, txid, updates[key], epoch)
                 if new is not None:
                     writes[key] = new
                 latest = new if new is not None else stored
@@ -157,7 +182,10 @@ class TransactionalMap(_StateMap):
     _kind = "transactional"
     _field = "value"
     _fields = frozenset({"value", "txid"})
-    _apply = staticmethod(apply_transactional)
+
+    @staticmethod
+    def _apply(stored: dict[str, Any] | None, txid: int, fn: Fn, epoch: int | None) -> dict[str, Any] | None:
+        return apply_transactional(stored, txid, fn)  # a replay is the same batch: no epoch needed
 
 
 class OpaqueMap(_StateMap):
@@ -166,6 +194,7 @@ class OpaqueMap(_StateMap):
     _kind = "opaque"
     _field = "curr"
     _fields = frozenset({"curr", "prev", "txid"})
+    _optional = frozenset({"epoch"})
     _apply = staticmethod(apply_opaque)
 
 

@@ -22,6 +22,7 @@ from squall.state import (
     TransactionalValue,
 )
 from squall.state.values import apply_opaque, apply_transactional, check_txid
+from squall.transactional.attempt import TransactionAttempt
 
 
 def plus(n: int) -> Callable[[Any], Any]:
@@ -200,3 +201,30 @@ def test_state_outlives_the_store_object(tmp_path: Path) -> None:
         counts = OpaqueMap(s)
         assert counts.increment(1, {"a": 3}) == {"a": 3}  # a replay after a restart: recomputed from prev
         assert counts.increment(2, {"a": 1}) == {"a": 4}
+
+
+# -- coordinator epochs in opaque values -------------------------------------------------
+
+
+def test_an_opaque_commit_of_the_same_txid_from_an_older_epoch_is_stale() -> None:
+    # A committer passed its fence for txid 7 (epoch 1), then stalled; the coordinator that
+    # superseded it (epoch 2) replayed txid 7 with another batch, and committed it
+    counts = OpaqueMap(MemoryStore("epochs"))
+    counts.increment(TransactionAttempt(6, 1, epoch=1), {"a": 10})
+    counts.increment(TransactionAttempt(7, 2, epoch=2), {"a": 5})
+    # When the stalled commit lands, it changes nothing: epoch 2's batch is the one recorded
+    assert counts.increment(TransactionAttempt(7, 3, epoch=1), {"a": 100}) == {"a": 15}
+    assert counts.store.get_many(["a"]) == [{"curr": 15, "prev": 10, "txid": 7, "epoch": 2}]
+    # while a replay of txid 7 from the same or a newer epoch still replaces its batch
+    assert counts.increment(TransactionAttempt(7, 4, epoch=3), {"a": 1}) == {"a": 11}
+    # and a plain txid (no epoch known) keeps the rule it always had
+    assert counts.increment(7, {"a": 2}) == {"a": 12}
+
+
+def test_opaque_values_stored_before_epochs_are_read_and_updated() -> None:
+    store = MemoryStore("old")
+    store.update(["a"], lambda _cur: {"a": {"curr": 3, "prev": 1, "txid": 4}})
+    counts = OpaqueMap(store)
+    assert counts.get("a") == 3
+    assert counts.increment(TransactionAttempt(4, 9, epoch=5), {"a": 1}) == {"a": 2}
+    assert store.get_many(["a"]) == [{"curr": 2, "prev": 1, "txid": 4, "epoch": 5}]

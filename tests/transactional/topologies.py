@@ -226,7 +226,7 @@ class OpaqueTotal(Committer, BatchBolt):
         run.commit_gate.wait(30)
         if run.chance("commit_failure_before", self.attempt, self.task):
             raise FailedException("injected")
-        OpaqueValue(run.store, "total").increment(self.attempt.txid, self.sum)
+        OpaqueValue(run.store, "total").increment(self.attempt, self.sum)
         if run.chance("commit_failure_after", self.attempt, self.task):
             raise FailedException("injected after the write")
         run.record("commits", (self.attempt.txid, self.attempt.attempt_id))
