@@ -4,8 +4,11 @@ A stateful bolt task restores its state from the store wherever it runs
 next.  A node-local store (an SQLite file, a worker's memory) is only there
 on the machine that wrote it: if the topology's workers may land on several
 hosts, a task that moves loses its state.  Nimbus refuses that at submit.
-Workers are placed after submission, so the check is the cautious one: more
-than one worker on a cluster whose supervisors run on more than one host.
+Workers are placed (and moved when a node dies) after submission, so the
+check is the cautious one: a cluster whose supervisors run on more than one
+host.  One worker is no exception: when its node dies nimbus moves it to
+another host, where the store is empty, while the checkpoint record in
+ZooKeeper says where the spout resumes.
 """
 
 from __future__ import annotations
@@ -34,9 +37,10 @@ def check_submission(components: Iterable[Any], conf: dict[str, Any], hosts: Ite
     provider = provider_of(conf)
     hosts = sorted(set(hosts))
     workers = conf.get("topology.workers", 1)
-    if provider in NODE_LOCAL and workers > 1 and len(hosts) > 1:
+    if provider in NODE_LOCAL and len(hosts) > 1:
+        what = f"topology's {workers} workers" if workers > 1 else "topology's worker"
         msg = (f"topology.state.provider is {provider}, which keeps state on one machine, but this "
-               f"topology's {workers} workers may run on several hosts ({', '.join(hosts)}): a task "
+               f"{what} may run on several hosts ({', '.join(hosts)}): a task "
                "that moves would lose its state; use a networked store: topology.state.provider: "
                'redis with topology.state.provider.config {"url": "redis://HOST:PORT"}')
         raise ConfigError(msg)

@@ -49,9 +49,14 @@ def test_node_local_state_across_hosts_is_refused_naming_redis(provider: str) ->
         check_submission(components(Stateful), conf(**{"topology.state.provider": provider}), ["a", "b", "a"])
 
 
+def test_one_worker_across_hosts_is_refused_too() -> None:
+    # When its node dies nimbus moves it to another host, where the SQLite file is not
+    with pytest.raises(ConfigError, match=r"this topology's worker may run on several hosts \(a, b\)"):
+        check_submission(components(Stateful), conf(**{"topology.workers": 1}), ["a", "b"])
+
+
 def test_what_is_allowed() -> None:
     check_submission(components(Stateful), conf(), ["a", "a"])  # one host: SQLite shared by its workers
-    check_submission(components(Stateful), conf(**{"topology.workers": 1}), ["a", "b"])  # one worker
     redis = {"topology.state.provider": "redis", "topology.state.provider.config": '{"url": "redis://h:1"}'}
     check_submission(components(Stateful), conf(**redis), ["a", "b"])
     check_submission(components(Plain), conf(), ["a", "b"])  # no state at all
