@@ -6,27 +6,18 @@ the record lives in a real (embedded) ZooKeeper, as on a cluster."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.cluster.zookeeper import DevZookeeper
 from squall.local.cluster import LocalCluster
 from squall.testing import poll_for
 from tests.helpers import keyring_conf
 from tests.state.test_local_stateful import EXPECTED, committed, topology
 
 pytestmark = pytest.mark.timeout(120)
-
-
-@pytest.fixture
-def zookeeper(tmp_path: Path) -> Iterator[DevZookeeper]:
-    zk = DevZookeeper(free_port(), tmp_path / "zk", tmp_path / "zk.log")
-    zk.start()
-    yield zk
-    zk.stop()
 
 
 def spout_gauges(cluster: LocalCluster) -> dict[str, Any]:

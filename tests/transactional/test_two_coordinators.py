@@ -29,11 +29,12 @@ from uuid import uuid4
 
 import pytest
 
-from squall import Bolt, Grouping, LocalCluster
+from squall import Grouping, LocalCluster
 from squall import config as config_mod
 from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.testing import poll_for
 from squall.transactional import BatchBolt, Committer, MemoryTransactionalSpout, TransactionalTopology
+from tests.cluster.topologies.transactional_wordcount import PartialCount, Split
 from tests.helpers import keyring_conf
 from tests.transactional.topologies import expected_counts, sentences
 
@@ -58,29 +59,6 @@ class Ledger:
     def words(self) -> int:
         with self.lock:
             return sum(n for n, _t in self.table.values())
-
-
-class Split(Bolt):
-    outputs = ["tx", "word"]
-
-    def process(self, tup: Any) -> None:
-        for word in tup.values.sentence.split():
-            self.emit([tup.values.tx, word])
-
-
-class PartialCount(BatchBolt):
-    outputs = ["tx", "word", "count"]
-
-    def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:
-        self.attempt = attempt
-        self.counts: Counter[str] = Counter()
-
-    def process(self, tup: Any) -> None:
-        self.counts[tup.values.word] += 1
-
-    def finish_batch(self) -> None:
-        for word, n in self.counts.items():
-            self.emit([self.attempt, word, n])
 
 
 class StormRuleCommit(Committer, BatchBolt):
