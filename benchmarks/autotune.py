@@ -38,8 +38,8 @@ def run(kind: str, pending: int | None, autotune: bool, period: float, settle: f
         duration: float, latency_ms: float | None = None, tolerance: float = 0.05,
         pinned: bool = True) -> dict[str, Any]:
     from squall import Bolt, Grouping, LocalCluster, Topology
-    from squall.ops.cli import pin_local
-    from squall.ops.logging import configure_logging
+    from squall.cli.main import pin_local
+    from squall.runtime.logging import configure_logging
 
     pin_local("auto" if pinned else "none")  # as squall local --cpu pins itself
 

@@ -43,14 +43,14 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from squall.ops.devcluster import DevCluster  # noqa: E402
+from squall.cli.devcluster import DevCluster  # noqa: E402
 
 BENCH = REPO / "benchmarks" / "topologies" / "bench_wordcount.py"
 PINNED = "local mode, 1 worker, pinned to 1 core"
 
 
 def submit(cluster: DevCluster, file: Path, name: str, *conf: str) -> None:
-    args = [sys.executable, "-m", "squall.ops.cli", "submit", "--config", str(cluster.config_file), str(file),
+    args = [sys.executable, "-m", "squall.cli", "submit", "--config", str(cluster.config_file), str(file),
             "--name", name]
     for kv in conf:
         args += ["--conf", kv]
@@ -117,8 +117,8 @@ def local_child(duration: float, pinned: bool, pending: int) -> None:
     from bench_wordcount import BenchWordCount
 
     from squall import LocalCluster
-    from squall.ops.cli import pin_local
-    from squall.ops.logging import configure_logging
+    from squall.cli.main import pin_local
+    from squall.runtime.logging import configure_logging
 
     configure_logging("error")
     pin_local("auto" if pinned else "none")  # as squall local --cpu pins itself

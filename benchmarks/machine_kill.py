@@ -42,7 +42,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from squall.ops.devcluster import DevCluster  # noqa: E402
+from squall.cli.devcluster import DevCluster  # noqa: E402
 
 TOPOLOGY_FILE = REPO / "benchmarks" / "topologies" / "paper_topology.py"
 NAME = "paper-machine-kill"
@@ -90,7 +90,7 @@ class Run:
 
 
 def submit(cluster: DevCluster, conf: dict[str, Any]) -> None:
-    args = [sys.executable, "-m", "squall.ops.cli", "submit", str(TOPOLOGY_FILE), "--config",
+    args = [sys.executable, "-m", "squall.cli", "submit", str(TOPOLOGY_FILE), "--config",
             str(cluster.config_file), "--name", NAME]
     for key, value in conf.items():
         args += ["--conf", f"{key}={value}"]

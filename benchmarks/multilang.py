@@ -103,7 +103,7 @@ def run(spec: dict[str, Any], duration: float, warmup: float, max_pending: int, 
         rate: float | None = None) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
     from squall.multilang import MSGPACK_SERIALIZER, ShellBolt, ShellSpout
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
 
     configure_logging("error")
     words = [f"word{i}" for i in range(1000)]

@@ -59,7 +59,7 @@ def pct(values: list[float], q: float) -> float:
 def run_child(kind: str, size: int, duration: float, warmup: float, remote: str, workdir: str,
               max_size: int | None) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
 
     configure_logging("error")
     ex = load_example()

@@ -32,7 +32,7 @@ sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
 
 def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
     from squall import Grouping, LocalCluster, Topology
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
     from squall.state import CheckpointedSpout, StatefulBolt
 
     sys.path.insert(0, os.path.join(HERE, "topologies"))

@@ -96,7 +96,7 @@ class Run:
 
 def run_at_least_once(n: int, workers: int, timeout: float) -> dict[str, Any]:
     from squall import Grouping, LocalCluster, Spout, Topology
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
 
     configure_logging("error")
     Run.data = data = sentences(n)
@@ -227,7 +227,7 @@ def _transactional_classes() -> dict[str, Any]:
 def run_transactional(n: int, batch: int, pending: int, store_kind: str, workers: int,
                       timeout: float) -> dict[str, Any]:
     from squall import Grouping, LocalCluster
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
     from squall.state import MemoryStore, SQLiteStore, TransactionalMap
     from squall.transactional import TransactionalTopology
 

@@ -62,8 +62,8 @@ import psutil
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from squall.ops.devcluster import DevCluster  # noqa: E402
-from squall.ops.logging import configure_logging  # noqa: E402
+from squall.cli.devcluster import DevCluster  # noqa: E402
+from squall.runtime.logging import configure_logging  # noqa: E402
 
 TOPOLOGY_FILE = REPO / "benchmarks" / "topologies" / "tx_chaos_wordcount.py"
 NAME = "tx-chaos"
@@ -351,7 +351,7 @@ def moved_from(cluster: DevCluster, port: int) -> bool:
 
 
 def submit(cluster: DevCluster, data: RunData, rate: float) -> None:
-    args = [sys.executable, "-m", "squall.ops.cli", "submit", str(TOPOLOGY_FILE), "--config",
+    args = [sys.executable, "-m", "squall.cli", "submit", str(TOPOLOGY_FILE), "--config",
             str(cluster.config_file), "--name", NAME, "--conf", f"squall.test.dir={data.dir}",
             "--conf", f"squall.test.release.per.sec={rate}", "--conf", f"topology.workers={WORKERS}"]
     done = subprocess.run(args, capture_output=True, text=True, cwd=REPO, timeout=SUBMIT_SECS, check=False)

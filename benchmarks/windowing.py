@@ -40,7 +40,7 @@ PENDING = {"sliding": 30_000, "tumbling": 200_000}
 
 def run(kind: str, duration: float, warmup: float) -> dict[str, Any]:
     from squall import Bolt, LocalCluster, Spout, Topology
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
     from squall.windowing import Count, Duration, WindowedBolt
 
     configure_logging("error")

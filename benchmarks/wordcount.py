@@ -47,7 +47,7 @@ def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
     from bench_wordcount import Count, Split, pooled_sentences
 
     from squall import Grouping, LocalCluster, Topology
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
 
     configure_logging("error")
     Sentences = pooled_sentences(acking=acking, rate=rate)  # noqa: N806 - a class

@@ -34,7 +34,7 @@ def test_a_pinned_process_gives_its_children_back_its_cores() -> None:
 
 @pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="one core: nothing to pin apart")
 def test_squall_local_pins_itself_to_one_core_unless_told_not_to() -> None:
-    probe = ("import os, runpy, sys; from squall.ops import cli; real = cli.pin_local\n"
+    probe = ("import os, runpy, sys; from squall.cli import main as cli; real = cli.pin_local\n"
              "def spy(cpu):\n    real(cpu); print('cores', sorted(os.sched_getaffinity(0)), flush=True)\n"
              "cli.pin_local = spy; sys.exit(cli.main(sys.argv[1:]))")
     example = os.path.join(os.path.dirname(__file__), "..", "examples", "wordcount.py")

@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
     from squall import LocalCluster
     from squall.contrib.redis.devserver import DevRedis
-    from squall.ops.logging import configure_logging
+    from squall.runtime.logging import configure_logging
 
     configure_logging(args.log_level)
     server = None

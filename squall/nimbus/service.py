@@ -27,7 +27,7 @@ from squall.metrics.windows import ALL_TIME, WINDOW_IDS
 from squall.nimbus import storm_api
 from squall.nimbus.scheduler import Slot, schedule
 from squall.nimbus.storm_api import TopologyView
-from squall.ops.package import extract
+from squall.runtime.package import extract
 from squall.security.curve import new_keypair
 from squall.spark.batching import warn_on_submit
 from squall.state.placement import check_submission as check_state_submission

@@ -54,7 +54,7 @@ import structlog
 
 from squall.affinity import release_child
 from squall.errors import SquallError
-from squall.ops.processes import kill_tree
+from squall.runtime.processes import kill_tree
 
 log = structlog.get_logger("squall.spark.ConnectServer")
 

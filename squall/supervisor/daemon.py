@@ -47,7 +47,7 @@ from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import cluster_credentials, connect, is_secure, make_client
 from squall.config import DEFAULTS
 from squall.errors import SquallError
-from squall.ops.package import extract
+from squall.runtime.package import extract
 from squall.supervisor.workers import (
     UMASK,
     Slot,

@@ -33,7 +33,7 @@ import structlog
 
 from squall import config
 from squall.errors import SquallError
-from squall.ops.processes import kill_tree
+from squall.runtime.processes import kill_tree
 
 log = structlog.get_logger("squall.supervisor.workers")
 

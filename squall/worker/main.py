@@ -94,7 +94,7 @@ from squall.affinity import pin_to
 from squall.clock import Clock
 from squall.errors import SquallError, TransportError
 from squall.metrics.system import ProcessSampler
-from squall.ops.logging import configure_logging
+from squall.runtime.logging import configure_logging
 from squall.security import curve as curve_keys
 from squall.topology.topology import definition_from_dict
 from squall.transactional.state import BACKEND_RESOURCE, Lazy

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from squall.ops.devcluster import DevCluster
+from squall.cli.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
 TOPOLOGIES = Path(__file__).resolve().parent / "topologies"
@@ -38,7 +38,7 @@ def make_cluster(tmp_path: Path) -> Iterator[Callable[..., DevCluster]]:
 
 
 def squall_cli(cluster: DevCluster, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", *args[:1], "--config",
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", *args[:1], "--config",
                            str(cluster.config_file), *args[1:]],
                           capture_output=True, text=True, timeout=120, cwd=REPO, check=False)
     if check and proc.returncode != 0:

@@ -13,7 +13,7 @@ from typing import Any
 import psutil
 import pytest
 
-from squall.ops.devcluster import DevCluster
+from squall.cli.devcluster import DevCluster
 from squall.testing import poll_for
 from tests.cluster.conftest import TOPOLOGIES, WordCountRun, squall_cli
 from tests.helpers import stay

@@ -24,7 +24,7 @@ from tests.cluster.conftest import WordCountRun
 
 
 def secrets(cluster: Any, *args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "--config", str(cluster.config_file),
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file),
                            "secrets", *args], capture_output=True, text=True, timeout=60, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
 

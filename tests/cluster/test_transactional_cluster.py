@@ -143,7 +143,7 @@ def test_the_readme_global_count_example_runs_on_a_cluster(make_cluster: Any, tm
     # (with --config before the command, as the README writes it)
     cluster = make_cluster(supervisors=1, slots=2)
     db = tmp_path / "global-count.sqlite"
-    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "--config", str(cluster.config_file),
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file),
                            "submit", str(REPO / "examples" / "transactional" / "global_count.py"),
                            "--conf", f"example.db={db}", "--conf", "topology.workers=2"],
                           capture_output=True, text=True, timeout=120, cwd=REPO, check=False)

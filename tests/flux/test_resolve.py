@@ -253,8 +253,8 @@ def test_ids_that_are_topology_attributes_or_not_identifiers(tmp_path: Path, ide
 
 
 def test_the_cli_loader_branches_on_the_suffix(tmp_path: Path) -> None:
+    from squall.cli.args import load_topology
     from squall.errors import SquallError
-    from squall.ops.cli import load_topology
 
     path = write(tmp_path, BASE, "t.yml")
     assert load_topology(str(path)).definition().name == "t"

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 import squall.flux
+from squall.cli.args import load_topology
 from squall.local.cluster import LocalCluster
-from squall.ops.cli import load_topology
 from squall.testing import complete_topology, poll_for
 
 pytestmark = pytest.mark.timeout(90)
@@ -69,7 +69,7 @@ def test_the_example_runs_locally_with_its_own_spout() -> None:
 
 
 def cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "squall.ops.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "squall.cli", *args], capture_output=True, text=True,
                           timeout=timeout, cwd=REPO, check=False)
 
 
@@ -89,7 +89,7 @@ def test_squall_local_runs_the_yaml_file() -> None:
 
 def test_squall_local_with_both_filters() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "squall.ops.cli", "local", "examples/flux/wordcount-dev.yaml",
+        [sys.executable, "-m", "squall.cli", "local", "examples/flux/wordcount-dev.yaml",
          "--filter", "examples/flux/dev.properties", "--env-filter", "--duration", "6"],
         capture_output=True, text=True, timeout=60, cwd=REPO, check=False,
         env={**os.environ, "USER": "flux-test"})

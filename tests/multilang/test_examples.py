@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from squall.ops.cli import load_topology
+from squall.cli.args import load_topology
 from squall.testing import poll_for
 from tests.multilang.harness import NODE, running, shells
 

@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
+from squall.cli.devcluster import DevCluster
 from squall.nimbus import prometheus
-from squall.ops.devcluster import DevCluster
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,7 +99,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
                    conf={"nimbus.stats.freq.secs": 1})
     try:
         c.start()
-        proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit", "--config",
+        proc = subprocess.run([sys.executable, "-m", "squall.cli", "submit", "--config",
                                str(c.config_file), str(REPO / "examples" / "wordcount.py"),
                                "--conf", "topology.workers=2"],
                               capture_output=True, text=True, timeout=120, cwd=REPO, check=False)

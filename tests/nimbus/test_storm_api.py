@@ -17,12 +17,12 @@ from typing import Any
 
 import pytest
 
+from squall.cli.client import credentials
+from squall.cli.devcluster import DevCluster
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import WINDOW_IDS
 from squall.nimbus import storm_api as api
 from squall.nimbus.service import NimbusService
-from squall.ops.client import credentials
-from squall.ops.devcluster import DevCluster
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -202,7 +202,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 
 def submit(cluster: DevCluster, *args: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit", "--config",
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "submit", "--config",
                            str(cluster.config_file), *args], capture_output=True, text=True, timeout=120,
                           cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr

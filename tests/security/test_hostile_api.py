@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 
-from squall.ops.devcluster import DevCluster
+from squall.cli.devcluster import DevCluster
 from squall.security import tls
 from squall.security.keyring import Keyring
 from squall.testing import poll_for
@@ -74,7 +74,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 def cli(cluster: DevCluster, user: str, *args: str) -> subprocess.CompletedProcess[str]:
     config = cluster.root / f"{user}.yaml" if user != "admin" else cluster.config_file
     return subprocess.run(
-        [sys.executable, "-m", "squall.ops.cli", args[0], "--config", str(config), *args[1:]],
+        [sys.executable, "-m", "squall.cli", args[0], "--config", str(config), *args[1:]],
         capture_output=True,
         text=True,
         timeout=120,

@@ -12,7 +12,7 @@ from types import ModuleType
 import psutil
 import pytest
 
-from squall.ops.devcluster import DevCluster
+from squall.cli.devcluster import DevCluster
 from squall.spark.server import SERVER_CLASS, free_port
 from squall.testing import poll_for
 
@@ -43,7 +43,7 @@ def test_supervisor_runs_one_server_shared_by_spark_bolts_in_two_workers(
         cluster.start()
         # When the example is submitted with two workers (its two Spark bolt tasks land on both)
         submit = subprocess.run(
-            [sys.executable, "-m", "squall.ops.cli", "submit", "--config", str(cluster.config_file),
+            [sys.executable, "-m", "squall.cli", "submit", "--config", str(cluster.config_file),
              str(EXAMPLE), "--name", "enrich", "--conf", f"example.dir={out}",
              "--conf", "example.events=4000",
              "--conf", "topology.workers=2", "--conf", "topology.message.timeout.secs=120",

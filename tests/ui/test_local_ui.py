@@ -104,7 +104,7 @@ def test_the_local_topology_page_draws_the_graph(local_ui: str, browser: Any) ->
 
 
 def test_squall_local_ui_serves_while_it_runs() -> None:
-    proc = subprocess.Popen([sys.executable, "-m", "squall.ops.cli", "local", "examples/wordcount.py",
+    proc = subprocess.Popen([sys.executable, "-m", "squall.cli", "local", "examples/wordcount.py",
                              "--duration", "6", "--ui", "--ui-port", "0"],
                             cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     lines: queue.Queue[str] = queue.Queue()

@@ -20,8 +20,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from squall.ops.client import credentials
-from squall.ops.devcluster import DevCluster
+from squall.cli.client import credentials
+from squall.cli.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -73,7 +73,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
     try:
         c.start()
         CLIENT["token"], CLIENT["context"] = credentials(c.conf)
-        proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "submit",
+        proc = subprocess.run([sys.executable, "-m", "squall.cli", "submit",
                                str(REPO / "examples" / "wordcount.py"), "--config", str(c.config_file),
                                "--conf", "topology.workers=2"],
                               capture_output=True, text=True, timeout=90, cwd=REPO, check=False)
@@ -118,7 +118,7 @@ def browser() -> Iterator[Any]:
 
 
 def signed_in_url(cluster: DevCluster) -> str:
-    proc = subprocess.run([sys.executable, "-m", "squall.ops.cli", "ui", "--config",
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "ui", "--config",
                            str(cluster.config_file)],
                           capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
     url = proc.stdout.strip()

@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 import structlog
 
-log = structlog.get_logger("squall.ops.daemons")
+log = structlog.get_logger("squall.runtime.daemons")
 
 
 class Daemon(Protocol):

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from squall.errors import SquallError
-from squall.ops.package import extract, manifest, package_dir
+from squall.runtime.package import extract, manifest, package_dir
 
 MB = 1024 * 1024
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from squall.ops.devcluster import DevCluster
+from squall.cli.devcluster import DevCluster
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +31,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 def squall(cluster: DevCluster, *args: str) -> str:
     # --config before the command, as a person types it
-    command = [sys.executable, "-m", "squall.ops.cli", "--config", str(cluster.config_file), *args]
+    command = [sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file), *args]
     proc = subprocess.run(command, capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     return proc.stdout

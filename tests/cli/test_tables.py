@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from squall.ops.tables import errors_report, monitor_line, table, topology_report
+from squall.cli.tables import errors_report, monitor_line, table, topology_report
 
 PAGE = {
     "id": "wc-1-abc", "name": "wc", "status": "ACTIVE", "uptime": "1m 40s", "uptimeSeconds": 100,

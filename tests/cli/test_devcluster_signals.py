@@ -17,10 +17,10 @@ from pathlib import Path
 import psutil
 import pytest
 
+from squall.cli.client import NimbusClient
+from squall.cli.devcluster import DevCluster
 from squall.errors import SquallError
-from squall.ops.client import NimbusClient
-from squall.ops.devcluster import DevCluster
-from squall.ops.settings import load_conf
+from squall.runtime.settings import load_conf
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -41,7 +41,7 @@ class DevClusterCommand:
         self.log = root.parent / f"{root.name}.out"
         with open(self.log, "wb") as out:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "squall.ops.cli", "dev-cluster", "--dir", str(root),
+                [sys.executable, "-m", "squall.cli", "dev-cluster", "--dir", str(root),
                  "--supervisors", "1", "--slots", "1"],
                 stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=REPO,
                 preexec_fn=_default_signals)
@@ -104,7 +104,7 @@ def _kinds(procs: list[psutil.Process]) -> set[str]:
         line = _cmdline(proc)
         for kind, mark in (("zookeeper", "ZooKeeperServerMain"), ("nimbus", " nimbus --config"),
                            ("supervisor", " supervisor --config"), ("worker", "-m squall.worker"),
-                           ("reaper", "squall.ops.devcluster reap")):
+                           ("reaper", "squall.cli.devcluster reap")):
             if mark in line:
                 kinds.add(kind)
     return kinds
@@ -112,7 +112,7 @@ def _kinds(procs: list[psutil.Process]) -> set[str]:
 
 def _submit_wordcount(command: DevClusterCommand) -> None:
     submit = subprocess.run(
-        [sys.executable, "-m", "squall.ops.cli", "--config", str(command.config_file), "submit",
+        [sys.executable, "-m", "squall.cli", "--config", str(command.config_file), "submit",
          "examples/wordcount.py", "--conf", "topology.workers=1"],
         capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
     assert submit.returncode == 0, submit.stdout + submit.stderr
@@ -179,7 +179,7 @@ def test_stop_kills_only_the_processes_it_recorded(tmp_path: Path) -> None:
 def test_no_two_ports_of_a_dev_cluster_are_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Given a kernel that hands out the same free port again (it may, once the probe is closed)
     offered = iter([41000, 41000, 41001, 41000, 41001, 41002, 41003, 41002, 41004])
-    monkeypatch.setattr("squall.ops.devcluster.free_port", lambda: next(offered))
+    monkeypatch.setattr("squall.cli.devcluster.free_port", lambda: next(offered))
     # When a dev cluster takes its nimbus port, then ports for its slots
     cluster = DevCluster(tmp_path / "c", supervisors=1, slots=3, secure=False)
     ports = [*cluster.nimbus_ports, *(cluster.new_port() for _ in range(3))]

@@ -12,7 +12,7 @@ import pytest
 import structlog
 
 from squall import Bolt, LocalCluster, Spout, Topology
-from squall.ops.logging import configure_logging
+from squall.runtime.logging import configure_logging
 from squall.testing import poll_for
 
 

@@ -20,7 +20,7 @@ Every daemon runs in a session of its own, so a ^C or a hangup of the
 terminal reaches only ``squall dev-cluster``, which then stops the rest in
 that order (see ``cmd_dev_cluster``).  If the process owning the cluster
 dies abruptly (SIGKILL), a reaper cleans up: a small child process in a
-session of its own (``python -m squall.ops.devcluster reap``) that blocks
+session of its own (``python -m squall.cli.devcluster reap``) that blocks
 reading a pipe whose only writer is the owner.  End of file (or the
 owner's pid gone) means the owner is dead, and the reaper runs the same
 ordered stop from the files above, then exits.  An orderly stop closes
@@ -49,8 +49,8 @@ from typing import Any
 import psutil
 import yaml
 
+from squall.cli.client import credentials
 from squall.cluster.zookeeper import DevZookeeper, free_port
-from squall.ops.client import credentials
 from squall.security.keyring import Keyring
 from squall.supervisor.workers import Slot
 
@@ -201,7 +201,7 @@ class DevCluster:
         try:
             with open(self.root / "logs" / "reaper.log", "ab") as log:
                 self._reaper = subprocess.Popen(
-                    [sys.executable, "-m", "squall.ops.devcluster", "reap", str(self.root), str(me.pid),
+                    [sys.executable, "-m", "squall.cli.devcluster", "reap", str(self.root), str(me.pid),
                      repr(me.create_time())],
                     stdin=read_end, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
                     start_new_session=True)
@@ -228,7 +228,7 @@ class DevCluster:
         with open(self.root / "logs" / f"{key}.log", "ab") as log:
             # A session of its own: a ^C in the terminal reaches only the dev
             # cluster's owner, which stops everything in order.
-            proc = subprocess.Popen([sys.executable, "-m", "squall.ops.cli", "--log-level", "info", command,
+            proc = subprocess.Popen([sys.executable, "-m", "squall.cli", "--log-level", "info", command,
                                      "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, cwd=self.root, start_new_session=True)
         self.procs[key] = proc
@@ -500,4 +500,4 @@ def reap(root: Path, owner: int, owner_created: float) -> int:
 if __name__ == "__main__":
     if len(sys.argv) == 5 and sys.argv[1] == "reap":
         sys.exit(reap(Path(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])))
-    sys.exit("usage: python -m squall.ops.devcluster reap ROOT OWNER_PID OWNER_CREATE_TIME")
+    sys.exit("usage: python -m squall.cli.devcluster reap ROOT OWNER_PID OWNER_CREATE_TIME")

@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from squall.ops import tables
-from squall.ops.client import NimbusClient
-from squall.ops.package import manifest, package_dir
-from squall.ops.settings import load_conf
+from squall.cli import tables
+from squall.cli.client import NimbusClient
+from squall.runtime.package import manifest, package_dir
+from squall.runtime.settings import load_conf
 
 MANIFEST_LINES = 40  # of the code package, printed at submit
 
@@ -33,13 +33,13 @@ def _print(obj: Any) -> None:
 
 def cmd_nimbus(args: argparse.Namespace) -> int:
     from squall.nimbus.daemon import Nimbus
-    from squall.ops.daemons import run_foreground
+    from squall.runtime.daemons import run_foreground
 
     return run_foreground(Nimbus(_conf(args)), "nimbus")
 
 
 def cmd_supervisor(args: argparse.Namespace) -> int:
-    from squall.ops.daemons import run_foreground
+    from squall.runtime.daemons import run_foreground
     from squall.supervisor.daemon import Supervisor
 
     return run_foreground(Supervisor(_conf(args)), "supervisor")
@@ -65,11 +65,11 @@ def cmd_dev_zookeeper(args: argparse.Namespace) -> int:
 
 def cmd_dev_cluster(args: argparse.Namespace) -> int:
     """Until SIGTERM, SIGINT (^C) or SIGHUP: then stop everything it started,
-    in order (see squall.ops.devcluster), and exit 0.  A SIGINT or SIGHUP
+    in order (see squall.cli.devcluster), and exit 0.  A SIGINT or SIGHUP
     ignored when it started (``nohup``, a script's ``&``) stays ignored."""
     import signal
 
-    from squall.ops.devcluster import DevCluster
+    from squall.cli.devcluster import DevCluster
 
     cluster = DevCluster(Path(args.dir), supervisors=args.supervisors, slots=args.slots,
                          secure=not args.insecure)
@@ -107,7 +107,7 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
 
 
 def cmd_submit(args: argparse.Namespace) -> int:
-    from squall.ops.cli import load_topology, parse_conf
+    from squall.cli.args import load_topology, parse_conf
 
     conf = _conf(args)
     topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
@@ -162,7 +162,7 @@ def cmd_action(args: argparse.Namespace) -> int:
 
 
 def cmd_rebalance(args: argparse.Namespace) -> int:
-    from squall.ops.cli import parse_conf
+    from squall.cli.args import parse_conf
 
     executors = {k: int(v) for k, v in parse_conf(args.executors).items()}
     result = _client(_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
@@ -247,7 +247,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--name")
     p.add_argument("--topology", help="which Topology subclass, if the file has several")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
-    from squall.flux.command import add_filter_flags
+    from squall.cli.flux import add_filter_flags
 
     add_filter_flags(p)
     p = command("kill", cmd_kill, "kill a topology (deactivate, wait, remove)")

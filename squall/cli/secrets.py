@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import quote
 
 from squall.errors import ConfigError
-from squall.ops.settings import load_conf
+from squall.runtime.settings import load_conf
 from squall.security.keyring import Keyring, keyring_path
 
 

@@ -16,7 +16,7 @@ COMPONENTS = {"sentences", "split", "count"}
 
 
 def squall(*args: str, timeout: float = 30) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "squall.ops.cli", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "squall.cli", *args], cwd=REPO, capture_output=True,
                           text=True, timeout=timeout, check=False)
 
 

@@ -33,8 +33,8 @@ def add_commands(sub: Any) -> None:
 
 
 def cmd_flux(args: argparse.Namespace) -> int:
+    from squall.cli.args import parse_conf
     from squall.flux import load
-    from squall.ops.cli import parse_conf
 
     topology = load(args.file, filter=args.filter, env_filter=args.env_filter)
     defn = topology.definition()

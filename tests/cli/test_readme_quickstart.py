@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import pytest
 
-from squall.ops.client import NimbusClient
-from squall.ops.settings import load_conf
+from squall.cli.client import NimbusClient
+from squall.runtime.settings import load_conf
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,1 @@
+"""The ``squall`` command line (the roof: nothing in squall imports it)."""
