@@ -10,7 +10,6 @@ nimbus is up.
 
 from __future__ import annotations
 
-import enum
 import os
 import socket
 import threading
@@ -25,14 +24,9 @@ from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, make_client
 from squall.nimbus.http import ApiServer
 from squall.nimbus.service import ApiError, NimbusService
+from squall.runtime.status import Status
 
 log = structlog.get_logger("squall.nimbus.Nimbus")
-
-
-class Status(enum.Enum):
-    INIT = "init"
-    RUNNING = "running"
-    STOPPED = "stopped"
 
 
 class Nimbus:

@@ -34,7 +34,6 @@ server it left running instead of starting a second JVM.
 
 from __future__ import annotations
 
-import enum
 import importlib.util
 import json
 import os
@@ -55,6 +54,7 @@ import structlog
 from squall.affinity import release_child
 from squall.errors import SquallError
 from squall.runtime.processes import kill_tree
+from squall.runtime.status import Status
 
 log = structlog.get_logger("squall.spark.ConnectServer")
 
@@ -85,15 +85,6 @@ spark.stop()
 
 class ServerError(SquallError):
     """The Spark Connect server could not be started or did not become ready."""
-
-
-class Status(enum.Enum):
-    INIT = "init"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
 
 
 def spark_home() -> Path:

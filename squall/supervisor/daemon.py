@@ -29,7 +29,6 @@ workers of a topology without a CURVE keypair.
 
 from __future__ import annotations
 
-import enum
 import os
 import shutil
 import socket
@@ -48,6 +47,7 @@ from squall.cluster.zookeeper import cluster_credentials, connect, is_secure, ma
 from squall.config import DEFAULTS
 from squall.errors import SquallError
 from squall.runtime.package import extract
+from squall.runtime.status import Status
 from squall.supervisor.workers import (
     UMASK,
     Slot,
@@ -59,12 +59,6 @@ from squall.supervisor.workers import (
 )
 
 log = structlog.get_logger("squall.supervisor.Supervisor")
-
-
-class Status(enum.Enum):
-    INIT = "init"
-    RUNNING = "running"
-    STOPPED = "stopped"
 
 
 def node_id(local_dir: Path) -> str:

@@ -72,7 +72,6 @@ SIGKILL just kills it.
 from __future__ import annotations
 
 import argparse
-import enum
 import json
 import os
 import signal
@@ -95,6 +94,7 @@ from squall.clock import Clock
 from squall.errors import SquallError, TransportError
 from squall.metrics.system import ProcessSampler
 from squall.runtime.logging import configure_logging
+from squall.runtime.status import Status
 from squall.security import curve as curve_keys
 from squall.topology.topology import definition_from_dict
 from squall.transactional.state import BACKEND_RESOURCE, Lazy
@@ -298,15 +298,6 @@ def summarise_stats(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any
             }
         out[component] = s
     return out
-
-
-class Status(enum.Enum):
-    INIT = "init"
-    STARTING = "starting"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
 
 
 class WorkerProcess:

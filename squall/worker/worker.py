@@ -12,7 +12,6 @@ was handed to them before the receive address is closed.
 
 from __future__ import annotations
 
-import enum
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +23,7 @@ from squall import compiled
 from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
 from squall.metrics.registry import MetricsRegistry
+from squall.runtime.status import Status
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
 from squall.transactional.state import Lazy
 from squall.worker.bolt_executor import BoltExecutor
@@ -46,14 +46,6 @@ _EXECUTOR_TYPES: dict[str, type[Executor]] = {
     "bolt": BoltExecutor,
     "acker": AckerExecutor,
 }
-
-
-class Status(enum.Enum):
-    INIT = "init"
-    RUNNING = "running"
-    STOPPING = "stopping"
-    STOPPED = "stopped"
-    FAILED = "failed"
 
 
 class Worker:
