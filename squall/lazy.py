@@ -8,6 +8,7 @@ child start) just because ``squall/__init__`` names them.
 from __future__ import annotations
 
 import importlib
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -29,3 +30,25 @@ def lazy_exports(package: str, namespace: dict[str, Any],
         return sorted({*namespace, *exports})
 
     return __getattr__, __dir__
+
+
+class Lazy:
+    """A resource made on first use, once, whichever thread asks first (a
+    worker's executors start together; only one ZooKeeper client is wanted)."""
+
+    def __init__(self, make: Any) -> None:
+        self._make = make
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._value is None:
+                self._value = self._make()
+            return self._value
+
+    def close(self) -> None:
+        with self._lock:
+            if self._value is not None:
+                self._value.close()
+                self._value = None

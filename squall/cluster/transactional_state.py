@@ -17,9 +17,9 @@ metadata per transaction.  Layout (paths given to the state are relative to
 A fenced write is one ZooKeeper multi-op: a version check of ``epoch`` (and
 of ``coordinator/currtx`` when the fence names a txid) with the write, so
 nothing is written once another coordinator claimed an epoch, whatever the
-timing (see squall.transactional.fence).
+timing (see squall.cluster.fence).
 
-Values are JSON text (``squall.transactional.state.encode_value``), as in
+Values are JSON text (``squall.cluster.fenced_state.encode_value``), as in
 every backend: local mode refuses exactly what this one does, and a value read
 back after a worker restart is what any reader gets (tuples become lists).
 Writes are one small znode per transaction or partition, never one per tuple:
@@ -42,10 +42,10 @@ from kazoo.protocol.states import KeeperState
 from kazoo.retry import KazooRetry
 
 from squall import config
+from squall.cluster.fence import Fence, FencedOut, holds
+from squall.cluster.fenced_state import COORDINATOR, CURRENT_TXID, EPOCH, HOLDERS, decode_value, encode_value
 from squall.cluster.zookeeper import Credentials, connect, make_client
 from squall.errors import ConfigError, CoordinationError
-from squall.transactional.fence import Fence, FencedOut, holds
-from squall.transactional.state import COORDINATOR, CURRENT_TXID, EPOCH, HOLDERS, decode_value, encode_value
 
 # Ride out a short connection blip (~3 s of backoff), then give up: a batch
 # that cannot reach ZooKeeper fails and replays rather than stalling its bolt.

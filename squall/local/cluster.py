@@ -14,12 +14,12 @@ from typing import Any
 import structlog
 
 from squall.clock import Clock
+from squall.cluster.fenced_state import BACKEND_RESOURCE, MemoryBackend
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
 from squall.spark.batching import warn_on_submit
 from squall.topology.loading import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
-from squall.transactional.state import BACKEND_RESOURCE, MemoryBackend
 from squall.worker.plan import plan_topology
 from squall.worker.reporting import ErrorRecord
 

@@ -96,7 +96,7 @@ STORE_RESOURCE = "squall.state.store"
 
 def worker_store(conf: dict[str, Any], context: Any) -> Any:
     """The store the worker's stateful tasks share: one connection per worker process."""
-    from squall.transactional.state import Lazy
+    from squall.lazy import Lazy
 
     key = f"{STORE_RESOURCE}:{context.topology_name}"
     resources = context.resources

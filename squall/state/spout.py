@@ -3,7 +3,7 @@
 
 One task per topology.  It keeps the coordinator's record (txid, phase, the
 checkpointed spout's positions) where transactional coordinators keep theirs
-(ZooKeeper on a cluster, memory in local mode: squall.transactional.state),
+(ZooKeeper on a cluster, memory in local mode: squall.cluster.fenced_state),
 under ``<topology>/checkpoint``, and emits each barrier with its id as the
 message id, so that the acker tells it when every bolt has dealt with it.
 
@@ -13,7 +13,7 @@ executor, in order, so a barrier marks an exact position in the data.  Data
 go out untracked; a failure anywhere fails a barrier, and recovery rewinds.
 
 On a cluster it is fenced as transactional coordinators are
-(squall.transactional.fence): it claims an epoch under ``<topology>/checkpoint``
+(squall.cluster.fence): it claims an epoch under ``<topology>/checkpoint``
 before it reads its record, and stores the record only while that epoch is
 the latest.  A second instance (a worker whose slot moved, still running
 beside its replacement) is superseded by the newer one: it emits no barrier
@@ -26,6 +26,7 @@ import os
 import random
 from typing import Any
 
+from squall.cluster.fence import Fence, FencedOut
 from squall.errors import CoordinationError
 from squall.state.checkpoint import (
     CHECKPOINT_FIELDS,
@@ -40,7 +41,6 @@ from squall.state.checkpoint import (
 from squall.state.providers import check_state_conf, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
-from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.lease import EpochLease
 
 RECORD = "record"
@@ -52,7 +52,8 @@ class CheckpointSpout(Spout):
     throttled_by_pending = False  # one barrier in flight at a time; data untracked
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        from squall.transactional.state import MemoryBackend, open_backend
+        from squall.cluster.fenced_state import MemoryBackend
+        from squall.transactional.state import open_backend
 
         if not context.plan.tracking:
             msg = ("checkpointed state needs ackers: the acker tells the checkpoint spout when every "

@@ -18,7 +18,7 @@ class TransactionAttempt:
     """``txid``: 1, 2, 3, ... for the life of a transactional id; ``attempt_id``:
     unique for each emission of that transaction's batch; ``epoch``: the
     coordinator that emitted it (each coordinator claims a new, higher one in
-    the transactional state when it starts, see squall.transactional.fence),
+    the transactional state when it starts, see squall.cluster.fence),
     so that emitters and committers can refuse a superseded coordinator's
     batches.  Equal and hashed by all three."""
 

@@ -8,7 +8,7 @@ instance (a fresh :class:`BatchBolt` per attempt, or the task's one plain
 the tracker decides: finish the batch, report counts downstream, ack or
 fail what it held.  The user never acks or anchors.
 
-A committer checks the fence (squall.transactional.fence) just before its
+A committer checks the fence (squall.cluster.fence) just before its
 ``finish_batch``: the commit's epoch must be the coordinator's latest and
 its txid the current one, else the commit is refused and fails.  A
 superseded coordinator's commit, or one delivered late after the txid
@@ -19,15 +19,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.cluster.fence import Fence, FencedOut
+from squall.cluster.fenced_state import COORDINATOR
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt
 from squall.transactional.emitter import state_id
-from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.output import COMMIT_STREAM, COUNT_STREAM, BatchOutput, count_sources, count_targets
-from squall.transactional.state import COORDINATOR, open_backend
+from squall.transactional.state import open_backend
 from squall.transactional.tracking import BatchTracker, Step, Track
 
 

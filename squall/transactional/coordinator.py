@@ -62,7 +62,7 @@ class TransactionCoordinator:
             msg = f"txids start at 1, got {current}"
             raise ValueError(msg)
         self.current = current
-        self.epoch = epoch  # carried by every attempt (see squall.transactional.fence)
+        self.epoch = epoch  # carried by every attempt (see squall.cluster.fence)
         self.max_active = max(1, max_active)
         self.active: dict[int, Active] = {}
         self._new_id = new_attempt_id

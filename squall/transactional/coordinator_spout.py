@@ -10,7 +10,7 @@ state) under ``<transactional.zookeeper.root>/<transactional id>/coordinator``
 before anything that depends on them is emitted.
 
 It claims an epoch before it reads that state, and writes it only while the
-epoch is still the latest (squall.transactional.fence): a second coordinator
+epoch is still the latest (squall.cluster.fence): a second coordinator
 of the same transactional id (a worker whose slot moved, still running
 beside its replacement) is superseded by the newer one and stands by.
 
@@ -25,15 +25,16 @@ import os
 import random
 from typing import Any
 
+from squall.cluster.fence import Fence, FencedOut
+from squall.cluster.fenced_state import COORDINATOR, CURRENT_TXID
 from squall.errors import CoordinationError, SerializationError, TopologyValidationError
 from squall.topology.component import Spout, Stream
 from squall.transactional.coordinator import NOT_READY, StartBatch, TransactionCoordinator
 from squall.transactional.emitter import make_user_spout, state_id
-from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.lease import EpochLease
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM
 from squall.transactional.rotating import MetadataConflict, RotatingState
-from squall.transactional.state import COORDINATOR, CURRENT_TXID, open_backend
+from squall.transactional.state import open_backend
 
 
 class CoordinatorSpout(Spout):

@@ -15,7 +15,7 @@ batch tuple, and acks it.  How it finds what to emit depends on the kind:
 A ``FailedException`` (or a ZooKeeper outage) fails the batch, which is
 replayed; any other error is reported and fails it too.
 
-Every attempt carries its coordinator's epoch (squall.transactional.fence).
+Every attempt carries its coordinator's epoch (squall.cluster.fence).
 A task refuses a batch from an epoch older than one it has seen, and on a
 newer epoch drops what it cached from the old one: a coordinator that took
 over starts again from what is stored.
@@ -25,13 +25,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.cluster.fence import Fence, FencedOut
+from squall.cluster.fenced_state import decode_value, encode_value
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
 from squall.topology.loading import resolve_class
-from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
-from squall.transactional.state import decode_value, encode_value, open_backend
+from squall.transactional.state import open_backend
 
 
 class _Batch:

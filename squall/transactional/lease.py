@@ -1,4 +1,4 @@
-"""One instance's hold on an epoch (see squall.transactional.fence): the shell
+"""One instance's hold on an epoch (see squall.cluster.fence): the shell
 the transactional coordinator and the checkpoint spout share.
 
 It claims an epoch when the instance starts, learns from a :class:`FencedOut`
@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.cluster.fence import Fence, FencedOut
 from squall.errors import CoordinationError
-from squall.transactional.fence import Fence, FencedOut
 
 # How often an instance standing by looks whether the one that superseded it is gone.
 LOOK_SECS = 1.0

@@ -1,7 +1,7 @@
 """Per-transaction values kept until committed: Storm's RotatingTransactionalState.
 
 A sorted map txid -> JSON value mirrored at ``<subdir>/<txid>`` in a
-:class:`~squall.transactional.state.TransactionalState`, reloaded on start.
+:class:`~squall.cluster.fenced_state.TransactionalState`, reloaded on start.
 A new txid's value is made from the previous txid's, and only from it:
 where Storm would build txid t on whatever entry precedes it (so a batch
 whose predecessor never reached this task overlaps it), Squall refuses and
@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from squall.transactional.fence import Fence
-from squall.transactional.state import TransactionalState, decode_value, encode_value
+from squall.cluster.fence import Fence
+from squall.cluster.fenced_state import TransactionalState, decode_value, encode_value
 
 _ABSENT = object()
 

@@ -91,13 +91,14 @@ import structlog
 from squall import config
 from squall.affinity import pin_to
 from squall.clock import Clock
+from squall.cluster.fenced_state import BACKEND_RESOURCE
 from squall.errors import SquallError, TransportError
+from squall.lazy import Lazy
 from squall.metrics.system import ProcessSampler
 from squall.runtime.logging import configure_logging
 from squall.runtime.status import Status
 from squall.security import curve as curve_keys
 from squall.topology.topology import definition_from_dict
-from squall.transactional.state import BACKEND_RESOURCE, Lazy
 from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
 from squall.worker.transport import Transport, transport_for

@@ -22,10 +22,10 @@ import structlog
 from squall import compiled
 from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
+from squall.lazy import Lazy
 from squall.metrics.registry import MetricsRegistry
 from squall.runtime.status import Status
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
-from squall.transactional.state import Lazy
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
 from squall.worker.gc_tuning import freeze_startup_objects, tune_gc

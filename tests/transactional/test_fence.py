@@ -1,4 +1,4 @@
-"""Fencing of the transactional state (squall.transactional.fence): epochs that
+"""Fencing of the transactional state (squall.cluster.fence): epochs that
 only grow, writes that a superseded coordinator cannot make, write-once
 metadata, and holders that vanish with their coordinator -- in memory and in a
 real (embedded) ZooKeeper, where two clients stand for two worker processes."""
@@ -15,12 +15,12 @@ import structlog
 
 from squall import config as config_mod
 from squall.clock import FakeClock
+from squall.cluster.fence import Fence, FencedOut
+from squall.cluster.fenced_state import COORDINATOR, CURRENT_TXID, MemoryBackend
 from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.metrics.registry import MetricsRegistry
-from squall.transactional.fence import Fence, FencedOut
 from squall.transactional.lease import LOOK_SECS, EpochLease
-from squall.transactional.state import COORDINATOR, CURRENT_TXID, MemoryBackend
 from tests.helpers import keyring_conf
 
 

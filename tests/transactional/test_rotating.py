@@ -10,11 +10,11 @@ from typing import Any
 
 import pytest
 
+from squall.cluster.fenced_state import MemoryBackend
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt, pack, unpacker
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
-from squall.transactional.state import MemoryBackend
 from squall.worker.serialization import decode, encode
 
 
