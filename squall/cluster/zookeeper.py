@@ -17,6 +17,7 @@ name both, so daemons of either generation reach every node.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import socket
@@ -122,9 +123,13 @@ def start_client(conf: dict[str, Any], credentials: Credentials | None = None) -
 
 
 def zookeeper_classpath() -> str:
-    import pyspark
-
-    jars = Path(pyspark.__file__).parent / "jars"
+    """pyspark's jars folder, found without importing pyspark (which would load Spark's
+    Python side into every daemon that starts a development ZooKeeper)."""
+    spec = importlib.util.find_spec("pyspark")
+    if spec is None or not spec.submodule_search_locations:
+        msg = "the development ZooKeeper runs the jar pyspark ships: pip install 'squall[dev]'"
+        raise CoordinationError(msg)
+    jars = Path(next(iter(spec.submodule_search_locations))) / "jars"
     if not any(jars.glob("zookeeper-*.jar")):
         msg = f"no zookeeper jar in {jars}; is pyspark installed completely?"
         raise CoordinationError(msg)

@@ -24,7 +24,15 @@ import yaml
 
 from squall import config as config_mod
 from squall.errors import ConfigError, TopologyValidationError
-from squall.flux.objects import CONSTRUCT_OPTION, OBJECT, FluxGrouping, RecipeError, construct
+from squall.flux.objects import (
+    BUILDER,
+    BUILDER_KEY,
+    CONSTRUCT_OPTION,
+    OBJECT,
+    FluxGrouping,
+    RecipeError,
+    construct,
+)
 from squall.flux.parser import (
     METHOD_KEYS,
     OBJECT_KEYS,
@@ -159,7 +167,7 @@ def _vertex(ident: str, kind: str, entry: Entry, components: dict[str, dict[str,
     if not shell:
         recipe = _recipe(entry, cls, components, None)
         if any(recipe.get(k) for k in ("factory", "args", "properties", "calls")):
-            options[CONSTRUCT_OPTION] = recipe
+            options[CONSTRUCT_OPTION] = {**recipe, BUILDER_KEY: BUILDER}
     outputs = options.get("outputs", getattr(cls, "outputs", None))
     try:
         from squall.topology.component import normalize_outputs

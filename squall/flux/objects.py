@@ -23,10 +23,12 @@ from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.grouping import CustomGrouping
-from squall.topology.loading import CONSTRUCT_OPTION
+from squall.topology.loading import BUILDER_KEY, CONSTRUCT_OPTION
 
 OBJECT = "__flux_object__"
-__all__ = ["CONSTRUCT_OPTION", "OBJECT", "FluxGrouping", "RecipeError", "construct"]
+# What a recipe names as its builder (squall.topology.loading.build_instance calls it).
+BUILDER = "squall.flux.objects:construct"
+__all__ = ["BUILDER", "BUILDER_KEY", "CONSTRUCT_OPTION", "OBJECT", "FluxGrouping", "RecipeError", "construct"]
 
 
 class RecipeError(TopologyValidationError):

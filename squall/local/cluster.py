@@ -8,18 +8,19 @@
 from __future__ import annotations
 
 import re
+import socket
 import threading
 from typing import Any
 
 import structlog
 
+from squall import plugins
 from squall.clock import Clock
 from squall.cluster.fenced_state import BACKEND_RESOURCE, MemoryBackend
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
-from squall.spark.batching import warn_on_submit
-from squall.topology.loading import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
+from squall.topology.verify import verify_loadable
 from squall.worker.plan import plan_topology
 from squall.worker.reporting import ErrorRecord
 
@@ -68,7 +69,7 @@ class LocalCluster:
         verify_loadable(defn)
         plan = plan_topology(defn, self.conf, conf)
         plan.name = name
-        warn_on_submit(plan, log)  # Spark bolts whose batches come near the message timeout
+        plugins.run_submit_checks(plan, [socket.gethostname()], log)  # one host: this one
         with self._lock:
             if name in self._topologies:
                 msg = f"a topology named {name!r} is already running"

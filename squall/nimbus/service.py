@@ -20,6 +20,7 @@ from typing import Any
 import structlog
 
 from squall import config as config_mod
+from squall import plugins
 from squall.cluster.state import ClusterState
 from squall.errors import ConfigError, SquallError, TopologyValidationError
 from squall.metrics.book import StatsBook
@@ -29,8 +30,6 @@ from squall.nimbus.scheduler import Slot, schedule
 from squall.nimbus.storm_api import TopologyView
 from squall.runtime.package import extract
 from squall.security.curve import new_keypair
-from squall.spark.batching import warn_on_submit
-from squall.state.placement import check_submission as check_state_submission
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
 
@@ -326,16 +325,16 @@ class NimbusService:
             config_mod.validate(defn.config)
             self.check_size(defn, conf)
             plan = plan_topology(defn, overrides=conf)
-            # Checkpointed state in a node-local store is refused when workers may span hosts.
-            check_state_submission(defn.components.values(), plan.conf,
-                                   [s.get("host", node) for node, s in self.state.supervisors().items()])
+            # The features' own checks (squall.plugins): e.g. checkpointed state in a node-local
+            # store is refused when workers may span hosts; Spark bolts near the timeout warned of.
+            warnings = plugins.run_submit_checks(
+                plan, [s.get("host", node) for node, s in self.state.supervisors().items()], log)
         except (TopologyValidationError, ConfigError) as e:
             raise bad_request(str(e)) from e
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
             raise ApiError(409, f"a topology named {name!r} is already running")
         blob = self._decode_code(body.get("code"))
         self._verify(defn.to_dict(), blob)
-        warnings = warn_on_submit(plan, log)  # Spark bolts whose batches come near the message timeout
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.

@@ -10,8 +10,8 @@ import json
 import sys
 
 from squall.errors import SquallError
-from squall.topology.loading import verify_loadable
 from squall.topology.topology import definition_from_dict
+from squall.topology.verify import verify_loadable
 
 
 def main(argv: list[str]) -> int:

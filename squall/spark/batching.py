@@ -118,9 +118,6 @@ def budget_warnings(plan: Any) -> list[str]:
     return warnings
 
 
-def warn_on_submit(plan: Any, logger: Any) -> list[str]:
-    """Log :func:`budget_warnings` for a topology being submitted; return them."""
-    found = budget_warnings(plan)
-    for text in found:
-        logger.warning("spark bolt batching", topology=plan.name, detail=text)
-    return found
+def check_submission(plan: Any, hosts: Any) -> list[str]:
+    """The submit check (see squall.plugins): :func:`budget_warnings`, which nimbus and local mode log."""
+    return budget_warnings(plan)

@@ -46,11 +46,9 @@ class CheckpointedBolt(Bolt):
             check(inner, conf, where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        from squall.state.bolts import StatefulBolt
-
         opts = self.options
         user_cls = resolve_class(opts["bolt"])
-        self.stateful = issubclass(user_cls, StatefulBolt)
+        self.stateful = bool(getattr(user_cls, "_checkpointed", False))  # a StatefulBolt (squall.state.bolts)
         channels = [(comp, task) for (comp, stream) in context.sources if stream == CHECKPOINT_STREAM
                     for task in context.component_tasks[comp]]
         self.core = BarrierAligner(channels, hold_until_initialized=self.stateful)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from squall.state.topology import build_checkpointed
 from squall.topology.component import Bolt, Spout
 
 
@@ -30,6 +31,7 @@ class StatefulBolt(Bolt):
     """
 
     _checkpointed = True
+    _topology_rewrite = staticmethod(build_checkpointed)  # squall.topology.Topology calls it
 
     def init_state(self, state: Any) -> None:
         raise NotImplementedError
@@ -58,6 +60,7 @@ class CheckpointedSpout(Spout):
     """
 
     _checkpointed = True
+    _topology_rewrite = staticmethod(build_checkpointed)  # squall.topology.Topology calls it
 
     def snapshot(self) -> Any:
         raise NotImplementedError

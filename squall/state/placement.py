@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from squall.errors import ConfigError
-from squall.state.providers import NODE_LOCAL, check_state_conf, provider_of
+from squall.state.providers import check_state_conf, provider_of
 
 CHECKPOINT_SPOUT_CLASS = "squall.state.spout:CheckpointSpout"
 
@@ -26,21 +26,24 @@ def is_checkpointed_definition(components: Iterable[Any]) -> bool:
     """Whether a topology (its ComponentDefs) was rewritten for checkpointed state."""
     from squall.topology.grouping import class_path
 
-    return any(class_path(c.cls) == CHECKPOINT_SPOUT_CLASS for c in components)
+    return any(c.cls is not None and class_path(c.cls) == CHECKPOINT_SPOUT_CLASS for c in components)
 
 
-def check_submission(components: Iterable[Any], conf: dict[str, Any], hosts: Iterable[str]) -> None:
-    """Raise ConfigError (nimbus answers 400) for state this cluster cannot keep."""
-    if not is_checkpointed_definition(components):
-        return
+def check_submission(plan: Any, hosts: Iterable[str]) -> list[str]:
+    """Raise ConfigError (nimbus answers 400) for state this cluster cannot keep
+    (a submit check: see squall.plugins)."""
+    conf = plan.conf
+    if not is_checkpointed_definition(plan.components.values()):
+        return []
     check_state_conf(conf)  # the submit's overrides may have changed the interval or timeout
     provider = provider_of(conf)
     hosts = sorted(set(hosts))
     workers = conf.get("topology.workers", 1)
-    if provider in NODE_LOCAL and len(hosts) > 1:
+    if provider.node_local and len(hosts) > 1:
         what = f"topology's {workers} workers" if workers > 1 else "topology's worker"
-        msg = (f"topology.state.provider is {provider}, which keeps state on one machine, but this "
+        msg = (f"topology.state.provider is {provider.name}, which keeps state on one machine, but this "
                f"{what} may run on several hosts ({', '.join(hosts)}): a task "
                "that moves would lose its state; use a networked store: topology.state.provider: "
                'redis with topology.state.provider.config {"url": "redis://HOST:PORT"}')
         raise ConfigError(msg)
+    return []

@@ -4,7 +4,8 @@ The stores are the ones transactional committers use: ``memory``
 (:class:`~squall.state.store.MemoryStore`, one per worker process: lost when
 the worker dies, as Storm's in-memory state), ``sqlite``
 (:class:`~squall.state.sqlite.SQLiteStore`, the one-machine default) and
-``redis`` (:class:`~squall.contrib.redis.store.RedisStore`).
+``redis`` (:class:`~squall.contrib.redis.store.RedisStore`, which squall.contrib.redis
+declares as an entry point: see squall.plugins; another package may add its own).
 ``topology.state.provider.config`` is a JSON object, or its text as in Storm:
 ``{"path": FILE}`` for sqlite, ``{"url": "redis://..."}`` for redis.
 """
@@ -13,21 +14,60 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from squall import plugins
 from squall.errors import ConfigError
-
-PROVIDERS = ("memory", "sqlite", "redis")
-# Providers whose data stays on one machine: refused when a topology's workers span hosts.
-NODE_LOCAL = frozenset({"memory", "sqlite"})
+from squall.lazy import Lazy
 
 
-def provider_of(conf: dict[str, Any]) -> str:
-    provider = conf.get("topology.state.provider") or "sqlite"
-    if provider not in PROVIDERS:
-        msg = f"topology.state.provider must be one of {list(PROVIDERS)}, got {provider!r}"
+@dataclass(frozen=True)
+class StateProvider:
+    """A kind of store for checkpointed state: ``open(conf, provider_config, topology,
+    namespace)`` makes one; ``check(conf, provider_config)`` refuses a config that cannot
+    work (ConfigError naming the key); ``node_local``: its data stays on one machine."""
+
+    name: str
+    open: Callable[[dict[str, Any], dict[str, Any], str, str], Any]
+    node_local: bool = False
+    check: Callable[[dict[str, Any], dict[str, Any]], None] | None = None
+
+
+def _open_memory(conf: dict[str, Any], pconf: dict[str, Any], topology: str, namespace: str) -> Any:
+    from squall.state.store import MemoryStore
+
+    return MemoryStore(namespace)
+
+
+def _open_sqlite(conf: dict[str, Any], pconf: dict[str, Any], topology: str, namespace: str) -> Any:
+    from squall.state.sqlite import SQLiteStore
+
+    return SQLiteStore(sqlite_path(conf, topology), namespace)
+
+
+BUILT_IN = {
+    "memory": StateProvider("memory", _open_memory, node_local=True),
+    "sqlite": StateProvider("sqlite", _open_sqlite, node_local=True),
+}
+
+
+def provider_of(conf: dict[str, Any]) -> StateProvider:
+    """``topology.state.provider``: a built-in, or a provider a package declares
+    (entry point group ``squall.state_providers``: squall.contrib.redis's ``redis``)."""
+    name = conf.get("topology.state.provider") or "sqlite"
+    if name in BUILT_IN:
+        return BUILT_IN[name]
+    if isinstance(name, str) and name in plugins.declared(plugins.STATE_PROVIDERS):
+        provider = plugins.load(plugins.STATE_PROVIDERS, name)
+        if isinstance(provider, StateProvider):
+            return provider
+        msg = f"the state provider {name!r} is not a squall.state.providers.StateProvider: {provider!r}"
         raise ConfigError(msg)
-    return provider
+    known = [*BUILT_IN, *sorted(plugins.declared(plugins.STATE_PROVIDERS))]
+    msg = f"topology.state.provider must be one of {known}, got {name!r}"
+    raise ConfigError(msg)
 
 
 def provider_config(conf: dict[str, Any]) -> dict[str, Any]:
@@ -57,10 +97,8 @@ def check_state_conf(conf: dict[str, Any]) -> None:
                f"topology.message.timeout.secs ({timeout} s): a tuple is acked only when the "
                "checkpoint after it commits, so a longer interval times every tuple out")
         raise ConfigError(msg)
-    if provider == "redis" and not (pconf.get("url") or conf.get("redis.url")):
-        msg = ('topology.state.provider is redis but no URL is set: put {"url": "redis://HOST:PORT"} '
-               "in topology.state.provider.config")
-        raise ConfigError(msg)
+    if provider.check is not None:
+        provider.check(conf, pconf)
 
 
 def sqlite_path(conf: dict[str, Any], topology: str) -> str:
@@ -75,20 +113,7 @@ def sqlite_path(conf: dict[str, Any], topology: str) -> str:
 
 def open_store(conf: dict[str, Any], topology: str) -> Any:
     """A new store for ``topology``'s bolt state (namespace: the topology's name)."""
-    provider = provider_of(conf)
-    namespace = f"checkpointed:{topology}"
-    if provider == "memory":
-        from squall.state.store import MemoryStore
-
-        return MemoryStore(namespace)
-    if provider == "sqlite":
-        from squall.state.sqlite import SQLiteStore
-
-        return SQLiteStore(sqlite_path(conf, topology), namespace)
-    from squall.contrib.redis.store import RedisStore
-
-    url = provider_config(conf).get("url") or conf.get("redis.url")
-    return RedisStore(url, namespace)
+    return provider_of(conf).open(conf, provider_config(conf), topology, f"checkpointed:{topology}")
 
 
 STORE_RESOURCE = "squall.state.store"
@@ -96,8 +121,6 @@ STORE_RESOURCE = "squall.state.store"
 
 def worker_store(conf: dict[str, Any], context: Any) -> Any:
     """The store the worker's stateful tasks share: one connection per worker process."""
-    from squall.lazy import Lazy
-
     key = f"{STORE_RESOURCE}:{context.topology_name}"
     resources = context.resources
     if key not in resources:

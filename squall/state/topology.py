@@ -37,8 +37,6 @@ def is_checkpointed(specs: Mapping[str, ComponentSpec]) -> bool:
 
 
 def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict[str, Any]) -> TopologyDef:
-    from squall.state.bolts import CheckpointedSpout
-
     where = f"topology {name}"
     try:
         check_state_conf(conf)
@@ -55,7 +53,7 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
         _fail(f"{where}: the name {CHECKPOINT_COMPONENT!r} is the checkpoint spout's; rename that component")
 
     rewinding = [c for c, s in by_name.items()
-                 if isinstance(s.cls, type) and issubclass(s.cls, CheckpointedSpout)]
+                 if s.kind == "spout" and getattr(s.cls, "_checkpointed", False)]
     if len(rewinding) > 1:
         _fail(f"{where}: {sorted(rewinding)} are all CheckpointedSpouts; a topology may have one "
               "(its task drives the checkpoints)")
@@ -94,7 +92,7 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
         for src in sorted({src for src, _s, _g in inputs[cname]}):
             barrier_source = coordinator if by_name[src].kind == "spout" else src
             wired[StreamRef(barrier_source, CHECKPOINT_STREAM)] = Grouping.all()
-        # The user's options go along whole: a Flux recipe ("flux.construct") in them is
+        # The user's options go along whole: a recipe ("construct", Flux's) in them is
         # what the wrapper builds the user's bolt from (squall.topology.loading.build_instance).
         out[cname] = ComponentSpec(wrapper_for(spec.cls), "bolt", name=cname, inputs=wired, par=spec.par,
                                    tasks=spec.tasks, config=spec.config, outputs=[*streams, checkpoint],

@@ -8,8 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import TopologyValidationError
-from squall.topology.grouping import CustomGrouping
-from squall.topology.topology import TopologyDef
 
 
 def resolve_class(ref: Any) -> Any:
@@ -30,54 +28,33 @@ def resolve_class(ref: Any) -> Any:
     return obj
 
 
-# The option a Flux component's recipe travels in (see squall.flux.objects).
-CONSTRUCT_OPTION = "flux.construct"
+# The option that holds a recipe for a component's instance (constructor
+# arguments, properties, method calls), with the "builder" that makes an
+# instance from it: "module:function", called as builder(cls, recipe, resolve).
+# Flux writes such recipes (squall.flux.objects.construct builds them); the
+# recipe travels with the definition, so a worker builds the instance without
+# the core knowing which feature wrote it.
+CONSTRUCT_OPTION = "construct"
+BUILDER_KEY = "builder"
 
 
 def build_instance(class_ref: Any, options: Mapping[str, Any] | None = None) -> Any:
     """An instance of a component class (or "module:Class"): ``cls()``, or built from
-    the recipe a Flux file's constructorArgs/properties/configMethods left in its
-    options.  Every place that makes a user's spout or bolt goes through here: the
-    executor for a component, and a wrapper (checkpointing, transactional) for the
-    class it runs inside itself, with that class's own options."""
+    the recipe in its options (see CONSTRUCT_OPTION).  Every place that makes a user's
+    spout or bolt goes through here: the executor for a component, and a wrapper
+    (checkpointing, transactional) for the class it runs inside itself, with that
+    class's own options."""
     cls = resolve_class(class_ref)
     recipe = (options or {}).get(CONSTRUCT_OPTION)
     if recipe is None:
         return cls()
-    from squall.flux.objects import construct
-
-    return construct(cls, recipe, resolve_class)
+    builder_ref = recipe.get(BUILDER_KEY) if isinstance(recipe, Mapping) else None
+    if not builder_ref:
+        msg = f"the {CONSTRUCT_OPTION!r} option of {class_ref!r} names no {BUILDER_KEY!r} to build it with"
+        raise TopologyValidationError(msg)
+    return resolve_class(builder_ref)(cls, recipe, resolve_class)
 
 
 def instantiate(cdef: Any) -> Any:
     """A task's instance of a component (see :func:`build_instance`)."""
     return build_instance(cdef.cls, cdef.options)
-
-
-def verify_loadable(defn: TopologyDef) -> None:
-    """Every component class and custom grouping loads and has the right base."""
-    from squall.topology.component import Bolt, Spout
-
-    for cdef in defn.components.values():
-        where = f"topology {defn.name}: component {cdef.name!r}"
-        base = Spout if cdef.kind == "spout" else Bolt
-        try:
-            cls = resolve_class(cdef.cls)
-        except TopologyValidationError as e:
-            msg = f"{where}: {e}"
-            raise TopologyValidationError(msg) from e
-        if not (isinstance(cls, type) and issubclass(cls, base)):
-            msg = f"{where}: {cdef.cls!r} is not a {base.__name__} subclass"
-            raise TopologyValidationError(msg)
-        verify = getattr(cls, "verify_options", None)
-        if verify is not None:
-            # A wrapper component checks what it will load from its options
-            # (a transactional topology's user classes) before the submit is accepted.
-            verify(cdef.options, where)
-        for inp in cdef.inputs:
-            if inp.grouping.type != "custom":
-                continue
-            grouping = resolve_class(inp.grouping.custom)
-            if not (isinstance(grouping, type) and issubclass(grouping, CustomGrouping)):
-                msg = f"{where}: custom grouping {inp.grouping.custom!r} is not a CustomGrouping subclass"
-                raise TopologyValidationError(msg)

@@ -107,11 +107,16 @@ class Topology:
     @classmethod
     def _build(cls, specs: dict[str, ComponentSpec]) -> TopologyDef:
         """The definition of this class body's specs (a kind of topology may rewrite them)."""
-        if any(getattr(spec.cls, "_checkpointed", False) for spec in specs.values()):
-            # Stateful bolts or a checkpointed spout: squall.state adds the checkpoint machinery.
-            from squall.state.topology import build_checkpointed
-
-            return build_checkpointed(cls.__name__, specs, dict(cls.config))
+        # A feature whose components need more than the user wrote (stateful bolts:
+        # a checkpoint spout and wrappers, squall.state) names its rewrite on the
+        # component class, so the core builds it without importing the feature.
+        rewrites = {rewrite for spec in specs.values()
+                    if (rewrite := getattr(spec.cls, "_topology_rewrite", None)) is not None}
+        if len(rewrites) > 1:
+            _fail(f"topology {cls.__name__}: its components need {len(rewrites)} different rewrites "
+                  f"({sorted(r.__qualname__ for r in rewrites)}); one topology can take one")
+        if rewrites:
+            return rewrites.pop()(cls.__name__, specs, dict(cls.config))
         return build_definition(cls.__name__, specs, dict(cls.config))
 
     @classmethod

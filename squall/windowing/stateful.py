@@ -92,7 +92,7 @@ class StatefulWindowedBolt(WindowedBolt, StatefulBolt):
             return
         from squall.state.providers import provider_of
 
-        if provider_of(dict(conf)) == "memory":
+        if provider_of(dict(conf)).name == "memory":
             msg = (f"{where}: persist=True saves the window in the state store, but "
                    "topology.state.provider is 'memory', which dies with the worker; use sqlite or redis")
             raise TopologyValidationError(msg)

@@ -104,7 +104,7 @@ def test_local_cluster_submit_logs_the_budget_warning() -> None:
         # The check runs before anything starts; the bolt never connects.
         cluster.submit("budget", topology, {"topology.workers": 1, "spark.remote": "sc://localhost:1"})
         cluster.deactivate("budget")
-    assert [e for e in logs if e["event"] == "spark bolt batching"]
+    assert [e for e in logs if e["event"] == "submit check warning" and e["check"] == "spark-batching"]
 
 
 def test_schemas_parse_without_spark() -> None:

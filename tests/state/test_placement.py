@@ -11,6 +11,7 @@ from squall.errors import ConfigError
 from squall.state import StatefulBolt
 from squall.state.placement import check_submission
 from squall.topology.topology import definition_from_dict
+from squall.worker.plan import plan_topology
 
 pytestmark = pytest.mark.timeout(10)
 
@@ -33,9 +34,9 @@ class Plain(Topology):
     words = Words.spec()
 
 
-def components(topology: type[Topology]) -> Any:
-    # As nimbus sees it: rebuilt from the submitted JSON, classes as paths.
-    return definition_from_dict(topology.definition().to_dict()).components.values()
+def submitted(topology: type[Topology], conf: dict[str, Any]) -> Any:
+    # As nimbus sees it: rebuilt from the submitted JSON, classes as paths, planned with the overrides.
+    return plan_topology(definition_from_dict(topology.definition().to_dict()), overrides=conf)
 
 
 def conf(**kw: Any) -> dict[str, Any]:
@@ -46,22 +47,22 @@ def conf(**kw: Any) -> dict[str, Any]:
 @pytest.mark.parametrize("provider", ["sqlite", "memory"])
 def test_node_local_state_across_hosts_is_refused_naming_redis(provider: str) -> None:
     with pytest.raises(ConfigError, match=r"keeps state on one machine.*hosts \(a, b\).*redis"):
-        check_submission(components(Stateful), conf(**{"topology.state.provider": provider}), ["a", "b", "a"])
+        check_submission(submitted(Stateful, conf(**{"topology.state.provider": provider})), ["a", "b", "a"])
 
 
 def test_one_worker_across_hosts_is_refused_too() -> None:
     # When its node dies nimbus moves it to another host, where the SQLite file is not
     with pytest.raises(ConfigError, match=r"this topology's worker may run on several hosts \(a, b\)"):
-        check_submission(components(Stateful), conf(**{"topology.workers": 1}), ["a", "b"])
+        check_submission(submitted(Stateful, conf(**{"topology.workers": 1})), ["a", "b"])
 
 
 def test_what_is_allowed() -> None:
-    check_submission(components(Stateful), conf(), ["a", "a"])  # one host: SQLite shared by its workers
+    check_submission(submitted(Stateful, conf()), ["a", "a"])  # one host: SQLite shared by its workers
     redis = {"topology.state.provider": "redis", "topology.state.provider.config": '{"url": "redis://h:1"}'}
-    check_submission(components(Stateful), conf(**redis), ["a", "b"])
-    check_submission(components(Plain), conf(), ["a", "b"])  # no state at all
+    check_submission(submitted(Stateful, conf(**redis)), ["a", "b"])
+    check_submission(submitted(Plain, conf()), ["a", "b"])  # no state at all
 
 
 def test_submit_overrides_are_checked_too() -> None:
     with pytest.raises(ConfigError, match=r"must be below topology\.message\.timeout\.secs"):
-        check_submission(components(Stateful), conf(**{"topology.message.timeout.secs": 1}), ["a"])
+        check_submission(submitted(Stateful, conf(**{"topology.message.timeout.secs": 1})), ["a"])

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from squall import Grouping, LocalCluster
-from squall.flux.objects import CONSTRUCT_OPTION
+from squall.flux.objects import BUILDER, BUILDER_KEY, CONSTRUCT_OPTION
 from squall.testing import poll_for
 from squall.transactional import TransactionalTopology
 from tests.transactional.topologies import CommitCounts, PartialCount, Sentences, Split, sentences
@@ -59,7 +59,7 @@ class WeightedCount(PartialCount):
 
 
 def recipe(cls: type, **steps: Any) -> dict[str, Any]:
-    return {CONSTRUCT_OPTION: {"class": f"{MOD}:{cls.__name__}", **steps}}
+    return {CONSTRUCT_OPTION: {"class": f"{MOD}:{cls.__name__}", BUILDER_KEY: BUILDER, **steps}}
 
 
 class Constructed(TransactionalTopology):

@@ -24,6 +24,8 @@ import json
 from typing import Any
 
 from squall.contrib.redis.client import Backoff, call_with_retry, connect, import_redis, redact
+from squall.errors import ConfigError
+from squall.state.providers import StateProvider
 from squall.state.store import StoreError, UpdateFn, check_keys, decode, encode, encode_writes
 
 STATE_PREFIX = "squall:state:"
@@ -208,3 +210,19 @@ class RedisMap:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _check_state_conf(conf: dict[str, Any], pconf: dict[str, Any]) -> None:
+    if not (pconf.get("url") or conf.get("redis.url")):
+        msg = ('topology.state.provider is redis but no URL is set: put {"url": "redis://HOST:PORT"} '
+               "in topology.state.provider.config")
+        raise ConfigError(msg)
+
+
+def _open_state_store(conf: dict[str, Any], pconf: dict[str, Any], topology: str,
+                      namespace: str) -> RedisStore:
+    return RedisStore(pconf.get("url") or conf.get("redis.url"), namespace)
+
+
+# topology.state.provider: redis (declared in pyproject.toml's squall.state_providers entry points).
+STATE_PROVIDER = StateProvider("redis", _open_state_store, node_local=False, check=_check_state_conf)
