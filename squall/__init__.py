@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING
 
 from squall.compiled import install as _install_compiled
 from squall.lazy import lazy_exports
+from squall.version import VERSION
 
 _install_compiled()  # the hot path's Cython builds, where current (squall/compiled/)
 
@@ -47,4 +48,4 @@ if TYPE_CHECKING:
     from squall.local import LocalCluster
     from squall.topology import BasicBolt, Bolt, CustomGrouping, Grouping, Spout, Stream, Topology, Tuple
 
-__version__ = "0.1.0"
+__version__ = VERSION

@@ -11,11 +11,11 @@ import sys
 import time
 from typing import Any
 
-from squall import __version__
 from squall.cli.args import load_topology, parse_conf
 from squall.errors import SquallError
 from squall.local.cluster import LocalCluster
 from squall.runtime.logging import configure_logging
+from squall.version import VERSION
 
 EXIT_OK = 0
 EXIT_USAGE = 2
@@ -108,7 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     from squall import compiled
 
     hot = f"hot path compiled: {compiled.current()} of {len(compiled.BUILT)} modules"
-    parser.add_argument("--version", action="version", version=f"squall {__version__} ({hot})")
+    parser.add_argument("--version", action="version", version=f"squall {VERSION} ({hot})")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     parser.add_argument("--config", default=None,
                         help="squall.yaml of the cluster commands (also accepted after the command)")
