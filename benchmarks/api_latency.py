@@ -1,6 +1,6 @@
 """Nimbus's HTTP API under load: ``GET /api/v1/topology/<id>`` from many clients at once.
 
-    python benchmarks/api_latency.py [--clients 100] [--duration 10] [--insecure]
+    python benchmarks/api_latency.py [--clients 100] [--duration 10] [--insecure] [--max-connections 128]
 
 Starts a real dev cluster (ZooKeeper JVM, nimbus, one supervisor; secure by default: TLS and
 a token on every request) running the word count, then ``--clients`` concurrent clients (one
@@ -8,7 +8,9 @@ process, asyncio and httpx, each with a connection of its own) ask for the topol
 for ``--duration`` seconds, twice: reusing their connection (keep-alive, where the server
 allows it) and with a new connection (a TLS handshake) per request.  Latency is per request,
 from sending to the whole answer; an answer other than 200 (a 503 when nimbus is busy) or
-no answer counts as an error and not in the latency.
+no answer counts as an error and not in the latency.  ``nimbus.http.max.connections`` is
+raised to ``--max-connections`` (default 128, the default 32 would answer most of 100 clients
+503 at once) so that every client is served.
 """
 
 from __future__ import annotations
@@ -88,9 +90,11 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=100)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--insecure", action="store_true")
+    parser.add_argument("--max-connections", type=int, default=128)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="squall-api-bench-") as tmp:
-        cluster = DevCluster(Path(tmp) / "c", supervisors=1, slots=2, secure=not args.insecure)
+        cluster = DevCluster(Path(tmp) / "c", supervisors=1, slots=2, secure=not args.insecure,
+                             conf={"nimbus.http.max.connections": args.max_connections})
         try:
             cluster.start()
             submit = [sys.executable, "-m", "squall.cli", "submit", "--config", str(cluster.config_file)]

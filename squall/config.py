@@ -144,8 +144,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # oldest is turned away (503 once its handshake is done), so strangers holding
     # idle sockets never lock users out.
     "nimbus.http.handshake.timeout.secs": (5, (int, float), 0.01),
-    "nimbus.http.max.pending.per.address": (16, (int,), 1),
-    "nimbus.http.max.pending": (256, (int,), 1),
+    "nimbus.http.max.pending.per.address": (128, (int,), 1),
+    "nimbus.http.max.pending": (512, (int,), 1),
     # Caps on what one submit may ask for (Storm's nimbus.slots.perTopology,
     # nimbus.executors.perTopology; tasks is Squall's).
     "nimbus.slots.perTopology": (64, (int,), 1),

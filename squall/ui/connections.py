@@ -45,8 +45,8 @@ BUSY = (b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n
 class Limits:
     request_secs: float = 30.0  # a request's headers, and its body, must arrive within this
     stranger_secs: float = 5.0  # a connection without a valid token is closed after this
-    per_address: int = 16  # strangers at once from one address
-    strangers: int = 256  # strangers at once in all
+    per_address: int = 128  # strangers at once from one address
+    strangers: int = 512  # strangers at once in all
 
     @classmethod
     def for_conf(cls, conf: dict[str, Any]) -> Limits:
