@@ -133,10 +133,19 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.env.allow": (["PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE", "TZ",
                                      "TMPDIR", "JAVA_HOME", "SPARK_HOME", "PYTHONPATH", "VIRTUAL_ENV",
                                      "SQUALL_CONF"], (list,), None),
-    # Nimbus HTTP: requests served at once (more wait in the listen queue), and
-    # how long one may take to send its request before it is dropped.
+    # Nimbus HTTP: requests with a valid token served at once (past that one is
+    # answered 503, busy), and how long a request may take to send its headers and
+    # its body before it is dropped.
     "nimbus.http.max.connections": (32, (int,), 1),
     "nimbus.http.timeout.secs": (30, (int, float), 0.01),
+    # Connections that have not yet presented a valid token (in their TLS handshake,
+    # sending a first request, or idle): each is closed after this long (at most
+    # nimbus.http.timeout.secs); past this many from one address, or in all, the
+    # oldest is turned away (503 once its handshake is done), so strangers holding
+    # idle sockets never lock users out.
+    "nimbus.http.handshake.timeout.secs": (5, (int, float), 0.01),
+    "nimbus.http.max.pending.per.address": (128, (int,), 1),
+    "nimbus.http.max.pending": (512, (int,), 1),
     # Caps on what one submit may ask for (Storm's nimbus.slots.perTopology,
     # nimbus.executors.perTopology; tasks is Squall's).
     "nimbus.slots.perTopology": (64, (int,), 1),

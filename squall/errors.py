@@ -54,3 +54,11 @@ class FailedException(Exception):
     The tuple is failed (its spout tuple replays) and the bolt keeps going.
     It is not logged with a traceback, as it is not a bug.
     """
+
+
+class ApiError(SquallError):
+    """An API request that cannot be served; ``status`` is the HTTP status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import json
 import ssl
-import urllib.error
-import urllib.request
 from typing import Any
+
+import httpx
 
 from squall.errors import SquallError
 from squall.security import tls
@@ -51,17 +51,15 @@ class NimbusClient:
 
     def _call(self, url: str, method: str, path: str, body: Any) -> tuple[int, Any]:
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{url}/api/v1/{path}", data=data, method=method,
-                                         headers=self.headers())
+        with http_client(self.ssl_context, self.timeout) as client:
+            response = client.request(method, f"{url}/api/v1/{path}", content=data, headers=self.headers())
+        if response.is_success:
+            return response.status_code, json.loads(response.content or b"null")
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self.ssl_context) as response:
-                return response.status, json.loads(response.read() or b"null")
-        except urllib.error.HTTPError as e:
-            try:
-                payload = json.loads(e.read() or b"null")
-            except ValueError:
-                payload = {"error": e.reason}
-            return e.code, payload
+            payload = json.loads(response.content or b"null")
+        except ValueError:
+            payload = {"error": response.reason_phrase}
+        return response.status_code, payload
 
     def request(self, method: str, path: str, body: Any = None) -> Any:
         tried: list[str] = []
@@ -73,7 +71,7 @@ class NimbusClient:
             tried.append(url)
             try:
                 status, payload = self._call(url, method, path, body)
-            except (urllib.error.URLError, OSError):
+            except (httpx.TransportError, OSError):
                 continue
             if status == 503:  # not the leader: it tells us who is
                 leader = (payload or {}).get("leader")
@@ -105,6 +103,13 @@ class NimbusClient:
 
     def cluster(self) -> Any:
         return self.request("GET", "cluster")
+
+
+def http_client(ssl_context: ssl.SSLContext | None = None, timeout: float = 30.0) -> httpx.Client:
+    """An HTTP client that trusts ``ssl_context``'s CAs (the keyring's: see :func:`credentials`),
+    not the system's; no proxies from the environment (nimbus is reached directly)."""
+    return httpx.Client(verify=ssl_context if ssl_context is not None else True, timeout=timeout,
+                        trust_env=False)
 
 
 def credentials(conf: dict[str, Any]) -> tuple[str | None, ssl.SSLContext | None]:

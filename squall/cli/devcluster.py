@@ -41,15 +41,15 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import psutil
 import yaml
 
-from squall.cli.client import credentials
+from squall.cli.client import credentials, http_client
 from squall.cluster.zookeeper import DevZookeeper, free_port
 from squall.security.keyring import Keyring
 from squall.supervisor.workers import Slot
@@ -71,6 +71,14 @@ DEV_CONF: dict[str, Any] = {
 PIDS_FILE = "pids.json"
 KEYRING_FILE = "keyring.json"
 GRACE_SECS = 10.0  # a stopping daemon's time to exit before SIGKILL
+
+
+class NimbusRequestError(OSError):
+    """A request to the dev cluster's nimbus failed: no answer (``status`` None), or a refusal."""
+
+    def __init__(self, message: str, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
 
 
 class _RecordedZookeeper(DevZookeeper):
@@ -137,17 +145,24 @@ class DevCluster:
             keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
 
-    def urlopen(self, request: urllib.request.Request | str, timeout: float = 30, token: Any = True) -> Any:
-        """``urllib.request.urlopen`` as a client of this cluster: its CA, and its admin's
-        token (``token=None``: none; a string: that one)."""
-        if isinstance(request, str):
-            request = urllib.request.Request(request)
+    def request(self, method: str, url: str, body: bytes | None = None, *, token: Any = True,
+                headers: dict[str, str] | None = None, timeout: float = 30) -> httpx.Response:
+        """One request as a client of this cluster: its CA, and its admin's token
+        (``token=None``: none; a string: that one).  ``url``: whole, or a path on nimbus-0."""
         bearer, context = credentials(self.conf) if self.secure else (None, None)
         if token is not True:
             bearer = token
+        headers = dict(headers or {})
         if bearer:
-            request.add_header("Authorization", f"Bearer {bearer}")
-        return urllib.request.urlopen(request, timeout=timeout, context=context)
+            headers["Authorization"] = f"Bearer {bearer}"
+        if url.startswith("/"):
+            url = self.nimbus_url + url
+        try:
+            with http_client(context, timeout) as client:
+                return client.request(method, url, content=body, headers=headers)
+        except httpx.TransportError as e:
+            msg = f"{method} {url}: {type(e).__name__}: {e}"
+            raise NimbusRequestError(msg) from e
 
     def start(self, timeout: float = 60.0) -> None:
         """Start everything and wait until it answers; returns early if
@@ -307,10 +322,14 @@ class DevCluster:
         return out
 
     def api(self, method: str, path: str, body: Any = None, url: str | None = None) -> Any:
+        """Nimbus's ``/api/v1/<path>`` answer; NimbusRequestError (an OSError) when there is none
+        or it is a refusal."""
         data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(f"{url or self.nimbus_url}/api/v1/{path}", data=data, method=method)
-        with self.urlopen(request, timeout=30) as response:
-            return json.loads(response.read())
+        response = self.request(method, f"{url or self.nimbus_url}/api/v1/{path}", data)
+        if response.is_error:
+            msg = f"{method} {path}: HTTP {response.status_code}: {response.text[:300]}"
+            raise NimbusRequestError(msg, response.status_code)
+        return response.json()
 
     # -- workers -------------------------------------------------------------
 

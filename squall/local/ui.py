@@ -1,13 +1,12 @@
 """The web UI and Storm's UI REST API for local mode: ``squall local FILE --ui``.
 
-Nimbus's HTTP handler (squall.nimbus.http) serves the pages (squall.ui) and the API; it
-asks a nimbus object for a few things (``service.now/resolve/view/visualization/
-storm_action``, ``require_leader``, ``leader_url``, ``conf``) and otherwise reads
-ZooKeeper only for the summaries.  :class:`LocalBackend` answers those same calls from a
-:class:`~squall.local.cluster.LocalCluster` in this process, and the handler is
-subclassed only where it reads ZooKeeper (the summaries, the older ``/topologies`` API),
-so that the pages and the answers are those of a cluster, shaped by the same builders
-(squall.nimbus.storm_api).
+The app nimbus serves (squall.ui.app) serves the pages and Storm's API here too: it asks
+a backend (squall.ui.backend) for a few things (``now/resolve/view/visualization/
+storm_action/summary``, ``require_leader``, ``leader_url``, ``conf``).  :class:`LocalBackend`
+answers those calls from a :class:`~squall.local.cluster.LocalCluster` in this process, so
+that the pages and the answers are those of a cluster, shaped by the same builders
+(squall.ui.storm_api).  Squall's own ``/api/v1/topologies`` API (submitting code) is
+nimbus's only.
 
 In local mode a topology's id is its name; this process is the one supervisor
 (host "localhost", a worker's "port" its index) and the one nimbus, the leader.
@@ -21,21 +20,21 @@ from __future__ import annotations
 
 import threading
 import time
-from http.server import ThreadingHTTPServer
 from typing import Any
 
 import structlog
 from prometheus_client.registry import CollectorRegistry
 
 from squall import __version__
+from squall.errors import ApiError
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
-from squall.nimbus import storm_api as api
-from squall.nimbus.http import ApiHandler
-from squall.nimbus.service import ApiError
-from squall.nimbus.storm_api import TopologyView
+from squall.ui import storm_api as api
+from squall.ui.app import create_app
+from squall.ui.server import HttpServer
+from squall.ui.storm_api import TopologyView
 
 log = structlog.get_logger("squall.local.ui")
 
@@ -44,12 +43,11 @@ INGEST_EVERY_SECS = 1.0
 
 
 class LocalBackend:
-    """What the nimbus handler asks of ``nimbus`` and ``nimbus.service``, from a LocalCluster."""
+    """What the app asks (squall.ui.backend.Backend), from a LocalCluster."""
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
         self.conf = cluster.conf
-        self.service = self  # the handler reads both nimbus.X and nimbus.service.X
         self.url = ""  # set once the server has its port
         self.started = time.time()
         self._lock = threading.Lock()  # the runners' books: ingested by the timer, read by requests
@@ -59,7 +57,7 @@ class LocalBackend:
         # This process's last two samples [previous or None, latest]: {"time": wall, "system": ...}.
         self._process: list[dict[str, Any] | None] = [None, None]
 
-    # -- what the handler calls ------------------------------------------------
+    # -- what the app calls ------------------------------------------------
 
     def now(self) -> float:
         # Wall time: errors are stamped with it; the windows use each runner's clock instead.
@@ -210,44 +208,29 @@ class LocalBackend:
                 runner.ingest_stats()
 
 
-class _LocalHandler(ApiHandler):
-    server_version = "squall-local"
-    nimbus: LocalBackend  # type: ignore[assignment] - the same calls, answered locally
-
-    def _storm_summary(self, head: str, now: float) -> Any:
-        return self.nimbus.summary(head)
-
-    def _dispatch(self, method: str, parts: list[str]) -> Any:
-        # Nimbus's own API submits code and reads ZooKeeper: local mode has only Storm's.
-        msg = f"no such endpoint {self.path!r} in local mode (Storm's /api/v1/topology/... are served)"
-        raise ApiError(404, msg)
-
-
 class LocalUiServer:
     """The UI's HTTP server and the statistics timer, both daemon threads."""
 
     def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.backend = LocalBackend(cluster)
         # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
-        handler = type("Handler", (_LocalHandler,), {"nimbus": self.backend, "metrics": CollectorRegistry()})
-        self.httpd = ThreadingHTTPServer((host, port), handler)
-        self.httpd.daemon_threads = True
+        app = create_app(self.backend, registry=CollectorRegistry())
+        self.httpd = HttpServer(app, host, port, name="local-ui-http")
         self.backend.url = self.url.rstrip("/")
         self._stop = threading.Event()
-        self._serve = threading.Thread(target=self.httpd.serve_forever, name="local-ui-http", daemon=True)
         self._timer = threading.Thread(target=self._tick, name="local-ui-stats", daemon=True)
 
     @property
     def port(self) -> int:
-        return int(self.httpd.server_address[1])
+        return self.httpd.port
 
     @property
     def url(self) -> str:
-        return f"http://{self.httpd.server_address[0]}:{self.port}/"
+        return f"http://{self.httpd.host}:{self.port}/"
 
     def start(self) -> LocalUiServer:
         self.backend.ingest()  # the first report starts the windows
-        self._serve.start()
+        self.httpd.start()
         self._timer.start()
         return self
 
@@ -260,8 +243,7 @@ class LocalUiServer:
 
     def stop(self) -> None:
         self._stop.set()
-        self.httpd.shutdown()
-        self.httpd.server_close()
+        self.httpd.stop()
         self._timer.join(5)
         self.backend.sampler.close()
 

@@ -22,8 +22,8 @@ from kazoo.protocol.states import KazooState
 
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, make_client
-from squall.nimbus.http import ApiServer
 from squall.nimbus.service import ApiError, NimbusService
+from squall.nimbus.web import api_server
 from squall.runtime.status import Status
 
 log = structlog.get_logger("squall.nimbus.Nimbus")
@@ -47,7 +47,7 @@ class Nimbus:
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         self.service = NimbusService(self.state, conf, now)
-        self.api = ApiServer(self, conf["nimbus.host"], conf["nimbus.http.port"])
+        self.api = api_server(self)
         # Clients and standbys are told this URL: the node's advertised name,
         # not the (possibly wildcard) address the server listens on.
         self.url = f"{self.api.scheme}://{conf['storm.local.hostname']}:{self.api.port}"

@@ -22,15 +22,15 @@ import structlog
 from squall import config as config_mod
 from squall import plugins
 from squall.cluster.state import ClusterState
-from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.errors import ApiError, ConfigError, TopologyValidationError
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
-from squall.nimbus import storm_api
 from squall.nimbus.scheduler import Slot, schedule
-from squall.nimbus.storm_api import TopologyView
 from squall.runtime.package import extract
 from squall.security.curve import new_keypair
 from squall.topology.topology import definition_from_dict
+from squall.ui import storm_api
+from squall.ui.storm_api import TopologyView
 from squall.worker.plan import plan_topology
 
 log = structlog.get_logger("squall.nimbus.service")
@@ -44,14 +44,6 @@ VERIFY_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "V
 def verify_env() -> dict[str, str]:
     """User code imported on nimbus sees none of nimbus's environment but the basics."""
     return {k: v for k, v in os.environ.items() if k in VERIFY_ENV}
-
-
-class ApiError(SquallError):
-    """An API request that cannot be served; ``status`` is the HTTP status."""
-
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def bad_request(message: str) -> ApiError:

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -20,12 +18,8 @@ from tests.helpers import stay
 
 
 def http(cluster: DevCluster, method: str, path: str, raw: bytes | None) -> tuple[int, Any]:
-    request = urllib.request.Request(f"{cluster.nimbus_url}/api/v1/{path}", data=raw, method=method)
-    try:
-        with cluster.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
+    response = cluster.request(method, f"{cluster.nimbus_url}/api/v1/{path}", raw)
+    return response.status_code, json.loads(response.content)
 
 
 def test_word_count_on_two_supervisors_and_four_workers_is_exact(make_cluster: Any, tmp_path: Path) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import urllib.error
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +29,7 @@ def secrets(cluster: Any, *args: str) -> None:
 
 
 def status_with(cluster: Any, token: str) -> int:
-    try:
-        with cluster.urlopen(cluster.nimbus_url + "/api/v1/cluster/summary", token=token) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as e:
-        with e:
-            return int(e.code)
+    return cluster.request("GET", cluster.nimbus_url + "/api/v1/cluster/summary", token=token).status_code
 
 
 def bump_mtime(path: Path) -> None:

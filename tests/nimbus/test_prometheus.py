@@ -110,9 +110,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
 
 
 def scrape(cluster: DevCluster) -> dict[str, Any]:
-    with cluster.urlopen(f"{cluster.nimbus_url}/metrics", timeout=30) as response:
-        assert response.headers["Content-Type"].startswith("text/plain")
-        return parse(response.read().decode())
+    response = cluster.request("GET", f"{cluster.nimbus_url}/metrics")
+    assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
+    return parse(response.text)
 
 
 def total(families: dict[str, Any], name: str, **labels: str) -> float:

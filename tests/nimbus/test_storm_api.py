@@ -8,8 +8,6 @@ import http.client
 import json
 import subprocess
 import sys
-import urllib.error
-import urllib.request
 from collections.abc import Iterator
 from functools import partial
 from pathlib import Path
@@ -21,9 +19,9 @@ from squall.cli.client import credentials
 from squall.cli.devcluster import DevCluster
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import WINDOW_IDS
-from squall.nimbus import storm_api as api
 from squall.nimbus.service import NimbusService
 from squall.testing import poll_for
+from squall.ui import storm_api as api
 
 REPO = Path(__file__).resolve().parents[2]
 TID = "tx-1700000000-abc123"
@@ -211,14 +209,9 @@ def submit(cluster: DevCluster, *args: str) -> None:
 def call(cluster: DevCluster, path: str, method: str = "GET", body: Any = None,
          url: str | None = None) -> tuple[int, Any]:
     data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request((url or cluster.nimbus_url) + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})
-    try:
-        with cluster.urlopen(request, timeout=30) as response:
-            return response.status, json.loads(response.read())
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, json.loads(e.read())
+    response = cluster.request(method, (url or cluster.nimbus_url) + path, data,
+                               headers={"Content-Type": "application/json"})
+    return response.status_code, json.loads(response.content)
 
 
 def get(cluster: DevCluster, path: str) -> Any:

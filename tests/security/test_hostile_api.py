@@ -92,18 +92,8 @@ def call(
     headers: dict[str, str] | None = None,
 ) -> tuple[int, Any]:
     """One request over TLS with the cluster's CA; (status, decoded JSON body)."""
-    import urllib.error
-    import urllib.request
-
-    request = urllib.request.Request(
-        cluster.nimbus_url + path, data=body, method=method, headers=headers or {}
-    )
-    try:
-        with cluster.urlopen(request, timeout=30, token=token) as response:
-            return response.status, json.loads(response.read() or b"null")
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, json.loads(e.read() or b"null")
+    response = cluster.request(method, path, body, token=token, headers=headers)
+    return response.status_code, json.loads(response.content or b"null")
 
 
 def raw_request(cluster: DevCluster, data: bytes, timeout: float = 10) -> bytes:

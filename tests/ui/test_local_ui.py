@@ -5,14 +5,12 @@ tests/ui/test_ui_browser.py (its driver setup and skip/fail-in-CI rules), and th
 
 from __future__ import annotations
 
-import json
 import queue
 import re
 import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +18,7 @@ from typing import Any
 import pytest
 
 from squall import LocalCluster
+from squall.cli.client import http_client
 from squall.local.ui import LocalUiServer
 from tests.ui.test_ui_browser import browser, fetch, get_json, wait_for  # noqa: F401 - browser: a fixture
 
@@ -41,9 +40,10 @@ def local_ui() -> Iterator[str]:
 
 
 def post(url: str) -> tuple[int, Any]:
-    request = urllib.request.Request(url, data=b"", method="POST")
-    with urllib.request.urlopen(request, timeout=30) as response:
-        return response.status, json.loads(response.read())
+    with http_client() as client:
+        response = client.post(url, content=b"")
+    response.raise_for_status()
+    return response.status_code, response.json()
 
 
 def test_the_api_and_pages_answer_from_the_local_process(local_ui: str) -> None:

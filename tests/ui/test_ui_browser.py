@@ -12,15 +12,13 @@ import os
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
 import pytest
 
-from squall.cli.client import credentials
+from squall.cli.client import credentials, http_client
 from squall.cli.devcluster import DevCluster
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,15 +47,10 @@ CLIENT: dict[str, Any] = {}
 
 
 def fetch(url: str, token: bool = True) -> tuple[int, str, bytes]:
-    request = urllib.request.Request(url)
-    if token and CLIENT.get("token"):
-        request.add_header("Authorization", f"Bearer {CLIENT['token']}")
-    try:
-        with urllib.request.urlopen(request, timeout=30, context=CLIENT.get("context")) as response:
-            return response.status, response.headers.get("Content-Type", ""), response.read()
-    except urllib.error.HTTPError as e:
-        with e:
-            return e.code, e.headers.get("Content-Type", ""), e.read()
+    headers = {"Authorization": f"Bearer {CLIENT['token']}"} if token and CLIENT.get("token") else {}
+    with http_client(CLIENT.get("context")) as client:
+        response = client.get(url, headers=headers)
+    return response.status_code, response.headers.get("Content-Type", ""), response.content
 
 
 def get_json(url: str) -> Any:

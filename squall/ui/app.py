@@ -1,0 +1,122 @@
+"""One ASGI app for nimbus and local mode's ``--ui``: the route table (squall.ui.routes),
+Storm's error shapes (squall.ui.answers), and in front of them :class:`Guard` -
+authentication, the request budget and the audit.
+
+Secure mode (``squall.secure``): every request but the UI's own static files carries
+``Authorization: Bearer <token>``; every POST leaves an audit line; every answer has its
+secrets redacted.  At most ``max_requests`` authenticated requests are served at once;
+past that a request is answered 503 (busy) at once, never queued behind a slow one.
+Only those who presented a token count against that budget: strangers are refused (401)
+before it, so they cannot use it up (squall.ui.connections bounds their connections).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from prometheus_client.registry import CollectorRegistry
+from starlette.applications import Starlette
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from squall.ui.answers import EXCEPTION_HANDLERS, refusal
+from squall.ui.auth import Gate, Unauthorized
+from squall.ui.backend import Backend, SquallApi
+from squall.ui.connections import CONNECTION
+from squall.ui.routes import PAGES, SQUALL, STORM
+
+BUSY = "nimbus is busy: too many open requests"
+
+
+def public(method: str, path: str) -> bool:
+    """The UI's own files: the same in every install, no data in them."""
+    return method in ("GET", "HEAD") and (path in ("/", "/ui") or path.startswith("/ui/"))
+
+
+def raw_api_path(scope: Scope) -> Scope:
+    """Under /api/ the route table matches the path as sent (empty segments dropped), each
+    parameter decoded on its own (squall.ui.routes.Segment): ``a%2Fb`` is one segment."""
+    if not scope["path"].startswith("/api/"):
+        return scope
+    raw = scope.get("raw_path") or scope["path"].encode()
+    segments = [s for s in raw.decode("latin-1").split("/") if s]
+    return {**scope, "path": "/" + "/".join(segments)}
+
+
+class Guard:
+    """Authentication, the request budget and the audit, around the routes."""
+
+    def __init__(self, app: ASGIApp, gate: Gate | None, max_requests: int) -> None:
+        self.app = app
+        self.gate = gate
+        self.max_requests = max_requests
+        self.serving = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        scope = raw_api_path(scope)
+        method = scope["method"]
+        status = 0
+
+        async def sending(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        user: str | None = None
+        try:
+            if public(method, scope["path"]):
+                await self.app(scope, receive, sending)
+                return
+            if self.gate is not None:
+                try:
+                    user = self.gate.authenticate(_header(scope, b"authorization"))
+                except Unauthorized as e:
+                    answer = refusal(e.status, str(e), headers={"WWW-Authenticate": 'Bearer realm="squall"'})
+                    await answer(scope, receive, sending)
+                    return
+            connection = scope.get("extensions", {}).get(CONNECTION)
+            if connection is not None:
+                connection.trusted()
+            if self.serving >= self.max_requests:
+                await refusal(503, BUSY)(scope, receive, sending)
+                return
+            self.serving += 1
+            try:
+                scope.setdefault("state", {})["user"] = user
+                await self.app(scope, receive, sending)
+            finally:
+                self.serving -= 1
+        finally:
+            if method not in ("GET", "HEAD"):  # who changed what, allowed or not (user None: insecure)
+                query = scope.get("query_string") or b""
+                path = (scope.get("raw_path") or b"") + (b"?" + query if query else b"")
+                client = (scope.get("client") or ("?",))[0]
+                Gate.audit(user, method, path.decode("latin-1")[:300], status, client)
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope["headers"]:
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+def create_app(backend: Backend, *, registry: CollectorRegistry, gate: Gate | None = None,
+               squall: SquallApi | None = None, max_requests: int = 32,
+               request_timeout: float = 30.0) -> ASGIApp:
+    """The app for ``backend``; ``squall``: Squall's own API too (nimbus), ``registry``: what
+    /metrics shows, ``gate``: who may (None: anyone, insecure), ``request_timeout``: how long
+    a request's body may take to arrive."""
+    routes = [*STORM, *(SQUALL if squall is not None else []), *PAGES]
+    app = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))  # type: ignore[arg-type]
+    app.router.redirect_slashes = False
+    state: Any = app.state
+    state.backend, state.squall, state.registry, state.gate = backend, squall, registry, gate
+    state.request_timeout = request_timeout
+    # The cluster's calls run in threads, as many as requests may be served at once.
+    state.limiter = anyio.CapacityLimiter(max_requests + 1)
+    return Guard(app, gate, max_requests)

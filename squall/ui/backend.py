@@ -1,0 +1,55 @@
+"""What the app asks of the cluster it shows: nimbus (squall.nimbus.web) or local mode
+(squall.local.ui) answer these calls.  Every call may block (ZooKeeper, a submit's
+verification): the app makes them in worker threads."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from squall.ui.storm_api import TopologyView
+
+
+class Backend(Protocol):
+    """Storm's UI REST API, the web UI's only source."""
+
+    conf: dict[str, Any]
+
+    def now(self) -> float: ...
+
+    def resolve(self, ident: str) -> Any:
+        """A topology by id or name; raises ApiError(404).  What it returns goes to :meth:`view`
+        and, for the authorizer, names the topology's owner and users."""
+
+    def view(self, resolved: Any, details: bool = False) -> TopologyView: ...
+
+    def visualization(self, ident: str, window: str, sys: bool = False) -> dict[str, Any]: ...
+
+    def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]: ...
+
+    def summary(self, head: str) -> Any:
+        """Storm's ``/api/v1/<head>/summary`` for head in cluster, supervisor, nimbus, topology."""
+
+    def require_leader(self) -> None:
+        """Raises ApiError(503) when this process may not change anything."""
+
+    def leader_url(self) -> str | None: ...
+
+
+class SquallApi(Protocol):
+    """Squall's own ``/api/v1/cluster`` and ``/api/v1/topologies`` (nimbus only)."""
+
+    def cluster_info(self) -> dict[str, Any]: ...
+
+    def list(self) -> list[dict[str, Any]]: ...
+
+    def info(self, name: str) -> dict[str, Any]: ...
+
+    def record(self, name: str) -> dict[str, Any]: ...
+
+    def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]: ...
+
+    def kill(self, name: str, wait: Any = None) -> dict[str, Any]: ...
+
+    def set_status(self, name: str, status: str) -> dict[str, Any]: ...
+
+    def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]: ...

@@ -1,0 +1,263 @@
+"""The route table: Storm's UI REST API (its docs/STORM-UI-REST-API.md; the shapes and what
+Squall approximates are in squall.ui.storm_api), Squall's own API, ``/metrics`` and the web UI.
+
+``:id`` is a topology's id or its name, ``?window=`` one of 600, 10800, 86400, :all-time::
+
+    GET  /api/v1/cluster/summary | cluster/configuration | supervisor/summary | nimbus/summary
+    GET  /api/v1/topology/summary
+    GET  /api/v1/topology/:id?window=600          (&sys=1: the acker too)
+    GET  /api/v1/topology/:id/component/:component?window=600   (a '/' in it URL-encoded)
+    GET  /api/v1/topology/:id/metrics?window=600
+    GET  /api/v1/topology/:id/visualization?window=600  the graph: nodes, edges with rates (&sys=1)
+    GET  /api/v1/topology-workers/:id
+    POST /api/v1/topology/:id/activate | deactivate | rebalance/:wait | kill/:wait
+         rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
+
+Squall's own (nimbus only; local mode answers 404):
+
+    GET  /api/v1/cluster                          who leads, supervisors, slots
+    GET  /api/v1/topologies                       list
+    POST /api/v1/topologies                       submit {name, topology, conf, code}
+    GET  /api/v1/topologies/<name>                info: status, workers, stats, errors
+    POST /api/v1/topologies/<name>/kill           {wait_secs}
+    POST /api/v1/topologies/<name>/activate | deactivate
+    POST /api/v1/topologies/<name>/rebalance      {workers, executors: {component: n}}
+
+    GET  /metrics                                 Prometheus
+    GET  /  and  /ui/<file>                       the web UI (static files), reading only the API above
+
+Path parameters are matched on the path as sent, each segment decoded on its own, so an
+encoded '/' (``%2F``) stays inside its component id (see squall.ui.app.raw_api_path).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import parse_qs, quote, unquote
+
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from starlette.convertors import Convertor, register_url_convertor
+from starlette.requests import Request
+from starlette.responses import FileResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from squall.errors import ApiError
+from squall.metrics.book import window_id
+from squall.security import authz
+from squall.ui import STATIC, storm_api
+from squall.ui.answers import JsonAnswer, call, json_body, raw_body, target
+
+STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
+SUMMARIES = ("cluster", "supervisor", "nimbus", "topology")
+
+
+class Segment(Convertor[str]):
+    """One path segment as sent, percent-decoded: ``a%2Fb`` is ``a/b``."""
+
+    regex = "[^/]+"
+
+    def convert(self, value: str) -> str:
+        return unquote(value)
+
+    def to_string(self, value: str) -> str:
+        return quote(value, safe="")
+
+
+register_url_convertor("seg", Segment())
+
+
+def _authorize(request: Request, action: str, topology: dict[str, Any] | None = None) -> None:
+    gate = request.app.state.gate
+    if gate is not None:
+        gate.authorize(request.state.user, action, topology)
+
+
+def _query(request: Request) -> tuple[str, bool]:
+    query = parse_qs(request.scope["query_string"].decode("latin-1"))
+    try:
+        window = window_id(query.get("window", [None])[0])
+    except ValueError as e:
+        raise ApiError(400, str(e)) from e
+    return window, query.get("sys", ["0"])[0].lower() in ("1", "true")
+
+
+# -- Storm's UI REST API ----------------------------------------------------------------------
+
+
+def _summary(head: str) -> Route:
+    async def summary(request: Request) -> Response:
+        return JsonAnswer(await call(request, request.app.state.backend.summary, head))
+
+    return Route(f"/api/v1/{head}/summary", summary, methods=["GET"], name=f"{head}-summary")
+
+
+async def configuration(request: Request) -> Response:
+    return JsonAnswer(request.app.state.backend.conf)
+
+
+async def topology_page(request: Request, part: str | None) -> Response:
+    """The topology's page, or one ``part`` of it: metrics, visualization, a component."""
+    window, sys = _query(request)
+    backend, ident = request.app.state.backend, request.path_params["id"]
+
+    def page() -> Any:
+        now = backend.now()
+        if part == "visualization":
+            return backend.visualization(ident, window, sys)
+        view = backend.view(backend.resolve(ident), details=True)
+        if part == "metrics":
+            return storm_api.topology_metrics(view, window, sys)
+        if part == "component":
+            component = request.path_params["component"]
+            if component not in view.components:
+                msg = f"topology {view.name!r} has no component {component!r}"
+                raise ApiError(404, msg)
+            return storm_api.component_page(view, component, window, now, sys)
+        return storm_api.topology_page(view, window, now, sys)
+
+    return JsonAnswer(await call(request, page))
+
+
+def _page(part: str | None) -> Any:
+    async def endpoint(request: Request) -> Response:
+        return await topology_page(request, part)
+
+    return endpoint
+
+
+async def topology_workers(request: Request) -> Response:
+    backend = request.app.state.backend
+    resolved = await call(request, backend.resolve, request.path_params["id"])
+    return JsonAnswer(storm_api.topology_workers(await call(request, backend.view, resolved)))
+
+
+async def topology_action(request: Request) -> Response:
+    """``POST /api/v1/topology/:id/<action>[/<wait>]``; anything else under it is refused as
+    Storm's paths are: 405 for another method, 404 for another action or arity."""
+    ident, action = request.path_params["id"], request.path_params["action"]
+    args = [request.path_params["wait"]] if "wait" in request.path_params else []
+    if action not in STORM_ACTIONS:
+        if request.method != "GET":
+            msg = f"{request.method} {target(request)} is not supported"
+            raise ApiError(405, msg)
+        raise ApiError(404, f"no such endpoint {target(request)!r}")
+    if request.method != "POST":
+        msg = f"{request.method} {target(request)} is not supported: POST it"
+        raise ApiError(405, msg)
+    if len(args) != STORM_ACTIONS[action]:
+        usage = "/api/v1/topology/:id/" + action + ("/:wait-time" if STORM_ACTIONS[action] else "")
+        msg = f"no such endpoint {target(request)!r} (it is {usage})"
+        raise ApiError(404, msg)
+    try:
+        wait = storm_api.wait_secs(args[0]) if args else 0
+    except ValueError as e:
+        raise ApiError(400, str(e)) from e
+    # Storm's clients may send a form or nothing: only rebalance's body is read as JSON.
+    body = await json_body(request) if action == "rebalance" else await raw_body(request)
+    backend = request.app.state.backend
+
+    def act() -> Any:
+        backend.require_leader()
+        _authorize(request, action, backend.resolve(ident))
+        return backend.storm_action(ident, action, wait, body)
+
+    return JsonAnswer(await call(request, act))
+
+
+STORM: list[BaseRoute] = [
+    *(_summary(head) for head in SUMMARIES),
+    Route("/api/v1/cluster/configuration", configuration, methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}", _page(None), methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}/metrics", _page("metrics"), methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}/visualization", _page("visualization"), methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}/component/{component:seg}", _page("component"), methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}/{action:seg}", topology_action, methods=["GET", "POST"]),
+    Route("/api/v1/topology/{id:seg}/{action:seg}/{wait:seg}", topology_action, methods=["GET", "POST"]),
+    Route("/api/v1/topology-workers/{id:seg}", topology_workers, methods=["GET"]),
+]
+
+
+# -- Squall's own API -------------------------------------------------------------------------
+
+
+async def cluster_info(request: Request) -> Response:
+    return JsonAnswer(await call(request, request.app.state.squall.cluster_info))
+
+
+async def topologies(request: Request) -> Response:
+    squall = request.app.state.squall
+    if request.method == "GET":
+        return JsonAnswer(await call(request, squall.list))
+    body = await _object(request)
+
+    def submit() -> Any:
+        request.app.state.backend.require_leader()
+        _authorize(request, authz.SUBMIT)
+        return squall.submit(body, owner=request.state.user)
+
+    return JsonAnswer(await call(request, submit))
+
+
+async def topology_info(request: Request) -> Response:
+    squall, name = request.app.state.squall, request.path_params["name"]
+    if request.method == "GET":
+        return JsonAnswer(await call(request, squall.info, name))
+    await _object(request)
+    raise ApiError(404, "no such action '' (kill, activate, deactivate, rebalance)")
+
+
+async def topology_change(request: Request) -> Response:
+    squall, name = request.app.state.squall, request.path_params["name"]
+    action = request.path_params["action"]
+    body = await _object(request)
+
+    def change() -> Any:
+        request.app.state.backend.require_leader()
+        if action in authz.MANAGE:
+            _authorize(request, action, squall.record(name))
+        if action == "kill":
+            return squall.kill(name, body.get("wait_secs"))
+        if action in ("activate", "deactivate"):
+            return squall.set_status(name, "active" if action == "activate" else "inactive")
+        if action == "rebalance":
+            return squall.rebalance(name, body)
+        raise ApiError(404, f"no such action {action!r} (kill, activate, deactivate, rebalance)")
+
+    return JsonAnswer(await call(request, change))
+
+
+async def _object(request: Request) -> dict[str, Any]:
+    body = await json_body(request)
+    if not isinstance(body, dict):
+        raise ApiError(400, "the request body must be a JSON object")
+    return body
+
+
+SQUALL: list[BaseRoute] = [
+    Route("/api/v1/cluster", cluster_info, methods=["GET"]),
+    Route("/api/v1/topologies", topologies, methods=["GET", "POST"]),
+    Route("/api/v1/topologies/{name:seg}", topology_info, methods=["GET", "POST"]),
+    Route("/api/v1/topologies/{name:seg}/{action:seg}", topology_change, methods=["POST"]),
+]
+
+
+# -- /metrics and the web UI --------------------------------------------------------------------
+
+
+async def metrics(request: Request) -> Response:
+    text = await call(request, generate_latest, request.app.state.registry)
+    return Response(text, headers={"Content-Type": CONTENT_TYPE_LATEST})
+
+
+async def index(request: Request) -> Response:
+    return FileResponse(STATIC / "index.html")
+
+
+PAGES: list[BaseRoute] = [
+    Route("/metrics", metrics, methods=["GET"]),
+    Route("/metrics/", metrics, methods=["GET"]),
+    Route("/", index, methods=["GET"]),
+    Route("/ui", index, methods=["GET"]),
+    Mount("/ui", StaticFiles(directory=STATIC, html=True), name="ui"),
+]
