@@ -38,6 +38,8 @@ def _setting(conf: dict[str, Any], key: str) -> Any:
 
 
 class TopologyControl:
+    """Changes to running topologies, and the reconciliation that carries them out."""
+
     def __init__(self, state: ClusterState, conf: dict[str, Any],
                  now: Callable[[], float] = time.time) -> None:
         self.state = state

@@ -47,6 +47,8 @@ def verify_env() -> dict[str, str]:
 
 
 class Submission:
+    """Checks a submitted topology, writes it, and has it assigned (``reconcile``)."""
+
     def __init__(self, state: ClusterState, conf: dict[str, Any], reconcile: Callable[[str], None],
                  now: Callable[[], float] = time.time) -> None:
         self.state = state

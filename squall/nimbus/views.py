@@ -55,6 +55,8 @@ def worker_sample(beat: dict[str, Any]) -> dict[str, Any]:
 
 
 class TopologyViews:
+    """Nimbus's read side: every method reads ZooKeeper or the statistics windows, none writes."""
+
     def __init__(self, state: ClusterState, now: Callable[[], float] = time.time,
                  stats: StatsBook | None = None) -> None:
         self.state = state
