@@ -5,7 +5,7 @@ and stoppable watches."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -30,8 +30,8 @@ def clients(zookeeper: DevZookeeper) -> Iterator[list[Any]]:
 
 
 class Contender:
-    def __init__(self, client: Any, name: str) -> None:
-        self.session = Session(client, name)
+    def __init__(self, client: Any, name: str, recover: Callable[[], None] | None = None) -> None:
+        self.session = Session(client, name, recover=recover)
         self.session.start()
         self.changes: list[bool] = []
         self.election = LeaderElection(client, PATH, name, self.session, self.changes.append)
@@ -63,8 +63,7 @@ def test_one_leader_at_a_time_and_the_next_takes_over(clients: list[Any]) -> Non
 
 def test_a_lost_session_ends_the_term_and_a_recovered_one_runs_again(clients: list[Any]) -> None:
     recovered = threading.Event()
-    contender = Contender(clients[0], "only")
-    contender.session._recover = recovered.set  # noqa: SLF001 - the daemon's re-registration
+    contender = Contender(clients[0], "only", recover=recovered.set)  # the daemon's re-registration
     try:
         poll_for(lambda: contender.election.is_leader, message="leading")
         # When kazoo reports the session lost, and reconnected before the leader looks
