@@ -11,7 +11,7 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
                            per supervisor heartbeat whatever the executor count
     errors/<id>/e-<seq>    the last errors of a topology's components
     secrets/<id>           the topology's secrets: {"curve": {"public", "secret"}}
-    nimbus/election/...    leader election (kazoo's Election recipe)
+    nimbus/election/...    leader election (squall.cluster.election)
     nimbus/hosts/<id>      ephemeral: {"url"} of every running nimbus
 
 Every write is JSON.  Idempotent steps treat NodeExists/NoNode as done.
@@ -26,12 +26,17 @@ and the previous one.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+
+from squall.clock import Clock
+from squall.cluster.election import LeaderElection
+from squall.cluster.session import Session
+from squall.cluster.watches import ChildrenWatch
 
 # ZooKeeper's default jute.maxbuffer is 1 MiB per node; stay well under.
 CODE_CHUNK = 512 * 1024
@@ -61,6 +66,10 @@ class ClusterState:
 
     def path(self, *parts: str) -> str:
         return "/".join((self.root, *parts))
+
+    def exists(self) -> bool:
+        """Whether the root node is there (a tree another ensemble's daemons may never have made)."""
+        return self.zk.exists(self.root) is not None
 
     def setup(self, fix_acls: bool = True) -> None:
         """Make the tree; on a secure client also :meth:`fix_acls` unless told not to."""
@@ -213,6 +222,10 @@ class ClusterState:
                 out[topology_id] = record
         return out
 
+    def watch_assignments(self, on_change: Callable[[list[str]], None]) -> ChildrenWatch:
+        """``on_change(topology ids)`` now and whenever a topology's assignment appears or goes."""
+        return ChildrenWatch(self.zk, self.path("assignments"), on_change)
+
     def put_assignment(self, topology_id: str, record: dict[str, Any]) -> None:
         self._put(self.path("assignments", topology_id), record)
 
@@ -269,6 +282,12 @@ class ClusterState:
 
     def election_path(self) -> str:
         return self.path("nimbus", "election")
+
+    def election(self, identifier: str, session: Session, on_change: Callable[[bool], None],
+                 clock: Clock | None = None) -> LeaderElection:
+        """Nimbus's leader election, ``identifier`` (its URL) naming this contender."""
+        return LeaderElection(self.zk, self.election_path(), identifier, session, on_change, clock,
+                              name="nimbus-election")
 
     def register_nimbus(self, nimbus_id: str, info: dict[str, Any]) -> None:
         self._put(self.path("nimbus", "hosts", nimbus_id), info, ephemeral=True)

@@ -116,6 +116,12 @@ def connect(client: KazooClient, conf: dict[str, Any], who: str = "squall") -> N
         raise CoordinationError(msg) from e
 
 
+def disconnect(client: KazooClient) -> None:
+    """Close the session (its ephemeral nodes go at once) and the client."""
+    client.stop()
+    client.close()
+
+
 def start_client(conf: dict[str, Any], credentials: Credentials | None = None) -> KazooClient:
     client = make_client(conf, credentials)
     connect(client, conf)

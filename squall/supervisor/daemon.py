@@ -11,7 +11,7 @@ Storm's three timers:
   download and unpack the code of new topologies;
 * sync processes (``supervisor.monitor.frequency.secs``): classify every
   slot's worker as valid, timed out, not started or disallowed, and kill or
-  (re)launch accordingly.
+  (re)launch accordingly (the decisions: :mod:`squall.supervisor.sync`).
 
 The supervisor keeps no state but its local directory: stopping it leaves
 workers running, and a restarted supervisor adopts them.
@@ -40,14 +40,16 @@ from pathlib import Path
 from typing import Any
 
 import structlog
-from kazoo.protocol.states import KazooState
 
+from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import cluster_credentials, connect, is_secure, make_client
+from squall.cluster.watches import ChildrenWatch
+from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, is_secure, make_client
 from squall.config import DEFAULTS
 from squall.errors import SquallError
 from squall.runtime.package import extract
 from squall.runtime.status import Status
+from squall.supervisor.sync import NOT_RUNNING, Action, Kill, Launch, ProcessSync, SlotState, WriteAssignment
 from squall.supervisor.workers import (
     UMASK,
     Slot,
@@ -98,6 +100,12 @@ class Supervisor:
         self._refused: dict[str, str] = {}  # topology id -> why its workers are not launched
         self._umask: int | None = None
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
+        # Ephemeral nodes are re-created by the next heartbeat: a lost session needs no recovery.
+        self.session = Session(self.zk, "supervisor", on_lost=self._on_session_lost,
+                               on_connected=self._on_connected)
+        self._assignments_watch: ChildrenWatch | None = None
+        self.process_sync = ProcessSync(conf["supervisor.worker.timeout.secs"],
+                                        conf["supervisor.worker.start.timeout.secs"])
         self._desired: dict[int, dict[str, Any]] = {}
         self._lock = threading.Lock()
         self._children: dict[int, subprocess.Popen[bytes]] = {}
@@ -125,11 +133,11 @@ class Supervisor:
         self._umask = os.umask(UMASK)
         for sub in ("workers", "code"):
             private_dir(self.local_dir / sub)
-        self.zk.add_listener(self._on_zk_state)
+        self.session.start()
         connect(self.zk, self.conf, "supervisor")
         self.state.setup(fix_acls=False)  # the leader nimbus re-ACLs the tree
         self._register()
-        self.zk.ChildrenWatch(self.state.path("assignments"), self._on_assignments_changed)
+        self._assignments_watch = self.state.watch_assignments(self._on_assignments_changed)
         for target, name in ((self._heartbeat_loop, "heartbeat"),
                              (self._assignments_loop, "sync-assignments"),
                              (self._processes_loop, "sync-processes")):
@@ -149,6 +157,8 @@ class Supervisor:
         log.info("supervisor stopping", reason=reason, kill_workers=kill_workers)
         self._stop.set()
         self._sync_now.set()
+        if self._assignments_watch is not None:
+            self._assignments_watch.stop()
         for thread in self._threads:
             thread.join(10)
         if kill_workers:
@@ -158,8 +168,8 @@ class Supervisor:
             # After the workers: their bolts must not see the server die first.
             # Without them it keeps running for the workers; the next supervisor adopts it.
             self.spark.stop(kill=kill_workers, reason=reason)
-        self.zk.stop()
-        self.zk.close()
+        self.session.close()
+        disconnect(self.zk)
         if self._umask is not None:
             os.umask(self._umask)
         self.status = Status.STOPPED
@@ -173,16 +183,14 @@ class Supervisor:
         self.state.register_supervisor(self.node, {"node": self.node, "host": self.host, "ports": self.ports,
                                                    "time": self.now()})
 
-    def _on_zk_state(self, state: str) -> None:
-        # Ephemeral nodes are re-created by the next heartbeat; nothing blocks here.
-        if state == KazooState.LOST:
-            log.warning("zookeeper session lost; workers keep running")
-        elif state == KazooState.CONNECTED:
-            self._sync_now.set()
+    def _on_session_lost(self) -> None:
+        log.warning("zookeeper session lost; workers keep running")
 
-    def _on_assignments_changed(self, children: list[str]) -> bool:
+    def _on_connected(self) -> None:
         self._sync_now.set()
-        return not self._stop.is_set()
+
+    def _on_assignments_changed(self, children: list[str]) -> None:
+        self._sync_now.set()
 
     # -- timers --------------------------------------------------------------
 
@@ -315,38 +323,30 @@ class Supervisor:
             return
         with self._lock:
             desired = dict(self._desired)
+        # Slot by slot, each looked at just before it is acted on (killing one takes a while).
         for port, slot in self.slots.items():
             child = self._children.get(port)
             if child is not None and child.poll() is not None:
                 del self._children[port]  # reaped: no zombie left behind
-            self._sync_slot(slot, desired.get(port))
+            for action in self.process_sync.slot(desired.get(port), self._look_at(slot), self.now()):
+                self._execute(slot, action)
 
-    def _sync_slot(self, slot: Slot, want: dict[str, Any] | None) -> None:
-        proc = slot.process()
-        grace = self.conf["supervisor.worker.shutdown.sleep.secs"]
-        if want is None:
-            if proc is not None:
-                slot.kill("disallowed", grace)
-            return
-        if proc is None:
-            log.info("worker not running: launching", port=slot.port, topology=want["topology_id"])
-            self._launch(slot, want)
-            return
-        current = read_json(slot.assignment_file)
-        if current != want:
-            write_json(slot.assignment_file, want)
-        beat = slot.heartbeat()
-        launched = (slot.pid_record() or {}).get("launched", 0)
-        mine = bool(beat and beat.get("topology_id") == want["topology_id"]
-                    and beat.get("executors") == want["executors"] and beat.get("time", 0) >= launched - 1)
-        age = self.now() - (beat["time"] if mine else launched)
-        if beat and not mine and beat.get("time", 0) >= launched - 1:
-            slot.kill("disallowed", grace)  # runs something else than assigned
-            self._launch(slot, want)
-        elif age > self.conf["supervisor.worker.timeout.secs" if mine
-                             else "supervisor.worker.start.timeout.secs"]:
-            slot.kill("timed-out", grace)
-            self._launch(slot, want)
+    @staticmethod
+    def _look_at(slot: Slot) -> SlotState:
+        if slot.process() is None:
+            return SlotState(slot.port, running=False)
+        return SlotState(slot.port, running=True, assignment=read_json(slot.assignment_file),
+                         beat=slot.heartbeat(), launched=(slot.pid_record() or {}).get("launched", 0))
+
+    def _execute(self, slot: Slot, action: Action) -> None:
+        if isinstance(action, Kill):
+            slot.kill(action.reason, self.conf["supervisor.worker.shutdown.sleep.secs"])
+        elif isinstance(action, WriteAssignment):
+            write_json(slot.assignment_file, action.want)
+        elif isinstance(action, Launch):
+            if action.reason == NOT_RUNNING:
+                log.info("worker not running: launching", port=slot.port, topology=action.want["topology_id"])
+            self._launch(slot, action.want)
 
     def worker_env(self, want: dict[str, Any], port: int | None = None) -> dict[str, str]:
         squall = {"SQUALL_NODE": self.node}

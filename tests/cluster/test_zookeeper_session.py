@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from kazoo.client import KazooClient
-from kazoo.protocol.states import KazooState
 
 from squall import config as config_mod
+from squall.cluster.session import LOST
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.nimbus.daemon import Nimbus
@@ -75,8 +75,8 @@ def test_a_leader_whose_session_came_back_before_it_looked_still_steps_down(zook
         poll_for(lambda: nimbus.is_leader, message="leading")
         # When kazoo reports the session lost, and the recovery runs at once (as
         # when the reconnect is immediate), before the leader's next look
-        nimbus._on_zk_state(KazooState.LOST)
-        nimbus._recover()
+        nimbus.session.handle(LOST)
+        nimbus.session.recover()
         # Then the term still ends, and nimbus leads again in a new term
         poll_for(lambda: nimbus.leader_terms == 2 and nimbus.is_leader, timeout=10, message="a second term")
     finally:

@@ -1,0 +1,109 @@
+"""Leader election among daemons (the nimbuses), on kazoo's Election recipe.
+
+Every contender holds a sequential node under the election path; the lowest
+leads.  A term lasts until the elector is stopped or its ZooKeeper session is
+lost (see :class:`squall.cluster.session.Session`): the lock node dies with
+the session, so another contender may lead already, and the term ends even
+when a new session came back before the leader looked.  After a loss the
+elector does not contend again until the session has recovered (the daemon
+re-registered), then it runs for a new term.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from squall.clock import Clock
+from squall.cluster.session import Session
+
+log = structlog.get_logger("squall.cluster.election")
+
+POLL_SECS = 0.2  # how often a leader looks at its session, and a lost elector at its recovery
+RETRY_SECS = 1.0  # after an election that failed (connection trouble)
+
+
+def _ignore(leading: bool) -> None:
+    return None
+
+
+class LeaderElection:
+    """Runs for leadership on a thread of its own, from :meth:`start` to :meth:`stop`.
+
+    ``on_change(True)`` is called on that thread when a term begins and
+    ``on_change(False)`` when it ends; the term holds while ``on_change(True)``
+    runs (nimbus's first reconciliation runs there, as the leader).
+    """
+
+    def __init__(self, client: Any, path: str, identifier: str, session: Session,
+                 on_change: Callable[[bool], None] = _ignore, clock: Clock | None = None,
+                 name: str = "election") -> None:
+        self.client = client
+        self.path = path
+        self.identifier = identifier
+        self.session = session
+        self.on_change = on_change
+        self.clock = clock or Clock()
+        self.name = name
+        self.is_leader = False
+        self.terms = 0  # how many terms this elector won
+        self._stop = threading.Event()
+        self._recipe: Any = None
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Leave the election; a leader's term ends within a poll.  :meth:`join` waits for it."""
+        self._stop.set()
+        if self._recipe is not None:
+            self._recipe.cancel()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def leader(self) -> str | None:
+        """The identifier of the contender that leads now, None if unknown."""
+        try:
+            contenders = self.client.Election(self.path).contenders()
+        except Exception:  # noqa: BLE001 - ZooKeeper unreachable: nobody is known to lead
+            return None
+        return contenders[0] if contenders else None
+
+    def _wait(self, seconds: float) -> None:
+        self.clock.sleep_until(self.clock.now() + seconds, self._stop)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            if self.session.lost:
+                self._wait(POLL_SECS)
+                continue
+            try:
+                self._recipe = self.client.Election(self.path, self.identifier)
+                self._recipe.run(self._lead)
+            except Exception:  # noqa: BLE001 - connection trouble: try again
+                if not self._stop.is_set():
+                    log.exception("election failed; retrying", path=self.path)
+                    self._wait(RETRY_SECS)
+
+    def _lead(self) -> None:
+        losses = self.session.losses
+        self.terms += 1
+        self.is_leader = True
+        self._notify(True)
+        while not self._stop.is_set() and not self.session.lost and self.session.losses == losses:
+            self._wait(POLL_SECS)
+        self.is_leader = False
+        self._notify(False)
+
+    def _notify(self, leading: bool) -> None:
+        try:
+            self.on_change(leading)
+        except Exception:  # noqa: BLE001 - the term's bookkeeping must not end with the callback
+            log.exception("leadership callback failed", leading=leading)

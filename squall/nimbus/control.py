@@ -1,0 +1,182 @@
+"""What nimbus changes: a topology's status (activate, deactivate, kill), its
+size (rebalance), and the reconciliation that follows every change and runs
+each monitor round.
+
+The decisions of a reconciliation are :class:`squall.nimbus.reconcile.Reconciler`'s;
+here they are fed what ZooKeeper holds and carried out.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from squall import config as config_mod
+from squall.cluster.state import ClusterState
+from squall.nimbus.errors import ApiError, bad_request
+from squall.nimbus.reconcile import (
+    Action,
+    Observed,
+    Reconciler,
+    RemoveOrphanAssignment,
+    RemoveTopology,
+    WriteAssignment,
+)
+from squall.nimbus.views import record_named, resolve
+from squall.ui import storm_api
+
+log = structlog.get_logger("squall.nimbus.control")
+
+
+def _setting(conf: dict[str, Any], key: str) -> Any:
+    return conf.get(key, config_mod.DEFAULTS[key])
+
+
+class TopologyControl:
+    """Changes to running topologies, and the reconciliation that carries them out."""
+
+    def __init__(self, state: ClusterState, conf: dict[str, Any],
+                 now: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.conf = conf
+        self.now = now
+        self.reconciler = Reconciler(_setting(conf, "nimbus.task.timeout.secs"),
+                                     _setting(conf, "nimbus.task.launch.secs"))
+        # One reconciliation at a time: the monitor thread's pass and an API call's (a kill,
+        # a submit) read a topology and write its assignment; interleaved, a pass that read
+        # the topology before a kill removed it wrote its assignment back after, and the
+        # slots of a topology that no longer exists stayed taken for ever.
+        self._reconcile_lock = threading.RLock()
+
+    # -- lifecycle -----------------------------------------------------------
+
+    def set_status(self, name: str, status: str) -> dict[str, Any]:
+        return self._set_status(record_named(self.state, name), status)
+
+    def _set_status(self, record: dict[str, Any], status: str) -> dict[str, Any]:
+        name = record["name"]
+        if record["status"] == "killing":
+            raise ApiError(409, f"topology {name!r} is being killed")
+        record["status"] = status
+        self.state.put_topology(record)
+        self.reconcile(record["id"])
+        return {"name": name, "status": status}
+
+    def kill(self, name: str, wait: Any = None) -> dict[str, Any]:
+        return self._kill(record_named(self.state, name), wait)
+
+    def _kill(self, record: dict[str, Any], wait: Any = None) -> dict[str, Any]:
+        name = record["name"]
+        if wait is None:
+            wait = record["conf"].get("topology.message.timeout.secs",
+                                      config_mod.DEFAULTS["topology.message.timeout.secs"])
+        # NaN passes "< 0" and would leave the topology killing for ever.
+        if (not isinstance(wait, (int, float)) or isinstance(wait, bool) or not math.isfinite(wait)
+                or wait < 0):
+            raise bad_request(f"'wait_secs' must be a number >= 0, got {wait!r}")
+        record["status"] = "killing"
+        record["kill_at"] = self.now() + wait
+        self.state.put_topology(record)
+        log.info("topology killed", topology=name, wait_secs=wait)
+        self.reconcile(record["id"])
+        return {"name": name, "status": "killing", "wait_secs": wait}
+
+    def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self._rebalance(record_named(self.state, name), body)
+
+    def _rebalance(self, record: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        name = record["name"]
+        workers = body.get("workers")
+        executors = body.get("executors") or {}
+        if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
+            raise bad_request(f"'workers' must be an integer >= 1, got {workers!r}")
+        if workers is not None and workers > self.conf["nimbus.slots.perTopology"]:
+            raise bad_request(f"{workers} workers is over this cluster's nimbus.slots.perTopology "
+                              f"({self.conf['nimbus.slots.perTopology']})")
+        if not isinstance(executors, dict):
+            raise bad_request("'executors' must map component names to executor counts")
+        definition = record["definition"]
+        by_name = {c["name"]: c for c in definition["components"]}
+        for component, count in executors.items():
+            if component not in by_name:
+                raise bad_request(f"topology {name!r} has no component {component!r}")
+            tasks = by_name[component]["tasks"]
+            if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= tasks:
+                raise bad_request(f"component {component!r} can run 1..{tasks} executors "
+                                  f"(its task count), got {count!r}")
+            by_name[component]["par"] = count
+        if workers is not None:
+            record["conf"]["topology.workers"] = workers
+            record["num_workers"] = workers
+        self.state.put_topology(record)
+        self.reconcile(record["id"], reschedule=True)
+        return {"name": name, "workers": record["num_workers"], "executors": executors}
+
+    def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
+        """Storm's POST /topology/:id/<action>; Storm's answer."""
+        record = resolve(self.state, ident)
+        if action in ("activate", "deactivate"):
+            self._set_status(record, "active" if action == "activate" else "inactive")
+        elif action == "kill":
+            self._kill(record, wait)
+        elif action == "rebalance":
+            # Squall moves executors at once: Storm's wait (spouts paused first) has no counterpart.
+            try:
+                request = storm_api.rebalance_request(body)
+            except ValueError as e:
+                raise bad_request(str(e)) from e
+            self._rebalance(record, request)
+        else:
+            msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
+            raise ApiError(404, msg)
+        return storm_api.op_response(record["id"], action)
+
+    # -- reconciliation ------------------------------------------------------
+
+    def reconcile_all(self) -> None:
+        for topology_id in self.state.topology_ids():
+            try:
+                self.reconcile(topology_id)
+            except Exception:  # noqa: BLE001 - one bad topology must not stop the others
+                log.exception("reconciling a topology failed", id=topology_id)
+        self.remove_orphan_assignments()
+
+    def remove_orphan_assignments(self) -> None:
+        """Drop the assignments of topologies that no longer exist, freeing their slots."""
+        with self._reconcile_lock:
+            self._execute(Reconciler.orphans(self.state.topology_ids(), self.state.assignment_ids()))
+
+    def reconcile(self, topology_id: str, reschedule: bool = False) -> None:
+        with self._reconcile_lock:
+            record = self.state.topology(topology_id)
+            if record is None:
+                return
+            now = self.now()
+            supervisors, beats = self.state.supervisors(), self.state.worker_beats()
+            current = self.state.assignment(topology_id)
+            observed = Observed(supervisors, beats, self.state.assignments())
+            self._execute(self.reconciler.topology(record, current, observed, now, reschedule))
+
+    def _execute(self, actions: list[Action]) -> None:
+        for action in actions:
+            if isinstance(action, RemoveTopology):
+                self.state.remove_topology(action.topology_id)
+                log.info("topology removed", topology=action.name, id=action.topology_id)
+            elif isinstance(action, WriteAssignment):
+                a = action.assignment
+                self.state.put_assignment(action.topology_id, a)
+                log.info("assignment written", topology=action.name, version=a["version"],
+                         slots=[f"{w['node']}:{w['port']}" for w in a["workers"]], active=a["active"])
+            elif isinstance(action, RemoveOrphanAssignment) and self._orphaned(action.topology_id):
+                self.state.remove_assignment(action.topology_id)
+                log.warning("orphan assignment removed", id=action.topology_id)
+
+    def _orphaned(self, topology_id: str) -> bool:
+        # Under the lock, an assignment is only ever written after its topology,
+        # so one whose topology is missing now is an orphan, not a submit under way.
+        return self.state.topology(topology_id) is None

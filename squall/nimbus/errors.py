@@ -1,0 +1,12 @@
+"""Errors nimbus's API answers with (re-exported by :mod:`squall.nimbus.service`);
+ApiError itself lives in squall.errors, where the web app (squall.ui) catches it."""
+
+from __future__ import annotations
+
+from squall.errors import ApiError
+
+__all__ = ["ApiError", "bad_request"]
+
+
+def bad_request(message: str) -> ApiError:
+    return ApiError(400, message)

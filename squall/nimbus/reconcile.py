@@ -1,0 +1,137 @@
+"""What nimbus decides in a reconciliation round, apart from ZooKeeper.
+
+A pure core, as dask-distributed's worker state machine is: the shell
+(:mod:`squall.nimbus.control`) reads a topology's record and what the cluster
+looks like, passes them in with the time, and carries out the actions that
+come back.  Nothing here reads a clock or touches the network.
+
+Per topology, one of:
+
+* a topology being killed whose wait is over is removed (:class:`RemoveTopology`);
+* otherwise its executors are placed: live workers keep theirs, and the
+  executors of dead workers (no fresh heartbeat after their launch grace, or
+  on a supervisor gone for longer than ``nimbus.task.timeout.secs``) move, by
+  :func:`squall.nimbus.scheduler.schedule`; an assignment that differs from
+  the current one is written (:class:`WriteAssignment`).
+
+And across topologies, the assignments whose topology no longer exists are
+removed (:class:`RemoveOrphanAssignment`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from squall.nimbus.scheduler import ExecutorId, Slot, schedule
+from squall.topology.topology import definition_from_dict
+from squall.worker.plan import plan_topology
+
+
+@dataclass(frozen=True)
+class RemoveTopology:
+    """The topology's kill wait is over: remove it and everything of it."""
+
+    topology_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class WriteAssignment:
+    topology_id: str
+    name: str
+    assignment: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RemoveOrphanAssignment:
+    """Remove the assignment, if its topology is still missing when the shell looks again
+    (one written since the shell read the topologies is not an orphan)."""
+
+    topology_id: str
+
+
+Action = RemoveTopology | WriteAssignment | RemoveOrphanAssignment
+
+
+@dataclass(frozen=True)
+class Observed:
+    """What nimbus read of the cluster for a topology's round."""
+
+    supervisors: Mapping[str, Mapping[str, Any]]  # node -> {"host", "ports", ...} of live supervisors
+    beats: Mapping[str, Mapping[str, Mapping[str, Any]]]  # node -> str(port) -> the worker's heartbeat
+    assignments: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)  # every topology's
+
+
+class Reconciler:
+    """Nimbus's decisions; its only memory is when it last saw each supervisor registered."""
+
+    def __init__(self, task_timeout_secs: float, launch_secs: float) -> None:
+        self.task_timeout_secs = task_timeout_secs
+        self.launch_secs = launch_secs
+        # node -> when this nimbus last saw its supervisor registered (or first missed it).
+        self.node_seen: dict[str, float] = {}
+
+    def topology(self, record: Mapping[str, Any], current: Mapping[str, Any] | None, observed: Observed,
+                 now: float, reschedule: bool = False) -> list[Action]:
+        """The actions for one topology; ``current`` is its assignment (None: none yet), and
+        with ``reschedule`` every executor is placed afresh (a rebalance)."""
+        topology_id = record["id"]
+        if record["status"] == "killing" and now >= record.get("kill_at", 0):
+            return [RemoveTopology(topology_id, record["name"])]
+        plan = plan_topology(definition_from_dict(record["definition"]), overrides=record["conf"])
+        supervisors = observed.supervisors
+        used: set[Slot] = set()
+        for other_id, other in observed.assignments.items():
+            if other_id != topology_id:
+                used.update((w["node"], w["port"]) for w in other["workers"])
+        for node in supervisors:
+            self.node_seen[node] = now
+        alive: dict[Slot, list[ExecutorId]] = {}
+        since: dict[Slot, float] = {}
+        if current and not reschedule:
+            for w in current["workers"]:
+                slot = (w["node"], w["port"])
+                since[slot] = w["since"]
+                if self._alive(topology_id, w, observed, now):
+                    alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
+        free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
+                for node, info in supervisors.items()}
+        placement = schedule([e.id for e in plan.executors], record["num_workers"], free, alive,
+                             {e.id: e.component for e in plan.executors})
+        workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],
+                    "since": since.get((node, port), now) if (node, port) in alive else now}
+                   for (node, port), execs in sorted(placement.items())]
+        active = record["status"] == "active"
+        known = (current or {}).get("hosts", {})
+        hosts = {w["node"]: supervisors[w["node"]]["host"] if w["node"] in supervisors else known[w["node"]]
+                 for w in workers}
+        if current and current["workers"] == workers and current["active"] == active:
+            return []
+        version = (current or {}).get("version", 0) + 1
+        return [WriteAssignment(topology_id, record["name"], {
+            "version": version, "time": now, "workers": workers, "hosts": hosts, "active": active})]
+
+    def _alive(self, topology_id: str, worker: Mapping[str, Any], observed: Observed, now: float) -> bool:
+        """Does the assigned ``worker`` keep its executors?"""
+        node = worker["node"]
+        if node not in observed.supervisors:
+            # A supervisor restarting (an upgrade, a rotated keyring) leaves its workers
+            # running, and its ZooKeeper node is gone for a moment: its workers keep their
+            # executors for nimbus.task.timeout.secs from when it was last seen (from now
+            # for a nimbus that never saw it, as Storm gives a new leader's first look).
+            seen = self.node_seen.setdefault(node, now)
+            return now - seen < self.task_timeout_secs
+        beat = observed.beats.get(node, {}).get(str(worker["port"]))
+        fresh = bool(beat and beat.get("topology_id") == topology_id
+                     and now - beat["time"] < self.task_timeout_secs)
+        return fresh or now - worker["since"] < self.launch_secs
+
+    @staticmethod
+    def orphans(topology_ids: Iterable[str], assignment_ids: Iterable[str]) -> list[RemoveOrphanAssignment]:
+        """The assignments of topologies that no longer exist (Storm's nimbus cleans up the
+        same way): whatever left one behind, a nimbus that died between removing a
+        topology's parts, or an older nimbus's race."""
+        known = set(topology_ids)
+        return [RemoveOrphanAssignment(t) for t in assignment_ids if t not in known]

@@ -1,0 +1,160 @@
+"""How nimbus takes a topology in: checked (its name, conf and size, its plan, its
+code imported in a throwaway process), then written to ZooKeeper and assigned.
+
+The topology's record and code go to ZooKeeper before its assignment, and in a
+secure cluster its workers' CURVE keypair before either: a supervisor never
+sees a topology whose workers it cannot launch.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from typing import Any
+
+import structlog
+
+from squall import config as config_mod
+from squall import plugins
+from squall.cluster.state import ClusterState
+from squall.errors import ConfigError, TopologyValidationError
+from squall.nimbus.errors import ApiError, bad_request
+from squall.runtime.package import extract
+from squall.security.curve import new_keypair
+from squall.topology.topology import definition_from_dict
+from squall.worker.plan import plan_topology
+
+log = structlog.get_logger("squall.nimbus.submission")
+
+NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
+VERIFY_TIMEOUT_SECS = 60
+VERIFIED = "verified"
+VERIFY_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def verify_env() -> dict[str, str]:
+    """User code imported on nimbus sees none of nimbus's environment but the basics."""
+    return {k: v for k, v in os.environ.items() if k in VERIFY_ENV}
+
+
+class Submission:
+    """Checks a submitted topology, writes it, and has it assigned (``reconcile``)."""
+
+    def __init__(self, state: ClusterState, conf: dict[str, Any], reconcile: Callable[[str], None],
+                 now: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.conf = conf
+        self.now = now
+        self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
+
+    def check_size(self, defn: Any, conf: dict[str, Any]) -> None:
+        """Refuse what would exhaust the cluster (or nimbus, planning it) before planning it."""
+        limits = self.conf
+        merged = {**defn.config, **conf}
+        workers = merged.get("topology.workers", 1)
+        ackers = merged.get("topology.acker.executors")
+        executors = sum(c.par for c in defn.components.values()) + (ackers if ackers is not None else workers)
+        tasks = sum(c.tasks for c in defn.components.values()) + (ackers if ackers is not None else workers)
+        for what, n, key in (("workers", workers, "nimbus.slots.perTopology"),
+                             ("executors", executors, "nimbus.executors.perTopology"),
+                             ("tasks", tasks, "nimbus.tasks.perTopology")):
+            if isinstance(n, int) and n > limits[key]:
+                raise bad_request(f"the topology asks for {n} {what}, over this cluster's {key} "
+                                  f"({limits[key]})")
+
+    def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]:
+        if not isinstance(body, dict):
+            raise bad_request("the request body must be a JSON object")
+        name = body.get("name")
+        if not isinstance(name, str) or not NAME.match(name):
+            raise bad_request(f"topology name {name!r} must be 1-100 letters, digits, '_' or '-'")
+        conf = body.get("conf") or {}
+        if not isinstance(conf, dict):
+            raise bad_request("'conf' must be a JSON object")
+        try:
+            defn = definition_from_dict(body.get("topology"))
+            config_mod.validate(conf)
+            config_mod.validate(defn.config)
+            self.check_size(defn, conf)
+            plan = plan_topology(defn, overrides=conf)
+            # The features' own checks (squall.plugins): e.g. checkpointed state in a node-local
+            # store is refused when workers may span hosts; Spark bolts near the timeout warned of.
+            warnings = plugins.run_submit_checks(
+                plan, [s.get("host", node) for node, s in self.state.supervisors().items()], log)
+        except (TopologyValidationError, ConfigError) as e:
+            raise bad_request(str(e)) from e
+        if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
+            raise ApiError(409, f"a topology named {name!r} is already running")
+        blob = self._decode_code(body.get("code"))
+        self._verify(defn.to_dict(), blob)
+        topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
+        if self.conf["squall.secure"]:
+            # Before the topology exists: a supervisor never sees it without its workers' key.
+            self.state.put_topology_secrets(topology_id, {"curve": new_keypair()})
+        self.state.put_code(topology_id, blob)
+        # Storm's topology.name: the name submitted, which the workers' components see in
+        # their conf (the definition's own name is its class's); a transactional id
+        # defaults to it.
+        topo_conf = {**defn.config, **conf, "topology.name": name}
+        self.state.put_topology({
+            "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
+            "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
+            "owner": owner,
+        })
+        log.info("topology submitted", topology=name, id=topology_id, owner=owner,
+                 executors=len(plan.executors), workers=plan.conf["topology.workers"])
+        self._reconcile(topology_id)
+        return {"name": name, "id": topology_id, **({"warnings": warnings} if warnings else {})}
+
+    def _decode_code(self, code: Any) -> bytes:
+        if code is None:
+            return b""
+        if not isinstance(code, str):
+            raise bad_request("'code' must be a base64 string of a zip file")
+        try:
+            blob = base64.b64decode(code, validate=True)
+        except (binascii.Error, ValueError) as e:
+            raise bad_request(f"'code' is not valid base64: {e}") from e
+        if len(blob) > self.conf["nimbus.code.max.bytes"]:
+            raise bad_request(f"the code package is {len(blob)} bytes, over nimbus.code.max.bytes")
+        return blob
+
+    def _verify(self, definition: dict[str, Any], blob: bytes) -> None:
+        """Load every class in a throwaway process: a missing class is refused now.
+
+        Success must be said, not implied: the process prints ``verified <nonce>``
+        (a nonce it is given on stdin) after loading everything, so user code that
+        ends the process early at import (``os._exit(0)``) is refused, not waved on."""
+        with tempfile.TemporaryDirectory(prefix="squall-verify-") as tmp:
+            if blob:
+                try:
+                    extract(blob, tmp, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
+                            max_entries=self.conf["nimbus.code.max.entries"])
+                except Exception as e:  # noqa: BLE001 - a corrupt or oversized zip is bad input
+                    raise bad_request(f"the code package is refused: {e}") from e
+            nonce = os.urandom(16).hex()
+            try:
+                proc = subprocess.run(
+                    [sys.executable, "-m", "squall.nimbus.verify", tmp],
+                    input=json.dumps({"definition": definition, "nonce": nonce}),
+                    capture_output=True, text=True, timeout=VERIFY_TIMEOUT_SECS, check=False, cwd=tmp,
+                    env=verify_env())
+            except subprocess.TimeoutExpired as e:
+                raise bad_request("importing the topology's code did not finish in time") from e
+            said = proc.stdout.strip().splitlines()
+            if proc.returncode == 0 and said and said[-1] == f"{VERIFIED} {nonce}":
+                return
+            reason = ("\n".join(line for line in said if nonce not in line).strip()
+                      or proc.stderr.strip()[-2000:])
+            if proc.returncode == 0:
+                reason = ("importing the topology's code ended the verification process before it "
+                          f"reported success{': ' + reason[-500:] if reason else ''}")
+            raise bad_request(reason or f"verifying the topology's code failed (exit {proc.returncode})")

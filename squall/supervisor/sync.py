@@ -1,0 +1,99 @@
+"""What the supervisor does with each slot's worker, decided apart from processes and files.
+
+A pure core, as dask-distributed's worker state machine is: the supervisor
+(:meth:`squall.supervisor.daemon.Supervisor.sync_processes`) looks at a slot
+(is its worker alive, what do its assignment file, heartbeat and pid record
+say), passes that in with what the slot should run and the time, and carries
+out the actions that come back, in order.
+
+Storm's classification of a slot's worker:
+
+* **disallowed**: nothing should run on the slot, or the worker's heartbeat
+  (newer than its launch) names another topology or other executors than
+  assigned: killed (and the assigned one launched);
+* **not started**: no live worker where one is assigned: launched;
+* **timed out**: no heartbeat within ``supervisor.worker.start.timeout.secs``
+  of its launch, or none within ``supervisor.worker.timeout.secs`` of its last
+  one: killed and launched again;
+* **valid**: left alone, its assignment file brought up to date (a change of
+  ``active``, of the version, of where the other tasks run).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Why a worker is killed, or launched.
+DISALLOWED = "disallowed"
+TIMED_OUT = "timed-out"
+NOT_RUNNING = "not-running"
+
+
+@dataclass(frozen=True)
+class SlotState:
+    """What the supervisor sees of one slot."""
+
+    port: int
+    running: bool  # a live worker process of ours is on the slot
+    assignment: Any = None  # what the slot's assignment.json holds
+    beat: Mapping[str, Any] | None = None  # the worker's heartbeat.json
+    launched: float = 0.0  # when the worker was launched (wall seconds; 0: unknown)
+
+
+@dataclass(frozen=True)
+class Kill:
+    port: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class Launch:
+    """Launch the worker of ``want`` (if the slot is still assigned so when the shell asks)."""
+
+    port: int
+    want: dict[str, Any]
+    reason: str
+
+
+@dataclass(frozen=True)
+class WriteAssignment:
+    port: int
+    want: dict[str, Any]
+
+
+Action = Kill | Launch | WriteAssignment
+
+
+class ProcessSync:
+    """The supervisor's decisions about its workers; it keeps no state of its own."""
+
+    def __init__(self, worker_timeout_secs: float, start_timeout_secs: float) -> None:
+        self.worker_timeout_secs = worker_timeout_secs
+        self.start_timeout_secs = start_timeout_secs
+
+    def slot(self, want: dict[str, Any] | None, slot: SlotState, now: float) -> list[Action]:
+        """One slot's actions, given what it should run (None: nothing).  Only once the
+        supervisor has synced its assignments: a freshly restarted one must not take its
+        workers for strays."""
+        if want is None:
+            return [Kill(slot.port, DISALLOWED)] if slot.running else []
+        if not slot.running:
+            return [Launch(slot.port, want, NOT_RUNNING)]
+        actions: list[Action] = []
+        if slot.assignment != want:
+            actions.append(WriteAssignment(slot.port, want))
+        beat = slot.beat
+        # A heartbeat older than the launch is the predecessor's: it says nothing of this worker.
+        current = bool(beat and beat.get("time", 0) >= slot.launched - 1)
+        mine = bool(current and beat and beat.get("topology_id") == want["topology_id"]
+                    and beat.get("executors") == want["executors"])
+        age = now - (beat["time"] if mine and beat else slot.launched)
+        if current and not mine:
+            reason = DISALLOWED  # runs something else than assigned
+        elif age > (self.worker_timeout_secs if mine else self.start_timeout_secs):
+            reason = TIMED_OUT
+        else:
+            return actions
+        return [*actions, Kill(slot.port, reason), Launch(slot.port, want, reason)]

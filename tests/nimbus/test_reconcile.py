@@ -1,0 +1,202 @@
+"""Nimbus's reconciliation as a pure core: a topology's record and what the
+cluster looks like in, with the time from a fake clock; actions out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall import Bolt, Spout, Topology
+from squall.clock import FakeClock
+from squall.nimbus.reconcile import (
+    Observed,
+    Reconciler,
+    RemoveOrphanAssignment,
+    RemoveTopology,
+    WriteAssignment,
+)
+
+TID = "pipe-1"
+TASK_TIMEOUT = 30.0
+LAUNCH = 120.0
+# Two workers' worth of executors: two ackers, the spout, the bolt.
+EXECUTORS = [[1, 1], [2, 2], [3, 3], [4, 4]]
+
+
+class Numbers(Spout):
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Sink(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class Pipeline(Topology):
+    numbers = Numbers.spec()
+    sink = Sink.spec(inputs=[numbers])
+
+
+def record(status: str = "active", workers: int = 2, **extra: Any) -> dict[str, Any]:
+    return {"id": TID, "name": "pipe", "status": status, "definition": Pipeline.definition().to_dict(),
+            "conf": {"topology.workers": workers}, "submitted": 0, "num_workers": workers, **extra}
+
+
+SUPERVISORS = {"n1": {"host": "h1", "ports": [6700, 6701]}, "n2": {"host": "h2", "ports": [6700]}}
+
+
+def observed(supervisors: dict[str, Any] | None = None, beats: dict[str, Any] | None = None,
+             assignments: dict[str, Any] | None = None) -> Observed:
+    return Observed(SUPERVISORS if supervisors is None else supervisors, beats or {}, assignments or {})
+
+
+def beat(t: float, topology_id: str = TID) -> dict[str, Any]:
+    return {"topology_id": topology_id, "time": t}
+
+
+def written(actions: list[Any]) -> dict[str, Any]:
+    (action,) = actions
+    assert isinstance(action, WriteAssignment) and action.topology_id == TID and action.name == "pipe"
+    return action.assignment
+
+
+def slots(assignment: dict[str, Any]) -> dict[tuple[str, int], list[list[int]]]:
+    return {(w["node"], w["port"]): w["executors"] for w in assignment["workers"]}
+
+
+def first_assignment(reconciler: Reconciler, now: float) -> dict[str, Any]:
+    return written(reconciler.topology(record(), None, observed(), now))
+
+
+def test_a_new_topology_is_spread_over_the_nodes_and_an_unchanged_one_writes_nothing() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    assert assignment["version"] == 1 and assignment["active"] is True and assignment["time"] == clock.now()
+    assert sorted(slots(assignment)) == [("n1", 6700), ("n2", 6700)]
+    assert sorted(e for w in assignment["workers"] for e in w["executors"]) == EXECUTORS
+    assert assignment["hosts"] == {"n1": "h1", "n2": "h2"}
+    assert {w["since"] for w in assignment["workers"]} == {clock.now()}
+    # Within the launch grace, heartbeats or none, nothing changes
+    clock.advance(LAUNCH - 1)
+    assert reconciler.topology(record(), assignment, observed(), clock.now()) == []
+
+
+def test_slots_other_topologies_hold_are_not_taken() -> None:
+    other = {"other-1": {"workers": [{"node": "n1", "port": 6700, "executors": [[1, 1]]}]}}
+    assignment = written(Reconciler(TASK_TIMEOUT, LAUNCH).topology(
+        record(), None, observed(assignments=other), 1000.0))
+    assert sorted(slots(assignment)) == [("n1", 6701), ("n2", 6700)]
+
+
+def test_a_dead_workers_executors_move_after_its_launch_grace_and_the_live_one_keeps_its_own() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    start = clock.now()
+    assignment = first_assignment(reconciler, start)
+    clock.advance(LAUNCH + 1)
+    # Given the worker on n1 beats, the one on n2 never did
+    beats = {"n1": {"6700": beat(clock.now() - 1)}}
+    moved = written(reconciler.topology(record(), assignment, observed(beats=beats), clock.now()))
+    # Then n2's executors move to the free slot, n1's stay where they were, since its launch
+    assert moved["version"] == 2
+    before, after = slots(assignment), slots(moved)
+    assert after[("n1", 6700)] == before[("n1", 6700)]
+    assert after[("n1", 6701)] == before[("n2", 6700)]
+    assert ("n2", 6700) not in after
+    since = {(w["node"], w["port"]): w["since"] for w in moved["workers"]}
+    assert since == {("n1", 6700): start, ("n1", 6701): clock.now()}
+
+
+def test_a_heartbeat_too_old_or_of_another_topology_is_no_sign_of_life() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    clock.advance(LAUNCH + 1)
+    beats = {"n1": {"6700": beat(clock.now() - TASK_TIMEOUT)}, "n2": {"6700": beat(clock.now(), "other-2")}}
+    moved = written(reconciler.topology(record(), assignment, observed(beats=beats), clock.now()))
+    # Both dead: the executors are dealt afresh over the free slots
+    assert sorted(e for w in moved["workers"] for e in w["executors"]) == EXECUTORS
+    assert {w["since"] for w in moved["workers"]} == {clock.now()}
+
+
+def test_a_vanished_supervisors_workers_keep_their_executors_for_the_task_timeout() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    clock.advance(LAUNCH + 1)
+    beats = {"n1": {"6700": beat(clock.now())}, "n2": {"6700": beat(clock.now())}}
+    assert reconciler.topology(record(), assignment, observed(beats=beats), clock.now()) == []
+    last_seen = clock.now()
+    # When n2's supervisor is gone (restarting) with its worker's heartbeats
+    only_n1 = {"n1": SUPERVISORS["n1"]}
+    clock.advance(TASK_TIMEOUT - 1)
+    beats = {"n1": {"6700": beat(clock.now())}}
+    assert reconciler.topology(record(), assignment, observed(only_n1, beats), clock.now()) == []
+    # Then its executors move once it has been gone for the task timeout since last seen
+    clock.advance(1)
+    assert clock.now() - last_seen == TASK_TIMEOUT
+    moved = written(reconciler.topology(record(), assignment, observed(only_n1, beats), clock.now()))
+    assert slots(moved)[("n1", 6701)] == slots(assignment)[("n2", 6700)]
+
+
+def test_a_new_leader_gives_a_supervisor_it_never_saw_the_task_timeout_from_its_first_look() -> None:
+    clock = FakeClock()
+    assignment = first_assignment(Reconciler(TASK_TIMEOUT, LAUNCH), clock.now())
+    clock.advance(LAUNCH + 1)
+    only_n1 = {"n1": SUPERVISORS["n1"]}
+    beats = {"n1": {"6700": beat(clock.now())}}
+    leader = Reconciler(TASK_TIMEOUT, LAUNCH)  # a nimbus that never saw n2
+    assert leader.topology(record(), assignment, observed(only_n1, beats), clock.now()) == []
+    clock.advance(TASK_TIMEOUT - 1)
+    beats = {"n1": {"6700": beat(clock.now())}}
+    assert leader.topology(record(), assignment, observed(only_n1, beats), clock.now()) == []
+    clock.advance(1)
+    assert ("n2", 6700) not in slots(written(leader.topology(record(), assignment, observed(only_n1, beats),
+                                                             clock.now())))
+
+
+def test_a_kept_worker_on_a_vanished_node_keeps_its_host() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    # n2 gone at once, and the topology deactivated: the assignment is written, n2 still in it
+    only_n1 = {"n1": SUPERVISORS["n1"]}
+    inactive = written(reconciler.topology(record("inactive"), assignment, observed(only_n1), clock.now()))
+    assert inactive["active"] is False and inactive["version"] == 2
+    assert inactive["workers"] == assignment["workers"] and inactive["hosts"] == {"n1": "h1", "n2": "h2"}
+
+
+def test_a_killed_topology_is_deactivated_then_removed_when_its_wait_is_over() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    killing = record("killing", kill_at=clock.now() + 5)
+    assert written(reconciler.topology(killing, assignment, observed(), clock.now()))["active"] is False
+    clock.advance(5)
+    assert reconciler.topology(killing, assignment, observed(), clock.now()) == [RemoveTopology(TID, "pipe")]
+
+
+def test_a_rebalance_places_every_executor_afresh() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    beats = {"n1": {"6700": beat(clock.now())}, "n2": {"6700": beat(clock.now())}}
+    # Live workers or not, the executors are dealt over the new number of workers
+    one = written(reconciler.topology(record(workers=1), assignment, observed(beats=beats), clock.now(),
+                                      reschedule=True))
+    assert list(slots(one)) == [("n1", 6700)]
+    # One worker now: one acker
+    assert slots(one)[("n1", 6700)] == [[1, 1], [2, 2], [3, 3]]
+
+
+def test_nowhere_to_run_is_an_empty_assignment() -> None:
+    assignment = written(Reconciler(TASK_TIMEOUT, LAUNCH).topology(record(), None, observed({}), 1000.0))
+    assert assignment["workers"] == [] and assignment["hosts"] == {}
+
+
+def test_assignments_of_topologies_that_no_longer_exist_are_orphans() -> None:
+    assert Reconciler.orphans(["a-1", "b-2"], ["a-1", "gone-3", "b-2"]) == [RemoveOrphanAssignment("gone-3")]
+    assert Reconciler.orphans([], []) == []

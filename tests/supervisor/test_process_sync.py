@@ -1,0 +1,108 @@
+"""The supervisor's process sync as a pure core: what a slot should run and what
+the supervisor sees of it in, with the time from a fake clock; actions out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from squall.clock import FakeClock
+from squall.supervisor.sync import (
+    DISALLOWED,
+    NOT_RUNNING,
+    TIMED_OUT,
+    Kill,
+    Launch,
+    ProcessSync,
+    SlotState,
+    WriteAssignment,
+)
+
+PORT = 6700
+WORKER_TIMEOUT = 30.0
+START_TIMEOUT = 120.0
+WANT = {"topology_id": "t-1", "executors": [[1, 1], [2, 2]], "active": True, "version": 1}
+
+
+def sync() -> ProcessSync:
+    return ProcessSync(WORKER_TIMEOUT, START_TIMEOUT)
+
+
+def running(launched: float, beat: dict[str, Any] | None = None, assignment: Any = WANT) -> SlotState:
+    return SlotState(PORT, running=True, assignment=assignment, beat=beat, launched=launched)
+
+
+def beat(t: float, topology_id: str = "t-1", executors: Any = None) -> dict[str, Any]:
+    return {"topology_id": topology_id, "executors": WANT["executors"] if executors is None else executors,
+            "time": t}
+
+
+def restart(reason: str) -> list[Any]:
+    return [Kill(PORT, reason), Launch(PORT, WANT, reason)]
+
+
+def test_a_slot_without_an_assignment_has_its_worker_killed_and_nothing_launched() -> None:
+    assert sync().slot(None, SlotState(PORT, running=False), 1000.0) == []
+    assert sync().slot(None, running(900.0, beat(999.0)), 1000.0) == [Kill(PORT, DISALLOWED)]
+
+
+def test_an_assigned_slot_without_a_live_worker_gets_one() -> None:
+    assert sync().slot(WANT, SlotState(PORT, running=False), 1000.0) == [Launch(PORT, WANT, NOT_RUNNING)]
+
+
+def test_a_worker_beating_what_it_was_assigned_is_left_alone_its_file_kept_current() -> None:
+    clock = FakeClock()
+    launched = clock.now()
+    clock.advance(START_TIMEOUT * 2)  # long since its launch: its beats count
+    fresh = beat(clock.now() - 1)
+    assert sync().slot(WANT, running(launched, fresh), clock.now()) == []
+    deactivated = {**WANT, "active": False, "version": 2}
+    assert sync().slot(deactivated, running(launched, fresh), clock.now()) == [
+        WriteAssignment(PORT, deactivated)]
+
+
+def test_a_worker_that_never_beats_is_restarted_after_the_start_timeout() -> None:
+    clock = FakeClock()
+    launched = clock.now()
+    clock.advance(START_TIMEOUT)
+    assert sync().slot(WANT, running(launched), clock.now()) == []
+    clock.advance(0.5)
+    assert sync().slot(WANT, running(launched), clock.now()) == restart(TIMED_OUT)
+
+
+def test_a_worker_whose_beats_stopped_is_restarted_after_the_worker_timeout() -> None:
+    clock = FakeClock()
+    launched = clock.now()
+    clock.advance(5)
+    last = beat(clock.now())
+    clock.advance(WORKER_TIMEOUT)
+    assert sync().slot(WANT, running(launched, last), clock.now()) == []
+    clock.advance(0.5)
+    assert sync().slot(WANT, running(launched, last), clock.now()) == restart(TIMED_OUT)
+
+
+def test_a_worker_running_something_else_than_assigned_is_replaced_at_once() -> None:
+    clock = FakeClock()
+    launched = clock.now()
+    clock.advance(1)
+    for wrong in (beat(clock.now(), topology_id="t-0"), beat(clock.now(), executors=[[1, 1]])):
+        assert sync().slot(WANT, running(launched, wrong), clock.now()) == restart(DISALLOWED)
+
+
+def test_a_heartbeat_older_than_the_launch_is_the_predecessors_and_says_nothing() -> None:
+    clock = FakeClock()
+    old = beat(clock.now(), topology_id="t-0")
+    clock.advance(10)
+    launched = clock.now()
+    # Not disallowed: the new worker has not beaten yet; it gets its start timeout
+    assert sync().slot(WANT, running(launched, old), clock.now()) == []
+    clock.advance(START_TIMEOUT + 1)
+    assert sync().slot(WANT, running(launched, old), clock.now()) == restart(TIMED_OUT)
+    # (A beat within a second before the launch time is taken as the new worker's: clocks differ.)
+    assert sync().slot(WANT, running(launched, beat(launched - 0.5, topology_id="t-0")), launched) == (
+        restart(DISALLOWED))
+
+
+def test_the_assignment_file_is_written_before_a_restart() -> None:
+    stale = {**WANT, "version": 0}
+    assert sync().slot(WANT, running(1000.0, assignment=stale), 1000.0 + START_TIMEOUT + 1) == [
+        WriteAssignment(PORT, WANT), *restart(TIMED_OUT)]
