@@ -25,7 +25,6 @@ from typing import Any
 import structlog
 from prometheus_client.registry import CollectorRegistry
 
-from squall import __version__
 from squall.errors import ApiError
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
@@ -35,6 +34,7 @@ from squall.ui import storm_api as api
 from squall.ui.app import create_app
 from squall.ui.server import HttpServer
 from squall.ui.storm_api import TopologyView
+from squall.version import VERSION
 
 log = structlog.get_logger("squall.local.ui")
 
@@ -189,12 +189,12 @@ class LocalBackend:
         supervisors, used = self.supervisors()
         if head == "supervisor":
             started = dict.fromkeys(supervisors, self.started)
-            return api.supervisor_summary(supervisors, started, used, __version__, now)
+            return api.supervisor_summary(supervisors, started, used, VERSION, now)
         if head == "nimbus":
             me = {"url": self.url, "started": self.started}
-            return api.nimbus_summary([me], self.url, __version__, now)
+            return api.nimbus_summary([me], self.url, VERSION, now)
         if head == "cluster":
-            return api.cluster_summary(self.views(), supervisors, used, __version__)
+            return api.cluster_summary(self.views(), supervisors, used, VERSION)
         return api.topology_summary(self.views(), now)
 
     def ingest(self) -> None:

@@ -4,19 +4,32 @@ served by squall.ui.server (TLS, tokens and limits from the conf: ``nimbus.http.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
-from squall import __version__
+from squall.cluster.state import ClusterState
 from squall.nimbus import prometheus
+from squall.nimbus.service import NimbusService
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
 from squall.ui.auth import Gate
 from squall.ui.connections import Limits
 from squall.ui.server import HttpServer, tls_for_conf
 from squall.ui.storm_api import TopologyView
+from squall.version import VERSION
 
-if TYPE_CHECKING:
-    from squall.nimbus.daemon import Nimbus
+
+class Nimbus(Protocol):
+    """What the web side asks of the nimbus daemon (squall.nimbus.daemon, which imports this)."""
+
+    conf: dict[str, Any]
+    state: ClusterState
+    service: NimbusService
+
+    def require_leader(self) -> None: ...
+
+    def leader_url(self) -> str | None: ...
+
+    def cluster_info(self) -> dict[str, Any]: ...
 
 
 class NimbusBackend:
@@ -50,12 +63,12 @@ class NimbusBackend:
         supervisors = state.supervisors()
         used = {(w["node"], w["port"]) for a in state.assignments().values() for w in a["workers"]}
         if head == "supervisor":
-            return api.supervisor_summary(supervisors, service.supervisors_started(), used, __version__, now)
+            return api.supervisor_summary(supervisors, service.supervisors_started(), used, VERSION, now)
         if head == "nimbus":
-            return api.nimbus_summary(state.nimbuses().values(), self.nimbus.leader_url(), __version__, now)
+            return api.nimbus_summary(state.nimbuses().values(), self.nimbus.leader_url(), VERSION, now)
         views = [service.view(record) for record in state.topologies()]
         if head == "cluster":
-            return api.cluster_summary(views, supervisors, used, __version__)
+            return api.cluster_summary(views, supervisors, used, VERSION)
         return api.topology_summary(views, now)
 
     def require_leader(self) -> None:
