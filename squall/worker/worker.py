@@ -20,12 +20,12 @@ from typing import Any
 import structlog
 
 from squall import compiled
-from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
 from squall.lazy import Lazy
 from squall.metrics.registry import MetricsRegistry
 from squall.runtime.status import Status
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
+from squall.worker.acker_executor import BUCKETS, AckerExecutor
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
 from squall.worker.gc_tuning import freeze_startup_objects, tune_gc
@@ -49,6 +49,8 @@ _EXECUTOR_TYPES: dict[str, type[Executor]] = {
 
 
 class Worker:
+    """Implements :class:`~squall.worker.executor_host.ExecutorHost`: all its executors see of it."""
+
     def __init__(
         self,
         plan: TopologyPlan,
@@ -244,6 +246,13 @@ class Worker:
             queue.put_control(kind, task, payload)
         elif self.transfer is not None:
             self.transfer.put(kind, task, payload)
+
+    def is_remote(self, task: int) -> bool:
+        return self.transfer is not None and task not in self.local_tasks
+
+    def bolt_queues(self) -> list[ExecutorQueue]:
+        # Every executor exists before any starts (see start): these are all of them.
+        return [e.queue for e in self.executors if self.plan.components[e.component].kind == "bolt"]
 
     def deliver(self, kind: str, task: int, payload: Any) -> None:
         """A message from another worker.  One for a task that is not ours (a
