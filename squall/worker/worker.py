@@ -356,7 +356,7 @@ class Worker:
                 s[key] += getattr(executor, key, 0)
             samples = getattr(executor, "latencies", None)
             if samples:
-                # The spout's own deque: whoever summarises copies it once (squall.worker.main).
+                # The spout's own deque: whoever summarises copies it once (squall.worker.process).
                 s["latencies"].append(samples)
         return out
 
