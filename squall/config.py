@@ -66,7 +66,7 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "worker.shutdown.timeout.secs": (5.0, (int, float), 0),
     # The garbage collector's gen-0 threshold while workers run (see squall.worker.gc).
     "worker.gc.gen0.threshold": (50_000, (int,), 0),
-    # Worker processes (squall.worker.main): heartbeat.json is rewritten this often,
+    # Worker processes (squall.worker.process): heartbeat.json is rewritten this often,
     "worker.heartbeat.frequency.secs": (1.0, (int, float), 0.01),
     # assignment.json is checked for changes this often,
     "worker.assignment.poll.secs": (0.5, (int, float), 0.01),

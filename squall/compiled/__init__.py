@@ -34,10 +34,10 @@ SUFFIX = importlib.machinery.EXTENSION_SUFFIXES[0]
 # Every module a data tuple passes through, and nothing else: compiling code
 # that runs once buys nothing and makes its tracebacks harder to read.
 MODULES = (
-    "squall.acker.executor",
     "squall.acker.ledger",
     "squall.acker.rotating_map",
     "squall.topology.tuple",
+    "squall.worker.acker_executor",
     "squall.worker.bolt_executor",
     "squall.worker.collector",
     "squall.worker.component_executor",

@@ -1,7 +1,7 @@
 """One node's worker slots on disk: launching, inspecting and killing workers.
 
 Each slot (port) has a directory ``<local dir>/workers/<port>/`` holding the
-files the worker contract defines (see ``squall.worker.main``):
+files the worker contract defines (see ``squall.worker.contract``):
 ``assignment.json`` (ours), ``heartbeat.json`` and ``errors.jsonl`` (the
 worker's), ``worker.log`` (its stdout and stderr), ``pid`` (ours: pid, process start
 time and launch time, so that a restarted supervisor can find and adopt the

@@ -1,7 +1,8 @@
 """TransactionAttempt: which transaction a tuple belongs to, and which try of it.
 
 Every tuple of a transactional topology carries one as its first value.  It
-crosses workers as a msgpack extension type (see squall.worker.serialization),
+crosses workers as a msgpack extension type, registered with the worker's wire
+types below when this module is imported (see squall.worker.wire_types),
 and a decoded frame hands every tuple of a batch the *same* object, so the
 batch bolts' per-tuple lookup is an identity test, not a hash.
 """
@@ -9,6 +10,8 @@ batch bolts' per-tuple lookup is an identity test, not a hash.
 from __future__ import annotations
 
 from typing import Any
+
+from squall.worker.wire_types import register
 
 # msgpack extension type code on the wire (0-127 are the application's).
 EXT_CODE = 17
@@ -73,3 +76,6 @@ def unpacker() -> Any:
         return attempt
 
     return unpack
+
+
+register(EXT_CODE, TransactionAttempt, pack, unpacker)

@@ -48,7 +48,7 @@ class BoltExecutor(ComponentExecutor):
         self.executed_by: dict[tuple[str, str], int] = {}  # (source, stream) -> sampled count
         self.sample_at = 0
         self.bolts: dict[int, BoltTask] = {}
-        capture = self.worker.capture
+        capture = self.host.capture
         for task in self.tasks:
             bolt, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)

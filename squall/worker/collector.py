@@ -17,7 +17,7 @@ from typing import Any
 from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
-from squall.transactional.attempt import TransactionAttempt
+from squall.worker.wire_types import PLAIN_TYPES
 
 try:  # Tuples filled in place, without a type call (squall/worker/fastwire.pyx), where it was built
     from squall.worker.fastwire import make_tuple
@@ -65,8 +65,9 @@ class TaskState:
         self.emitted = 0
 
 
-# Values of these types need no further check to cross the wire.
-_PLAIN = frozenset({str, float, bool, type(None), bytes, TransactionAttempt})
+# Values of these types need no further check to cross the wire: msgpack's scalars and
+# the types features register (a TransactionAttempt); the registry's own set, grown in place.
+_PLAIN = PLAIN_TYPES
 
 
 def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values: Any,

@@ -21,7 +21,7 @@ except ImportError:
 
 class ComponentExecutor(Executor):
     def make_context(self, task: int) -> TopologyContext:
-        return TopologyContext(self.plan, self.component, task, self.worker.address, self.worker.resources)
+        return TopologyContext(self.plan, self.component, task, self.host.address, self.host.resources)
 
     def make_instance(self, task: int) -> tuple[Any, TopologyContext, TaskState]:
         cdef = self.plan.components[self.component]
@@ -32,10 +32,10 @@ class ComponentExecutor(Executor):
         instance.logger = instance.logger.bind(component=self.component, task=task)
         instance.call_soon = self.call_soon
         instance.stopping = self.stopping
-        instance.clock = self.worker.clock
+        instance.clock = self.host.clock
         instance.report_error = lambda error, task=task: self.report(error, task)
         # The task's own metrics (Storm's registerMetric), shipped with the worker's stats.
-        instance.metrics = self.worker.metrics_of(self.component, task)
+        instance.metrics = self.host.metrics_of(self.component, task)
         # Component-type settings given to spec(...) (a shell command, a schema, ...).
         instance.options = dict(cdef.options)
         return instance, context, TaskState()
@@ -43,8 +43,7 @@ class ComponentExecutor(Executor):
     def new_batch(self, task: int) -> Any:
         """Where this executor's tuples for ``task`` wait for the end of the turn: a
         list, or for a task of another worker a batch that packs them as they come."""
-        worker = self.worker
-        if RemoteBatch is None or worker.transfer is None or task in worker.local_tasks:
+        if RemoteBatch is None or not self.host.is_remote(task):
             return []
         return RemoteBatch()
 
@@ -55,7 +54,7 @@ class ComponentExecutor(Executor):
         conf = self.conf
         load = None
         if not conf["topology.disable.loadaware.messaging"]:
-            load = (self.worker.load_of, conf["topology.localityaware.higher.bound"],
+            load = (self.host.load_of, conf["topology.localityaware.higher.bound"],
                     conf["topology.localityaware.lower.bound"])
         streams: dict[str, StreamOut] = {}
         for name, stream in cdef.streams.items():
@@ -72,7 +71,7 @@ class ComponentExecutor(Executor):
                         raise TopologyValidationError(msg)
                     custom.prepare(context, name, list(tasks))
                 choosers.append(routing.make_chooser(
-                    inp.grouping, tasks, indices, self.worker.local_tasks, custom, task, load))
+                    inp.grouping, tasks, indices, self.host.local_tasks, custom, task, load))
                 for t in tasks:
                     if t not in self.out:
                         self.out[t] = self.new_batch(t)

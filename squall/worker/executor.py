@@ -24,21 +24,21 @@ from squall.worker.reporting import ErrorThrottle
 from squall.worker.serialization import check_values, try_serialize
 
 if TYPE_CHECKING:
+    from squall.worker.executor_host import ExecutorHost
     from squall.worker.plan import ExecutorDef
-    from squall.worker.worker import Worker
 
 MAX_TURN_TUPLES = 2048
 IDLE_WAIT_SECS = 0.2
 
 
 class Executor:
-    def __init__(self, worker: Worker, edef: ExecutorDef) -> None:
-        self.worker = worker
-        self.plan = worker.plan
+    def __init__(self, host: ExecutorHost, edef: ExecutorDef) -> None:
+        self.host = host  # the worker, seen through the narrow interface it implements
+        self.plan = host.plan
         self.component = edef.component
         self.tasks = edef.tasks
         self.conf = self.plan.component_conf(edef.component)
-        self.queue = ExecutorQueue(self.conf["topology.executor.receive.buffer.size"], worker.backpressure)
+        self.queue = ExecutorQueue(self.conf["topology.executor.receive.buffer.size"], host.backpressure)
         self.running = False
         self.orderly = False
         self.waiting = False
@@ -62,7 +62,7 @@ class Executor:
         self.always_check = self.conf["topology.testing.always.try.serialize"]
         self.check = try_serialize if self.always_check else check_values
         self.errors = ErrorThrottle(self.conf["topology.max.error.report.per.interval"],
-                                    self.conf["topology.error.throttle.interval.secs"], worker.clock.now)
+                                    self.conf["topology.error.throttle.interval.secs"], host.clock.now)
         self.log = structlog.get_logger(f"squall.worker.{type(self).__name__}")
         name = f"executor-{self.component}-{self.tasks[0]}"
         self.thread = threading.Thread(target=self._main, name=name, daemon=True)
@@ -85,17 +85,17 @@ class Executor:
 
     def _main(self) -> None:
         structlog.contextvars.bind_contextvars(
-            node=self.worker.node, topology=self.plan.name, worker=self.worker.address,
+            node=self.host.node, topology=self.plan.name, worker=self.host.address,
             component=self.component, task=self.tasks[0],
         )
         try:
             self.setup()
-            self.worker.executor_ready()
+            self.host.executor_ready()
             self.run_loop()
             if self.orderly:
                 self.teardown()
         except BaseException as e:  # noqa: BLE001 - any escape kills the worker, as in Storm
-            self.worker.die(e, self.component, self.tasks[0])
+            self.host.die(e, self.component, self.tasks[0])
         finally:
             self.queue.release()
 
@@ -169,7 +169,7 @@ class Executor:
         self.queue.put_control("call", self.tasks[0], fn)
 
     def flush(self) -> None:
-        send_data = self.worker.send_data
+        send_data = self.host.send_data
         out = self.out
         for task, batch in out.items():
             if batch:
@@ -181,7 +181,7 @@ class Executor:
                     for payload in batch.take():
                         send_data(task, payload)
         if self.control_out:
-            send_control = self.worker.send_control
+            send_control = self.host.send_control
             pending, self.control_out = self.control_out, []
             for kind, task, payload in pending:
                 send_control(kind, task, payload)
@@ -207,4 +207,4 @@ class Executor:
 
     def report(self, exc: BaseException, task: int) -> None:
         if self.errors.allow():
-            self.worker.report_error(exc, self.component, task, fatal=False)
+            self.host.report_error(exc, self.component, task, fatal=False)

@@ -1,5 +1,8 @@
 """What may cross the wire, and how batches are encoded (msgpack, never pickle).
 
+msgpack's own types cross, and the types features register as extensions
+(:mod:`squall.worker.wire_types`: a TransactionAttempt).
+
 ``check_values`` runs on every emit: a type test per value, deep only for
 containers, so an unserializable value is caught where it was emitted, in
 every mode, not when it first happens to cross workers.
@@ -13,7 +16,7 @@ import msgpack
 
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple
-from squall.transactional.attempt import EXT_CODE, TransactionAttempt, pack, unpacker
+from squall.worker.wire_types import PLAIN_TYPES, ext_hook, pack_ext, registered
 
 try:  # the same bytes from C (squall/worker/fastwire.pyx), where it was built
     from squall.worker.fastwire import PackedRows
@@ -22,9 +25,9 @@ except ImportError:
     fast_encode = None
     PackedRows = None
 
-# TransactionAttempt crosses as a msgpack extension type: the first value of
-# every tuple of a transactional topology.
-_SCALARS = frozenset({str, float, bool, type(None), bytes, TransactionAttempt})
+# msgpack's scalars and the registered extension types (a TransactionAttempt, the
+# first value of every tuple of a transactional topology): the registry's own set.
+_SCALARS = PLAIN_TYPES
 _INT_MIN = -(1 << 63)
 _INT_MAX = (1 << 64) - 1
 
@@ -60,10 +63,11 @@ def _refuse(values: Any, fields: tuple[str, ...], component: str, stream: str) -
             what = type(value).__name__
             if type(value) is int:
                 what = f"int {value} (outside the 64-bit range)"
+            extensions = "".join(f" and a {entry.cls.__name__}" for entry in registered())
             msg = (
                 f"component {component!r} emitted {what} in field {name!r} of stream {stream!r}; "
-                "only None, bool, int (64-bit), float, str, bytes, list, tuple, dict "
-                "and a TransactionAttempt can be emitted"
+                "only None, bool, int (64-bit), float, str, bytes, list, tuple, dict"
+                f"{extensions} can be emitted"
             )
             raise SerializationError(msg)
 
@@ -121,14 +125,6 @@ def generic_encode(messages: list[tuple[str, int, Any]]) -> bytes:
         raise _culprit(messages, e) from e
 
 
-def pack_ext(value: Any) -> Any:
-    """msgpack's hook for types it does not know: only a TransactionAttempt passes."""
-    if type(value) is TransactionAttempt:
-        return msgpack.ExtType(EXT_CODE, pack(value))
-    msg = f"cannot serialize {type(value).__name__}"
-    raise TypeError(msg)
-
-
 def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> SerializationError:
     """Name the emitter of what could not be packed (the cheap emit-time check
     lets through a few values msgpack refuses, such as lone surrogates)."""
@@ -151,14 +147,8 @@ def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> Serializ
 def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, int, Any]]:
     """Rebuild messages; ``component_of(task)`` and ``record_of(component, stream)``
     restore what the wire leaves out."""
-    attempts = unpacker()
-
-    def ext_hook(code: int, data: bytes) -> Any:
-        if code == EXT_CODE:
-            return attempts(data)
-        return msgpack.ExtType(code, data)
-
-    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True, ext_hook=ext_hook)
+    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True,
+                               ext_hook=ext_hook(strict=False))
     out: list[tuple[str, int, Any]] = []
     for kind, task, payload in messages:
         if kind == "data":

@@ -72,7 +72,7 @@ class SpoutTask:
 
 class SpoutExecutor(ComponentExecutor):
     def setup(self) -> None:
-        self.active = self.worker.active
+        self.active = self.host.active
         self.acked = 0
         self.failed = 0
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
@@ -81,19 +81,20 @@ class SpoutExecutor(ComponentExecutor):
         self.tuner: Any = None
         self.batch = self.conf["topology.spout.batch.size"]
         self.wait_secs = self.conf["topology.sleep.spout.wait.strategy.time.ms"] / 1000.0
-        self.tracker = SpoutTracker(self.acker_tasks, self.worker.local_tasks)
+        self.backpressure = self.host.backpressure
+        self.tracker = SpoutTracker(self.acker_tasks, self.host.local_tasks)
         self.yield_above = self.conf["topology.spout.yield.queued.tuples"]
         self.bolt_queues: list[Any] = []
         self.yields_by_trees = False  # the floor of trees in flight applies (else the time limit)
         self.yield_since: float | None = None  # when a spout no trees bound began to yield
         self.spouts: list[SpoutTask] = []
         self.by_task: dict[int, SpoutTask] = {}
-        now = self.now = self.worker.clock.now
+        now = self.now = self.host.clock.now
         for task in self.tasks:
             spout, context, state = self.make_instance(task)
             streams = self.build_streams(task, context)
             spout.emit = spout_emitter(self.component, task, streams, self.appends, self.rand64,
-                                       self.check, self.always_check, self.worker.capture, self.tracker,
+                                       self.check, self.always_check, self.host.capture, self.tracker,
                                        now, state)
             spout.initialize(self.conf, context)
             st = SpoutTask(task, spout, state)
@@ -108,13 +109,10 @@ class SpoutExecutor(ComponentExecutor):
             self._tuned_progress = self.progress(0)
             self._tuned_acked, self._tuned_waited = 0, 0.0
             for st in self.spouts:  # seen per task by the API, Prometheus and the UI
-                self.worker.metrics_of(self.component, st.task).gauge(
+                self.host.metrics_of(self.component, st.task).gauge(
                     "max_spout_pending", lambda: self.max_pending)
         if self.yield_above and not self_limiting:
-            # Every executor exists before any starts (Worker.start): these are all of them.
-            components = self.plan.components
-            self.bolt_queues = [e.queue for e in self.worker.executors
-                                if components[e.component].kind == "bolt"]
+            self.bolt_queues = self.host.bolt_queues()
             self.yields_by_trees = self.tracking and self.max_pending is not None
         if self.active:
             for st in self.spouts:
@@ -135,12 +133,12 @@ class SpoutExecutor(ComponentExecutor):
     def idle_wait(self) -> float:
         # Storm's sleep wait strategy: a spout with nothing to emit sleeps 1 ms,
         # but wakes at once for acks and fails.
-        if self.yield_since is not None and not self.worker.backpressure.active:
+        if self.yield_since is not None and not self.backpressure.active:
             return YIELD_WAIT_SECS  # no ack will wake it when the bolts catch up: look again soon
         return self.wait_secs if self.active else super().idle_wait()
 
     def turn(self) -> bool:
-        if not self.active or self.worker.backpressure.active:
+        if not self.active or self.backpressure.active:
             # Held back, not yielding: it waits at the idle spout's pace.  Backpressure does
             # not restart the yield's time limit, or its cycles could starve this spout.
             if not self.active:
@@ -215,7 +213,7 @@ class SpoutExecutor(ComponentExecutor):
 
     def settle(self, roots: list[int], ok: bool) -> None:
         newest, older = self.tracker.pending.buckets  # two: RotatingMap.pop inlined (hot)
-        now = self.worker.clock.now()
+        now = self.now()
         latencies = self.latencies
         by_task = self.by_task
         settled = 0

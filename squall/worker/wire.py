@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 import msgpack
 
 from squall.topology.tuple import Tuple, record_type
-from squall.transactional.attempt import EXT_CODE, unpacker
+from squall.worker.wire_types import ext_hook
 
 try:  # frames read in C (squall/worker/fastwire.pyx), where it was built
     from squall.worker.fastwire import decode as fast_decode
@@ -94,17 +94,10 @@ class WireValidator:
             parsed = fast_decode(frame, self.task_component, self.data_inputs)
             if parsed is not None:
                 return self._checked(parsed)
-        attempts = unpacker()
-
-        def ext_hook(code: int, data: bytes) -> Any:
-            if code == EXT_CODE:
-                return attempts(data)
-            msg = f"unknown msgpack extension type {code}"
-            raise ValueError(msg)
-
         try:
+            # Extension types registered by features (a TransactionAttempt); any other is refused.
             messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True,
-                                       ext_hook=ext_hook)
+                                       ext_hook=ext_hook(strict=True))
         except Exception as e:  # noqa: BLE001 - whatever msgpack makes of garbage
             self.rejected["undecodable"] += 1
             self.total_rejected += 1

@@ -20,12 +20,13 @@ from typing import Any
 import structlog
 
 from squall import compiled
-from squall.acker.executor import BUCKETS, AckerExecutor
 from squall.clock import Clock
 from squall.lazy import Lazy
 from squall.metrics.registry import MetricsRegistry
 from squall.runtime.status import Status
+from squall.topology.loading import resolve_class
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
+from squall.worker.acker_executor import BUCKETS, AckerExecutor
 from squall.worker.bolt_executor import BoltExecutor
 from squall.worker.executor import Executor
 from squall.worker.gc_tuning import freeze_startup_objects, tune_gc
@@ -49,6 +50,8 @@ _EXECUTOR_TYPES: dict[str, type[Executor]] = {
 
 
 class Worker:
+    """Implements :class:`~squall.worker.executor_host.ExecutorHost`: all its executors see of it."""
+
     def __init__(
         self,
         plan: TopologyPlan,
@@ -93,6 +96,7 @@ class Worker:
         self._ready = 0
         self.ready = threading.Event()
         self.local_tasks = {t for e in executors for t in e.tasks}
+        import_component_classes(plan, executors)
         self.executors: list[Executor] = [_EXECUTOR_TYPES[plan.components[e.component].kind](self, e)
                                           for e in executors]
         self._executor_of = {t: ex for ex in self.executors for t in ex.tasks}
@@ -245,6 +249,13 @@ class Worker:
         elif self.transfer is not None:
             self.transfer.put(kind, task, payload)
 
+    def is_remote(self, task: int) -> bool:
+        return self.transfer is not None and task not in self.local_tasks
+
+    def bolt_queues(self) -> list[ExecutorQueue]:
+        # Every executor exists before any starts (see start): these are all of them.
+        return [e.queue for e in self.executors if self.plan.components[e.component].kind == "bolt"]
+
     def deliver(self, kind: str, task: int, payload: Any) -> None:
         """A message from another worker.  One for a task that is not ours (a
         sender with an old assignment) is dropped, never forwarded: two
@@ -345,9 +356,25 @@ class Worker:
                 s[key] += getattr(executor, key, 0)
             samples = getattr(executor, "latencies", None)
             if samples:
-                # The spout's own deque: whoever summarises copies it once (squall.worker.main).
+                # The spout's own deque: whoever summarises copies it once (squall.worker.process).
                 s["latencies"].append(samples)
         return out
+
+
+def import_component_classes(plan: TopologyPlan, executors: list[ExecutorDef]) -> None:
+    """Import the class of every component this worker runs, before anything can arrive from
+    the wire.  A feature registers its wire types when its modules are imported
+    (squall.worker.wire_types), and a feature's values reach only its own components (a
+    transactional topology runs every bolt inside its CoordinatedBolt), so the decoder knows
+    every type it may meet; a worker that runs none of a feature's components never imports it.
+    A class that does not load is left to its executor, which fails with it as it always has."""
+    for component in sorted({e.component for e in executors}):
+        cls = plan.components[component].cls
+        if cls is not None:
+            try:
+                resolve_class(cls)
+            except Exception:  # noqa: BLE001, S110 - reported by the executor that needs it
+                pass
 
 
 def _controller(queue: ExecutorQueue, task: int, kind: str) -> Callable[[], None]:

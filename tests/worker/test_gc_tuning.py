@@ -59,7 +59,7 @@ def test_a_cluster_worker_freezes_its_heap_once_ready_and_local_mode_never(
     def run(owns_process: bool) -> int:
         gc.unfreeze()
         gc.set_threshold(CPYTHON_DEFAULT_GEN0, 10, 10)
-        if owns_process:  # what squall.worker.main builds: a worker alone in its process
+        if owns_process:  # what squall.worker.process builds: a worker alone in its process
             monkeypatch.setattr(runner_module, "Worker", functools.partial(Worker, owns_process=True))
         with LocalCluster() as cluster:
             runner = cluster.submit("t", T)

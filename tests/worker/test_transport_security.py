@@ -21,7 +21,7 @@ from zmq.utils import z85
 from squall.security import curve
 from squall.testing import poll_for
 from squall.topology.tuple import Tuple, record_type
-from squall.worker.main import SecretsError, read_secrets
+from squall.worker.contract import SecretsError, read_secrets
 from squall.worker.plan import TopologyPlan
 from squall.worker.transfer import WORKER_TASK, Transfer
 from squall.worker.wire import WireValidator

@@ -26,7 +26,7 @@ import pytest
 from squall.testing import poll_for
 from squall.topology.component import ComponentSpec
 from squall.topology.topology import Topology
-from squall.worker.main import (
+from squall.worker.contract import (
     EXIT_BAD_ASSIGNMENT,
     EXIT_OK,
     EXIT_REASSIGNED,

@@ -1,4 +1,5 @@
-"""The ``__acker`` executor: the ledger's I/O shell.
+"""The ``__acker`` executor: the ledger's I/O shell, an executor of the worker like the
+spouts' and bolts' (Storm's acker is a plain bolt).
 
 It receives init/ack/fail batches and ``__tick`` on its control queue,
 applies them to :class:`AckLedger`, and sends each spout task the roots that

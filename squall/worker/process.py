@@ -1,104 +1,52 @@
-"""One worker process: ``python -m squall.worker --dir WORKER_DIR``.
+"""The worker process's lifecycle: build and start the :class:`Worker` of an assignment, then
+heartbeats, assignment changes, signals and death, until it exits with a code of the contract.
 
-The supervisor and its worker talk through files in WORKER_DIR only; the
-worker never talks to ZooKeeper.  Every JSON file is written whole to a
-temporary file in the same directory and moved into place with
-``os.replace``, so a reader never sees half of one.
-
-``assignment.json`` (supervisor -> worker; written before the launch, may be
-rewritten while the worker runs)::
-
-    {"topology_id": "wordcount-3-1718000000",
-     "topology": {...},            # TopologyDef.to_dict()
-     "conf": {...},                # topology conf overrides, merged by nimbus
-     "code_dir": "/path" | null,   # extracted topology code, put first on sys.path
-     "address": "zmq+tcp://host:6700",          # this worker's slot
-     "executors": [[1, 1], [4, 5]],             # this worker's [first task, last task]
-     "task_address": {"1": "zmq+tcp://host:6700", ...},   # every task of the topology
-     "active": true,
-     "version": 7}
-
-The worker re-reads it when it changes (checked every
-``worker.assignment.poll.secs``, 0.5 s): a new ``active`` activates or
-deactivates the spouts; new addresses of other workers' tasks re-route the
-tuples sent to them; any other change (topology_id, topology, conf, code_dir,
-address, or this worker's executors) makes the worker exit with
-:data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
-unreadable rewrite is ignored until the next one.
-
-``heartbeat.json`` (worker -> supervisor; every
-``worker.heartbeat.frequency.secs``, 1 s, from the moment the worker is
-started)::
-
-    {"time": 1718000000.12,        # wall-clock time.time() of this beat
-     "pid": 4242, "topology_id": ..., "address": ...,
-     "executors": [[1, 1], [4, 5]],  # as in the assignment applied
-     "version": 7,                 # the assignment version applied
-     "status": "running",          # starting | running | stopping
-     "ready": true,                # every executor has initialized its components
-     "stats": {component: {"emitted", "executed", "acked", "failed", "pending",
-                           # spouts: over the latest acks (at most 200,000 samples)
-                           "complete_latency_ms": {"count", "mean", "p50", "p99", "max"}}},
-     "transfer": {"frames_sent", "frames_received", "frames_dropped", ...}}
-
-``secrets.json`` (supervisor -> worker; mode 0600, only in a secure cluster)::
-
-    {"curve": {"public": b64, "secret": b64} | null,   # the topology's CURVE keypair
-     "zookeeper": {"user": str, "passwords": [str, ...]} | null}
-
-With a keypair every ZeroMQ socket of the worker speaks CURVE and admits only
-the topology's workers; the ZooKeeper credentials go to the transactional
-state's client.  A secrets.json that is malformed or readable by group or
-others, or none when the assignment's conf says ``squall.secure``, stops the
-worker with :data:`EXIT_BAD_ASSIGNMENT`.  Secrets are never logged.
-
-``errors.jsonl`` (worker -> supervisor; appended): one JSON object per
-component error, :meth:`ErrorRecord.to_dict` plus ``topology_id``.  The
-error that kills the worker is written (``"fatal": true``) before it exits.
-
-``worker.log``: the supervisor points stdout and stderr there; the worker
-logs JSON lines to stderr.
-
-Exit codes: :data:`EXIT_OK` after SIGTERM or SIGINT (an orderly stop within
-``worker.shutdown.timeout.secs``); :data:`EXIT_WORKER_DIED` when a component
-or worker thread raised an unhandled error (Storm's behaviour: the
-supervisor restarts the worker); :data:`EXIT_REASSIGNED` when the assignment
-changed beyond what a running worker can apply; :data:`EXIT_BAD_ASSIGNMENT`
-when assignment.json is missing or invalid or its topology does not load;
-:data:`EXIT_BIND_FAILED` when the slot's port could not be taken.
-SIGKILL just kills it.
+What the files hold and what the exit codes mean is :mod:`squall.worker.contract`; the
+command line is :mod:`squall.worker.__main__`.
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import signal
-import socket
 import sys
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
 from itertools import chain
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import structlog
 
 from squall import config
-from squall.affinity import pin_to
 from squall.clock import Clock
 from squall.cluster.fenced_state import BACKEND_RESOURCE
 from squall.errors import SquallError, TransportError
 from squall.lazy import Lazy
 from squall.metrics.system import ProcessSampler
-from squall.runtime.logging import configure_logging
 from squall.runtime.status import Status
-from squall.security import curve as curve_keys
 from squall.topology.topology import definition_from_dict
+from squall.worker.contract import (
+    ASSIGNMENT,
+    ERRORS,
+    EXIT_BAD_ASSIGNMENT,
+    EXIT_BIND_FAILED,
+    EXIT_MEANINGS,
+    EXIT_OK,
+    EXIT_REASSIGNED,
+    EXIT_WORKER_DIED,
+    HEARTBEAT,
+    SECRETS,
+    Assignment,
+    AssignmentError,
+    SecretsError,
+    file_signature,
+    read_assignment,
+    read_secrets,
+    write_json_atomic,
+)
 from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
 from squall.worker.transport import Transport, transport_for
@@ -109,93 +57,11 @@ from squall.worker.zmq_transport import ZmqTransport
 
 log = structlog.get_logger("squall.worker.WorkerProcess")
 
-EXIT_OK = 0
-EXIT_WORKER_DIED = 20
-EXIT_REASSIGNED = 21
-EXIT_BAD_ASSIGNMENT = 22
-EXIT_BIND_FAILED = 23
-
-EXIT_MEANINGS = {
-    EXIT_OK: "stopped on request",
-    EXIT_WORKER_DIED: "a component or worker thread raised an unhandled error",
-    EXIT_REASSIGNED: "its executors or topology were reassigned: launch it afresh",
-    EXIT_BAD_ASSIGNMENT: "assignment.json is missing or invalid, or its topology does not load",
-    EXIT_BIND_FAILED: "its slot's port could not be bound",
-}
-
 PERCENTILE_SAMPLES = 10_000
 
-ASSIGNMENT = "assignment.json"
-HEARTBEAT = "heartbeat.json"
-ERRORS = "errors.jsonl"
-SECRETS = "secrets.json"
 # An orderly stop lets senders deliver what they queued for this long at most
 # (and never past worker.shutdown.timeout.secs).
 ORDERLY_LINGER_SECS = 1.0
-
-
-class AssignmentError(SquallError):
-    """assignment.json is missing, malformed, or names executors the topology lacks."""
-
-
-class SecretsError(SquallError):
-    """secrets.json is unreadable, malformed, or readable by others."""
-
-
-@dataclass(frozen=True)
-class WorkerSecrets:
-    curve: tuple[bytes, bytes] | None  # raw (public, secret)
-    zookeeper: list[tuple[str, str]] | None  # (user, password) pairs
-
-    def __repr__(self) -> str:  # never let a traceback or a log print a key
-        return (f"WorkerSecrets(curve={'<set>' if self.curve else None}, "
-                f"zookeeper={'<set>' if self.zookeeper else None})")
-
-
-def read_secrets(path: Path) -> WorkerSecrets | None:
-    """The worker's secrets.json, or None if there is none; SecretsError if it is
-    readable by group or others or not what the supervisor writes.  Error
-    messages name what is wrong, never a value."""
-    try:
-        st = path.stat()
-    except FileNotFoundError:
-        return None
-    except OSError as e:
-        msg = f"cannot read {path}: {e.strerror}"
-        raise SecretsError(msg) from None
-    if st.st_mode & 0o077:
-        msg = f"{path} is accessible to group or others (mode {st.st_mode & 0o777:o}); it must be 0600"
-        raise SecretsError(msg)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        msg = f"cannot read {path}: not JSON ({type(e).__name__})"
-        raise SecretsError(msg) from None
-    if not isinstance(data, dict) or "curve" not in data or "zookeeper" not in data:
-        msg = f"{path}: expected an object with 'curve' and 'zookeeper'"
-        raise SecretsError(msg)
-    keys = None
-    if data["curve"] is not None:
-        pair = data["curve"]
-        if (not isinstance(pair, dict) or not isinstance(pair.get("public"), str)
-                or not isinstance(pair.get("secret"), str)):
-            msg = f"{path}: 'curve' must be null or {{'public': base64, 'secret': base64}}"
-            raise SecretsError(msg)
-        try:
-            keys = curve_keys.raw(pair)
-        except ValueError:
-            msg = f"{path}: 'curve' does not hold two base64 32-byte keys"
-            raise SecretsError(msg) from None
-    creds = None
-    if data["zookeeper"] is not None:
-        zk = data["zookeeper"]
-        if (not isinstance(zk, dict) or not isinstance(zk.get("user"), str) or not zk["user"]
-                or not isinstance(zk.get("passwords"), list) or not zk["passwords"]
-                or not all(isinstance(p, str) and p for p in zk["passwords"])):
-            msg = f"{path}: 'zookeeper' must be null or {{'user': str, 'passwords': [str, ...]}}"
-            raise SecretsError(msg)
-        creds = [(zk["user"], password) for password in zk["passwords"]]
-    return WorkerSecrets(keys, creds)
 
 
 class StartupError(SquallError):
@@ -204,73 +70,6 @@ class StartupError(SquallError):
     def __init__(self, message: str, exit_code: int) -> None:
         super().__init__(message)
         self.exit_code = exit_code
-
-
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Write ``obj`` as JSON to ``path`` so that no reader sees a partial file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, separators=(",", ":")))
-    os.replace(tmp, path)
-
-
-@dataclass(frozen=True)
-class Assignment:
-    topology_id: str
-    topology: dict[str, Any]
-    conf: dict[str, Any]
-    code_dir: str | None
-    address: str
-    executors: list[list[int]]
-    task_address: dict[int, str]
-    active: bool
-    version: int
-
-    @classmethod
-    def from_dict(cls, data: Any) -> Assignment:
-        def need(key: str, kind: type | tuple[type, ...]) -> Any:
-            if not isinstance(data, dict) or key not in data:
-                msg = f"{ASSIGNMENT}: missing {key!r}"
-                raise AssignmentError(msg)
-            value = data[key]
-            if not isinstance(value, kind) or (isinstance(value, bool) and kind is int):
-                msg = f"{ASSIGNMENT}: {key!r} has the wrong type ({type(value).__name__})"
-                raise AssignmentError(msg)
-            return value
-
-        executors = need("executors", list)
-        if not all(isinstance(e, list) and len(e) == 2 and all(type(t) is int for t in e) for e in executors):
-            msg = f"{ASSIGNMENT}: 'executors' must be a list of [first_task, last_task], got {executors!r}"
-            raise AssignmentError(msg)
-        try:
-            task_address = {int(t): str(a) for t, a in need("task_address", dict).items()}
-        except ValueError as e:
-            msg = f"{ASSIGNMENT}: 'task_address' keys must be task ids: {e}"
-            raise AssignmentError(msg) from e
-        return cls(
-            topology_id=need("topology_id", str),
-            topology=need("topology", dict),
-            conf=dict(data.get("conf") or {}),
-            code_dir=data.get("code_dir"),
-            address=need("address", str),
-            executors=executors,
-            task_address=task_address,
-            active=need("active", bool),
-            version=need("version", int),
-        )
-
-    def identity(self) -> tuple[Any, ...]:
-        """What a running worker cannot change: a new identity means a new worker."""
-        return (self.topology_id, self.topology, self.conf, self.code_dir, self.address,
-                sorted(map(tuple, self.executors)))
-
-
-def read_assignment(path: Path) -> Assignment:
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError) as e:
-        msg = f"cannot read {path}: {e}"
-        raise AssignmentError(msg) from e
-    return Assignment.from_dict(data)
 
 
 def summarise_stats(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
@@ -349,7 +148,7 @@ class WorkerProcess:
 
     def _start(self) -> None:
         path = self.dir / ASSIGNMENT
-        self._assignment_sig = _signature(path)
+        self._assignment_sig = file_signature(path)
         try:
             assignment = read_assignment(path)
         except AssignmentError as e:
@@ -489,7 +288,7 @@ class WorkerProcess:
 
     def _follow_assignment(self) -> int | None:
         path = self.dir / ASSIGNMENT
-        sig = _signature(path)
+        sig = file_signature(path)
         if sig == self._assignment_sig:
             return None
         self._assignment_sig = sig
@@ -569,59 +368,8 @@ class WorkerProcess:
                   meaning=EXIT_MEANINGS[e.exit_code])
 
 
-def _signature(path: Path) -> tuple[int, int, int] | None:
-    """Changes whenever the file is replaced or rewritten."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_mtime_ns, st.st_size)
-
-
 def _remote(a: Assignment, worker: Worker) -> dict[int, str]:
     return {t: addr for t, addr in a.task_address.items() if t not in worker.local_tasks}
-
-
-def pin_to_core(cpu: str | None) -> None:
-    """Pin this process to the core its supervisor chose, before any thread starts (threads inherit it)."""
-    if not cpu:
-        return
-    try:
-        pin_to(int(cpu))
-    except (ValueError, OSError) as e:
-        # A core the supervisor may not give (a cgroup shrank since): run unpinned, say so.
-        log.warning("cannot pin the worker to its core", cpu=cpu, error=str(e))
-        return
-    log.info("worker pinned to a core", cpu=int(cpu))
-
-
-def main(argv: list[str] | None = None) -> int:
-    env = os.environ
-    parser = argparse.ArgumentParser(prog="python -m squall.worker",
-                                     description="Run one Squall worker (launched by the supervisor).")
-    parser.add_argument("--dir", default=env.get("SQUALL_WORKER_DIR"), type=Path,
-                        help="the worker directory holding assignment.json [env: SQUALL_WORKER_DIR]")
-    parser.add_argument("--node", default=env.get("SQUALL_NODE") or socket.gethostname(),
-                        help="this node's name, for logs [env: SQUALL_NODE; default: the hostname]")
-    parser.add_argument("--log-level", default=env.get("SQUALL_LOG_LEVEL", "info"),
-                        help="debug, info, warning or error [env: SQUALL_LOG_LEVEL; default: info]")
-    args = parser.parse_args(argv)
-    if args.dir is None:
-        parser.error("--dir is required")
-    configure_logging(args.log_level, json=True)
-    pin_to_core(env.get("SQUALL_WORKER_CPU"))
-    process = WorkerProcess(args.dir, node=args.node)
-
-    def on_signal(signum: int, frame: FrameType | None) -> None:
-        process.post("signal", signum)
-
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, on_signal)
-    try:
-        process.start()
-    except StartupError as e:
-        return e.exit_code
-    return process.run()
 
 
 def _zookeeper_backend(conf: dict[str, Any], credentials: list[tuple[str, str]] | None = None) -> Any:

@@ -1,0 +1,55 @@
+"""The registry of wire extension types: what a feature registers crosses, anything else is refused."""
+
+from __future__ import annotations
+
+import msgpack
+import pytest
+
+from squall.errors import SerializationError
+from squall.topology.tuple import Tuple, record_type
+from squall.transactional.attempt import EXT_CODE, TransactionAttempt
+from squall.worker import collector, serialization, wire_types
+from squall.worker.wire_types import PLAIN_TYPES, ext_hook, pack_ext, register
+
+
+def test_a_registered_type_is_plain_for_the_emit_check_and_the_serializer() -> None:
+    # The very set the emit closures and check_values hold, with TransactionAttempt in it.
+    assert collector._PLAIN is PLAIN_TYPES and serialization._SCALARS is PLAIN_TYPES
+    assert TransactionAttempt in PLAIN_TYPES
+    serialization.check_values([TransactionAttempt(1, 2, 3), "w"], ("attempt", "word"), "c", "s")
+
+
+def test_a_registered_type_round_trips_one_object_per_frame() -> None:
+    a = TransactionAttempt(5, 77, 2)
+    record = record_type(("attempt", "n"))
+    rows = [Tuple(None, "c", "default", 1, record(a, i), None) for i in range(3)]
+    frame = serialization.encode([("data", 9, rows)])
+    [(_kind, _task, payload)] = serialization.decode(frame, lambda task: "c", lambda c, s: record)
+    got = [t.values[0] for t in payload]
+    assert got == [a, a, a] and got[0] is got[1] is got[2]
+
+
+def test_an_unregistered_class_is_refused_and_an_unknown_code_raises_only_when_strict() -> None:
+    class Unknown:
+        pass
+
+    with pytest.raises(TypeError, match="cannot serialize Unknown"):
+        pack_ext(Unknown())
+    with pytest.raises(SerializationError, match="and a TransactionAttempt can be emitted"):
+        serialization.check_values([Unknown()], ("x",), "c", "s")
+    data = msgpack.packb(msgpack.ExtType(99, b"?"))
+    assert msgpack.unpackb(data, ext_hook=ext_hook(strict=False)) == msgpack.ExtType(99, b"?")
+    with pytest.raises(ValueError, match="unknown msgpack extension type 99"):
+        msgpack.unpackb(data, ext_hook=ext_hook(strict=True))
+
+
+def test_a_taken_code_cannot_go_to_another_class_and_codes_stay_in_the_application_range() -> None:
+    class Other:
+        pass
+
+    with pytest.raises(ValueError, match=f"code {EXT_CODE} is taken by squall.transactional.attempt"):
+        register(EXT_CODE, Other, bytes, lambda: bytes)
+    with pytest.raises(ValueError, match="0 to 127"):
+        register(128, Other, bytes, lambda: bytes)
+    assert Other not in PLAIN_TYPES
+    assert [entry.cls for entry in wire_types.registered()] == [TransactionAttempt]
