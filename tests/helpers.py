@@ -8,7 +8,7 @@ import time
 from collections import Counter
 from typing import Any, Protocol
 
-from squall import Bolt, Spout
+from squall import Bolt, Spout, Topology
 
 
 class Journal:
@@ -196,3 +196,24 @@ def run_together(commands: list[list[str]], timeout: float = 60) -> None:
                 p.wait()
             if p.stdout is not None:
                 p.stdout.close()
+
+
+class IdleNumbers(Spout):
+    """A spout that emits nothing: for tests of scheduling, where no tuple need flow."""
+
+    outputs = ["n"]
+
+    def next_tuple(self) -> None:
+        pass
+
+
+class Discard(Bolt):
+    def process(self, tup: Any) -> None:
+        pass
+
+
+class IdlePipeline(Topology):
+    """Two components, nothing flowing: what nimbus's reconciliation tests assign."""
+
+    numbers = IdleNumbers.spec()
+    sink = Discard.spec(inputs=[numbers])

@@ -16,32 +16,14 @@ from typing import Any
 
 import pytest
 
-from squall import Bolt, Spout, Topology
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.nimbus.service import NimbusService
-from tests.helpers import keyring_conf
+from tests.helpers import IdlePipeline, keyring_conf
 
 NODE = "node-a"
 PORTS = [6700, 6701]  # a supervisor's slots as it registers them: numbers only, nothing binds them
-
-
-class Numbers(Spout):
-    outputs = ["n"]
-
-    def next_tuple(self) -> None:
-        pass
-
-
-class Sink(Bolt):
-    def process(self, tup: Any) -> None:
-        pass
-
-
-class Pipeline(Topology):
-    numbers = Numbers.spec()
-    sink = Sink.spec(inputs=[numbers])
 
 
 @pytest.fixture
@@ -62,7 +44,7 @@ def add_topology(service: NimbusService, topology_id: str, workers: int = 2) -> 
     """A topology as submit records it, then reconciled as submit does."""
     service.state.put_topology({
         "id": topology_id, "name": topology_id.split("-")[0], "status": "active",
-        "definition": Pipeline.definition().to_dict(), "conf": {"topology.workers": workers},
+        "definition": IdlePipeline.definition().to_dict(), "conf": {"topology.workers": workers},
         "submitted": 0, "num_workers": workers, "owner": None})
     service.reconcile(topology_id)
 

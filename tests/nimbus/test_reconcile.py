@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall import Bolt, Spout, Topology
 from squall.clock import FakeClock
 from squall.nimbus.reconcile import (
     Observed,
@@ -14,6 +13,7 @@ from squall.nimbus.reconcile import (
     RemoveTopology,
     WriteAssignment,
 )
+from tests.helpers import IdlePipeline
 
 TID = "pipe-1"
 TASK_TIMEOUT = 30.0
@@ -22,25 +22,8 @@ LAUNCH = 120.0
 EXECUTORS = [[1, 1], [2, 2], [3, 3], [4, 4]]
 
 
-class Numbers(Spout):
-    outputs = ["n"]
-
-    def next_tuple(self) -> None:
-        pass
-
-
-class Sink(Bolt):
-    def process(self, tup: Any) -> None:
-        pass
-
-
-class Pipeline(Topology):
-    numbers = Numbers.spec()
-    sink = Sink.spec(inputs=[numbers])
-
-
 def record(status: str = "active", workers: int = 2, **extra: Any) -> dict[str, Any]:
-    return {"id": TID, "name": "pipe", "status": status, "definition": Pipeline.definition().to_dict(),
+    return {"id": TID, "name": "pipe", "status": status, "definition": IdlePipeline.definition().to_dict(),
             "conf": {"topology.workers": workers}, "submitted": 0, "num_workers": workers, **extra}
 
 

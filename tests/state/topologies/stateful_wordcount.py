@@ -134,8 +134,11 @@ class CountWords(StatefulBolt):
         marker = os.path.join(self.dir, "kill-in-prepare")
         if os.path.exists(marker) and self._another_prepared(txid):
             os.unlink(marker)
-            with open(os.path.join(self.dir, "killed-in-prepare"), "w") as f:
+            # Written whole, then renamed: the test reads it the moment it appears.
+            done = os.path.join(self.dir, "killed-in-prepare")
+            with open(done + ".tmp", "w") as f:
                 f.write(str(txid))
+            os.replace(done + ".tmp", done)
             os.kill(os.getpid(), signal.SIGKILL)
 
     def _another_prepared(self, txid: int) -> bool:
