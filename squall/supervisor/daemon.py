@@ -49,7 +49,16 @@ from squall.config import DEFAULTS
 from squall.errors import SquallError
 from squall.runtime.package import extract
 from squall.runtime.status import Status
-from squall.supervisor.sync import NOT_RUNNING, Action, Kill, Launch, ProcessSync, SlotState, WriteAssignment
+from squall.supervisor.sync import (
+    NOT_RUNNING,
+    Action,
+    Kill,
+    Launch,
+    ProcessSync,
+    SlotState,
+    WriteAssignment,
+    workers_of_node,
+)
 from squall.supervisor.workers import (
     UMASK,
     Slot,
@@ -252,24 +261,13 @@ class Supervisor:
                 self._refuse(topology_id, record, str(e))
                 continue
             self._refused.pop(topology_id, None)
-            task_address = {}
-            for w in assignment["workers"]:
-                address = f"zmq+tcp://{assignment['hosts'][w['node']]}:{w['port']}"
-                for first, last in w["executors"]:
-                    for task in range(first, last + 1):
-                        task_address[str(task)] = address
             # Storm's worker conf: the cluster's settings, then the topology's own.
             worker_conf = {**self.worker_defaults, **record["conf"]}
             if self.spark is not None:
                 worker_conf.update(self.spark.worker_conf())
             worker_conf["squall.secure"] = self.secure  # the cluster's, never a topology's
-            for w in mine:
-                desired[w["port"]] = {
-                    "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,
-                    "code_dir": str(code_dir), "address": f"zmq+tcp://{self.host}:{w['port']}",
-                    "executors": w["executors"], "task_address": task_address,
-                    "active": assignment["active"], "version": assignment["version"],
-                }
+            desired.update(workers_of_node(self.node, self.host, topology_id, assignment, record,
+                                           worker_conf, str(code_dir)))
         with self._lock:
             self._desired = desired
         self._synced.set()
