@@ -10,6 +10,10 @@ from squall.cluster.zookeeper import DevZookeeper, free_port
 from tests import leaks
 
 
+def pytest_configure() -> None:
+    leaks.start_singletons()
+
+
 @pytest.fixture(autouse=True)
 def _nothing_left_behind() -> Iterator[None]:
     """Every test: no thread, child process or file descriptor it started is left (tests/leaks.py)."""
@@ -18,15 +22,20 @@ def _nothing_left_behind() -> Iterator[None]:
 
 @pytest.hookimpl(wrapper=True)
 def pytest_fixture_setup(fixturedef: pytest.FixtureDef[object]) -> Iterator[None]:
-    """A module- or session-scoped fixture set up during a test (``request.getfixturevalue``):
-    what it starts is its own, ended by its own teardown, not the test's leak."""
-    if fixturedef.scope == "function" or leaks.current is None:
+    """A module- or session-scoped fixture owns what its setup starts (tests/leaks.py)."""
+    if fixturedef.scope == "function":
         return (yield)
-    before = leaks.Snapshot()
+    leaks.fixture_setting_up(fixturedef)
     try:
         return (yield)
     finally:
-        leaks.absorb(before)
+        leaks.fixture_set_up(fixturedef)
+
+
+def pytest_fixture_post_finalizer(fixturedef: pytest.FixtureDef[object]) -> None:
+    """After its teardown, a module- or session-scoped fixture has left nothing behind."""
+    if fixturedef.scope != "function":
+        leaks.fixture_torn_down(fixturedef, fixturedef.argname)
 
 
 @pytest.fixture
