@@ -9,11 +9,13 @@ end, so the next test starts clean.
 
 A fixture of a wider scope (module, session) owns what its setup started, for
 as long as it lives, whether it was set up before the test or inside it
-(``request.getfixturevalue``): that is the test's baseline, not its leak.  A
+(``request.getfixturevalue``): that is the test's baseline, not its leak. A
 process started later by a process the baseline holds (a supervisor's worker,
 launched for a topology a module's cluster runs) is that process's own
-business.  The fixture is checked in turn after its teardown: what it started
-must be gone then.
+business, and so is one that replaces a baseline process that ended, with the
+same command line (a server's watcher restarting the server a test killed).
+The fixture is checked in turn after its teardown: what it started must be
+gone then.
 
 Process-wide singletons that a library starts once, on first use, and keeps
 for the life of the process are not leaks of the test that happened to use
@@ -23,6 +25,7 @@ listed in SINGLETON_THREADS with the reason.
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 import time
@@ -53,7 +56,29 @@ def start_singletons() -> None:
 
 
 def _thread_ok(thread: threading.Thread) -> bool:
-    return not thread.is_alive() or any(thread.name.startswith(p) for p in SINGLETON_THREADS)
+    return not _alive(thread) or any(thread.name.startswith(p) for p in SINGLETON_THREADS)
+
+
+def _native_name(thread: threading.Thread) -> str | None:
+    try:
+        with open(f"/proc/self/task/{thread.native_id}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return None  # the OS thread has ended
+
+
+def _thread_name(thread: threading.Thread) -> str:
+    if isinstance(thread, threading._DummyThread):
+        return f"{thread.name} (started outside Python: {_native_name(thread)})"
+    return thread.name
+
+
+def _alive(thread: threading.Thread) -> bool:
+    """A thread a C library started and Python met (a _DummyThread) stays listed
+    after it ends: the OS says whether it is still there."""
+    if isinstance(thread, threading._DummyThread):
+        return _native_name(thread) is not None
+    return thread.is_alive()
 
 
 def _fds() -> dict[int, str]:
@@ -66,12 +91,12 @@ def _fds() -> dict[int, str]:
     return out
 
 
-def _descendants() -> dict[int, int]:
-    """Every live descendant of this process: pid -> parent pid."""
+def _processes() -> dict[int, tuple[int, tuple[str, ...]]]:
+    """Every live descendant of this process: pid -> (parent pid, command line)."""
     out = {}
     for p in psutil.Process().children(recursive=True):
         try:
-            out[p.pid] = p.ppid()
+            out[p.pid] = (p.ppid(), tuple(p.cmdline()))
         except psutil.Error:
             pass  # gone as we looked
     return out
@@ -80,23 +105,24 @@ def _descendants() -> dict[int, int]:
 @dataclass
 class Snapshot:
     threads: set[threading.Thread] = field(default_factory=set)
-    children: set[int] = field(default_factory=set)
+    children: dict[int, tuple[str, ...]] = field(default_factory=dict)  # pid -> command line
     fds: dict[int, str] = field(default_factory=dict)
 
     @classmethod
     def take(cls) -> Snapshot:
-        return cls(set(threading.enumerate()), set(_descendants()), _fds())
+        return cls(set(threading.enumerate()), {pid: cmd for pid, (_, cmd) in _processes().items()}, _fds())
 
     def since(self, before: Snapshot) -> Snapshot:
         """What is here and was not in ``before``."""
-        return Snapshot(self.threads - before.threads, self.children - before.children,
+        return Snapshot(self.threads - before.threads,
+                        {pid: cmd for pid, cmd in self.children.items() if pid not in before.children},
                         {fd: t for fd, t in self.fds.items() if before.fds.get(fd) != t})
 
     def merged(self, *others: Snapshot) -> Snapshot:
-        out = Snapshot(set(self.threads), set(self.children), dict(self.fds))
+        out = Snapshot(set(self.threads), dict(self.children), dict(self.fds))
         for other in others:
             out.threads |= other.threads
-            out.children |= other.children
+            out.children.update(other.children)
             out.fds.update(other.fds)
         return out
 
@@ -113,7 +139,7 @@ class Leaks:
     def describe(self) -> str:
         lines = []
         if self.threads:
-            lines.append("threads still running: " + ", ".join(sorted(t.name for t in self.threads)))
+            lines.append("threads still running: " + ", ".join(sorted(_thread_name(t) for t in self.threads)))
         for p in self.children:
             try:
                 lines.append(f"child process still running: pid {p.pid}: {' '.join(p.cmdline())[:200]}")
@@ -138,9 +164,14 @@ def _owned_by(pid: int, tree: dict[int, int], owners: set[int]) -> bool:
 def leftovers(before: Snapshot) -> Leaks:
     threads = [t for t in threading.enumerate() if t not in before.threads and not _thread_ok(t)]
     children = []
-    tree = _descendants()
-    for pid in tree:
-        if pid in before.children or _owned_by(pid, tree, before.children):
+    procs = _processes()
+    tree = {pid: ppid for pid, (ppid, _) in procs.items()}
+    # A baseline process that ended and runs again with the same command line was
+    # restarted by what owns it (a server's watcher thread): still the baseline's.
+    gone = {cmd for pid, cmd in before.children.items() if pid not in procs}
+    owners = set(before.children) | {pid for pid, (_, cmd) in procs.items() if cmd in gone}
+    for pid in procs:
+        if pid in owners or _owned_by(pid, tree, owners):
             continue
         try:
             p = psutil.Process(pid)
@@ -153,12 +184,22 @@ def leftovers(before: Snapshot) -> Leaks:
 
 
 def settle(before: Snapshot, bound: float = SETTLE_SECS) -> Leaks:
-    """Poll until what was started since ``before`` has ended, or ``bound`` seconds pass."""
+    """Poll until what was started since ``before`` has ended, or ``bound`` seconds pass.
+
+    Garbage is collected first if anything is left: an object in a reference
+    cycle (a traceback's frames) may hold what the test has done with, e.g. a
+    thread pool whose worker ends when the pool is collected.
+    """
     deadline = time.monotonic() + bound
+    collected = False
     while True:
         found = leftovers(before)
         if not found or time.monotonic() >= deadline:
             return found
+        if not collected:
+            gc.collect()
+            collected = True
+            continue
         time.sleep(POLL_SECS)
 
 

@@ -82,7 +82,7 @@ def test_a_process_started_by_one_already_running_belongs_to_it() -> None:
         parent.stdin.flush()
         grandchild = int(parent.stdout.readline())
         # Then that is not the test's leak
-        assert grandchild in leaks._descendants()
+        assert grandchild in leaks._processes()
         assert not leaks.leftovers(before)
     finally:
         parent.stdin.write("stop\n")
