@@ -8,6 +8,7 @@ import os
 import re
 import sqlite3
 import subprocess
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -53,7 +54,7 @@ def test_the_stateful_word_count_runs_and_a_second_run_resumes(tmp_path: Path) -
 
 def committed_words(db: Path) -> int:
     """The words the counting tasks' last committed checkpoints hold."""
-    with sqlite3.connect(db) as conn:
+    with closing(sqlite3.connect(db)) as conn:
         rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE 'count/%/committed'").fetchall()
     return sum(sum(json.loads(value)["data"].values()) for (value,) in rows if json.loads(value))
 

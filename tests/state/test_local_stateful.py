@@ -6,6 +6,7 @@ import json
 import sqlite3
 import threading
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -74,7 +75,7 @@ class Count(StatefulBolt):
 
 def committed(db: Path) -> Counter[str]:
     try:
-        with sqlite3.connect(db, timeout=10) as conn:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
             rows = conn.execute("SELECT key, value FROM squall_state WHERE key LIKE 'count/%/committed'")
             out: Counter[str] = Counter()
             for _key, value in rows.fetchall():

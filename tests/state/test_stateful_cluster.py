@@ -9,6 +9,7 @@ import random
 import signal
 import sqlite3
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ class StatefulRun:
         if not db.exists():
             return Counter()
         try:
-            with sqlite3.connect(db, timeout=10) as conn:
+            with closing(sqlite3.connect(db, timeout=10)) as conn:
                 rows = conn.execute("SELECT value FROM squall_state "
                                     "WHERE key LIKE 'count/%/committed'").fetchall()
         except sqlite3.OperationalError:

@@ -7,6 +7,7 @@ import json
 import os
 import signal
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +28,7 @@ def committed(db: Path, key: str) -> dict[str, Any]:
     if not db.exists():
         return {}
     try:
-        with sqlite3.connect(db, timeout=10) as conn:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
             rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE ?", (key,)).fetchall()
     except sqlite3.OperationalError:
         return {}  # the worker is creating the table

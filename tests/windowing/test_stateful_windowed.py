@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -98,7 +99,7 @@ def topology(db: Path, persist: bool = False) -> type[Topology]:
 
 def committed(db: Path, key: str = "sums/%/committed") -> dict[str, Any]:
     try:
-        with sqlite3.connect(db, timeout=10) as conn:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
             rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE ? AND key NOT LIKE ?",
                                 (key, "" if "/window/" in key else "%/window/%"))
             out: dict[str, Any] = {}
@@ -113,7 +114,7 @@ def committed(db: Path, key: str = "sums/%/committed") -> dict[str, Any]:
 
 def checkpoint_txid(db: Path) -> int:
     try:
-        with sqlite3.connect(db, timeout=10) as conn:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
             row = conn.execute("SELECT value FROM squall_state WHERE key = '$checkpoint/record'").fetchone()
     except sqlite3.OperationalError:
         return 0

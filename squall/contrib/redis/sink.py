@@ -48,7 +48,6 @@ Values that are not str, bytes, int or float are written as JSON.
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Mapping
 from typing import Any
 
@@ -61,6 +60,7 @@ from squall.contrib.redis.client import (
     redact,
 )
 from squall.errors import SquallError, TopologyValidationError
+from squall.lazy import Lazy
 from squall.topology.component import Bolt, ComponentSpec
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt, Committer
@@ -253,17 +253,18 @@ class RedisKeysSink(_SinkBolt):
 
 
 # -- committers: once per txid -----------------------------------------------------------------
-_clients: dict[str, Any] = {}
-_clients_lock = threading.Lock()
+CLIENT_RESOURCE = "squall.contrib.redis.client"
 
 
-def shared_client(url: str) -> Any:
-    """One client per URL in this process: a committer instance lives for a single batch."""
-    with _clients_lock:
-        conn = _clients.get(url)
-        if conn is None:
-            conn = _clients[url] = client(url)
-        return conn
+def shared_client(url: str, resources: dict[str, Any]) -> Any:
+    """One client per URL in this worker: a committer instance lives for a single batch.
+
+    It is a worker resource (``context.resources``): the worker closes it when it stops.
+    """
+    key = f"{CLIENT_RESOURCE}:{url}"
+    if key not in resources:
+        resources.setdefault(key, Lazy(lambda: client(url)))
+    return resources[key].get()
 
 
 def commit_once(conn: Any, marker: str, field: str, txid: int, queue: Any) -> bool:
@@ -312,6 +313,7 @@ class _SinkCommitter(Committer, BatchBolt):
         self.field = f"{tid}:{context.component_id}:{context.this_task_index}"
         self.what = (f"committer {context.component_id!r} task {context.task_id} "
                      f"writing to {self.writer.target!r}")
+        self.resources = context.resources
         self.values: list[Any] = []
         self.written: bool | None = None  # after finish_batch: False if it was a replay
 
@@ -324,7 +326,7 @@ class _SinkCommitter(Committer, BatchBolt):
                 self.writer.queue(pipe, values)
             self.writer.finish(pipe)
 
-        conn = shared_client(self.url)
+        conn = shared_client(self.url, self.resources)
         # A connection error after the retries fails the batch: the commit replays, and the marker
         # tells whether this one had landed.
         txid = self.attempt.txid

@@ -4,6 +4,7 @@ transactional topology exactly once: a replayed commit writes nothing twice."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
@@ -143,12 +144,22 @@ def test_a_refused_write_fails_the_tuple_and_is_reported(redis_server: DevRedis,
         poll_for(lambda: cluster.stats("out")["numbers"]["failed"] > 0, timeout=10, message="tuples failed")
 
 
-def _committer(cls: type, url: str, txid: int, task_index: int = 0, **options: Any) -> Any:
+@pytest.fixture
+def resources() -> Iterator[dict[str, Any]]:
+    """A worker's resources, closed at the end as the worker closes them when it stops."""
+    made: dict[str, Any] = {}
+    yield made
+    for resource in made.values():
+        resource.close()
+
+
+def _committer(cls: type, url: str, txid: int, task_index: int = 0, *, resources: dict[str, Any],
+               **options: Any) -> Any:
     """A committer as a transactional topology runs it: a fresh instance for one attempt."""
     bolt = cls()
     bolt.options = {"url": url, **options}
     context = SimpleNamespace(topology_name="topo", component_id="sink", task_id=7 + task_index,
-                              this_task_index=task_index)
+                              this_task_index=task_index, resources=resources)
     bolt.initialize({}, context, TransactionAttempt(txid, txid * 100 + task_index))
     return bolt
 
@@ -160,31 +171,34 @@ def _batch(bolt: Any, rows: list[tuple[int, str]]) -> None:
     bolt.finish_batch()
 
 
-def test_a_replayed_stream_commit_writes_nothing_twice(redis_server: DevRedis, r: redis.Redis) -> None:
+def test_a_replayed_stream_commit_writes_nothing_twice(redis_server: DevRedis, r: redis.Redis,
+                                                       resources: dict[str, Any]) -> None:
     # Given txid 1 committed by two tasks
     for task in (0, 1):
-        bolt = _committer(RedisStreamCommitter, redis_server.url, 1, task, stream="out")
+        bolt = _committer(RedisStreamCommitter, redis_server.url, 1, task, resources=resources, stream="out")
         _batch(bolt, [(task, "a"), (task + 10, "b")])
         assert bolt.written
     # When txid 1 is committed again (a replay: the coordinator never heard of the first), or a stale 0
-    replay = _committer(RedisStreamCommitter, redis_server.url, 1, 0, stream="out")
+    replay = _committer(RedisStreamCommitter, redis_server.url, 1, 0, resources=resources, stream="out")
     _batch(replay, [(0, "a"), (10, "b")])
     # Then nothing more is written
     assert replay.written is False
     assert r.xlen("out") == 4
     assert r.xrange("out")[0][1] == {b"n": b"0", b"word": b"a"}  # no attempt field
     # and txid 2 is
-    later = _committer(RedisStreamCommitter, redis_server.url, 2, 0, stream="out")
+    later = _committer(RedisStreamCommitter, redis_server.url, 2, 0, resources=resources, stream="out")
     _batch(later, [(5, "c")])
     assert later.written and r.xlen("out") == 5
     assert r.hgetall("squall:sink:out") == {b"topo:sink:0": b"2", b"topo:sink:1": b"1"}
 
 
-def test_a_replayed_keys_commit_writes_nothing_twice(redis_server: DevRedis, r: redis.Redis) -> None:
-    bolt = _committer(RedisKeysCommitter, redis_server.url, 3, key_field="word", value_field="n", hash="h")
+def test_a_replayed_keys_commit_writes_nothing_twice(redis_server: DevRedis, r: redis.Redis,
+                                                     resources: dict[str, Any]) -> None:
+    keys = {"key_field": "word", "value_field": "n", "hash": "h"}
+    bolt = _committer(RedisKeysCommitter, redis_server.url, 3, resources=resources, **keys)
     _batch(bolt, [(1, "a"), (2, "b")])
     r.hset("h", "a", "changed by someone else")
-    replay = _committer(RedisKeysCommitter, redis_server.url, 3, key_field="word", value_field="n", hash="h")
+    replay = _committer(RedisKeysCommitter, redis_server.url, 3, resources=resources, **keys)
     _batch(replay, [(1, "a"), (2, "b")])
     assert replay.written is False
     assert r.hgetall("h") == {b"a": b"changed by someone else", b"b": b"2"}

@@ -16,6 +16,7 @@ import os
 import signal
 import sqlite3
 import time
+from contextlib import closing
 from typing import Any
 
 from squall import Bolt, Grouping, Spout, Topology
@@ -142,7 +143,7 @@ class CountWords(StatefulBolt):
             os.kill(os.getpid(), signal.SIGKILL)
 
     def _another_prepared(self, txid: int) -> bool:
-        with sqlite3.connect(self.db, timeout=5) as conn:
+        with closing(sqlite3.connect(self.db, timeout=5)) as conn:
             rows = conn.execute("SELECT key, value FROM squall_state WHERE key LIKE '%/prepared'").fetchall()
         return any(key != f"{self.me}/prepared" and value != "null" and json.loads(value)["txid"] == txid
                    for key, value in rows)
