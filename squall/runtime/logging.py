@@ -31,10 +31,13 @@ def configure_logging(level: str = "info", json: bool = False, stream: IO[str] |
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            structlog.processors.StackInfoRenderer(),
+            # A traceback becomes text before redaction: a secret in an exception's
+            # message (a URL with its password) is hidden like any other.
+            structlog.processors.format_exc_info,
             redact_secrets,
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
-            structlog.processors.format_exc_info if json else structlog.processors.StackInfoRenderer(),
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(numeric),

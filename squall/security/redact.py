@@ -1,9 +1,13 @@
 """Secrets in configs: never in an API answer, never in a log line.
 
-A key is secret if its last dotted part is ``password``, ``token``, ``secret``
-(or ends with one of them after ``.`` or ``_``, e.g. ``redis.auth_token``), or
-if the conf's own ``topology.secret.keys`` names it.  Nested dicts are walked,
-so ``spark.connect.server.conf`` entries are covered too.
+A key is secret if its last dotted part is ``password``, ``passphrase``,
+``token``, ``secret``, ``api.key``, ``private.key``, ``secret.access.key`` or
+``credentials`` (or ends with one of them after ``.``, ``_`` or ``-``, e.g.
+``redis.auth_token``, ``aws.secret_access_key``, ``tls.private-key``), or if
+the conf's own ``topology.secret.keys`` names it.  Nested dicts are walked,
+so ``spark.connect.server.conf`` entries are covered too.  Inside any string
+value, a ``token=``/``password=``/``secret=`` parameter and the password of a
+URL's user-info (``postgres://user:PASSWORD@host``) are hidden as well.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ from typing import Any
 REDACTED = "*****"
 # A credential inside a value, as in spark.remote's "sc://host:15002/;token=...".
 _IN_VALUE = re.compile(r"((?:token|password|secret)=)[^;&\s]+", re.IGNORECASE)
-_SECRET = re.compile(r"(^|[._-])(password|passwd|token|secret|secret[._-]key|api[._-]key|credentials?)$",
-                     re.IGNORECASE)
+# The password of a URL's user-info: scheme://user:PASSWORD@host.
+_USER_INFO = re.compile(r"(\b[a-z][a-z0-9+.-]*://[^:/@\s]*:)[^@/\s]+(@)", re.IGNORECASE)
+_SECRET = re.compile(r"(^|[._-])(password|passwd|passphrase|token|secret|secret[._-]key|api[._-]key"
+                     r"|private[._-]key|secret[._-]access[._-]key|credentials?)$", re.IGNORECASE)
 
 
 def is_secret(key: str, extra: Iterable[str] = ()) -> bool:
@@ -45,6 +51,15 @@ def redact_answer(answer: Any, listed: frozenset[str] = frozenset()) -> Any:
         return out
     if isinstance(answer, list):
         return [redact_answer(v, listed) for v in answer]
-    if isinstance(answer, str) and "=" in answer:
-        return _IN_VALUE.sub(lambda m: m.group(1) + REDACTED, answer)
+    if isinstance(answer, str):
+        return redact_text(answer)
     return answer
+
+
+def redact_text(text: str) -> str:
+    """``text`` with the credentials a string may carry hidden (parameters, URL user-info)."""
+    if "=" in text:
+        text = _IN_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
+    if "://" in text:
+        text = _USER_INFO.sub(lambda m: m.group(1) + REDACTED + m.group(2), text)
+    return text

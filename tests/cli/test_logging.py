@@ -110,3 +110,22 @@ def test_component_log_events_carry_where_they_come_from(log_stream: LockedStrea
     # While events from the caller's thread are not mislabelled as a component's
     started = [e for e in log_stream.events() if e.get("event") == "worker started"]
     assert started and all("component" not in e for e in started)
+
+
+@pytest.mark.parametrize("json_lines", [True, False])
+def test_a_secret_inside_an_exception_is_redacted_in_its_traceback(json_lines: bool) -> None:
+    stream = LockedStream()
+    configure_logging(level="info", json=json_lines, stream=stream)
+    try:
+        try:
+            msg = "cannot reach redis://:s3cr3t-pw@cache:6379/0 (token=abc123)"
+            raise ConnectionError(msg)
+        except ConnectionError:
+            structlog.get_logger("test").exception("store failed", password="hunter2")
+    finally:
+        structlog.reset_defaults()
+    with stream._lock:
+        text = "".join(stream._parts)
+    assert "ConnectionError" in text and "Traceback" in text  # the trace is there
+    for secret in ("s3cr3t-pw", "abc123", "hunter2"):
+        assert secret not in text

@@ -47,3 +47,23 @@ def test_redaction_by_name_by_list_and_inside_values() -> None:
     assert out["topology.workers"] == 2 and out["topology.name"] == "n"
     answer = redact_answer({"topologies": [{"configuration": conf}]})
     assert answer["topologies"][0]["configuration"]["my.dsn"] == REDACTED
+
+
+@pytest.mark.parametrize("key", ["aws.secret_access_key", "s3.secret-access-key", "ssh.passphrase",
+                                 "tls.private.key", "jwt.private_key", "oauth.client_secret"])
+def test_credential_shaped_keys_are_redacted(key: str) -> None:
+    assert redact({key: "hunter2"})[key] == REDACTED
+
+
+@pytest.mark.parametrize("key", ["aws.access_key_id", "tls.public.key", "topology.name", "keyring.path"])
+def test_keys_that_hold_no_secret_are_kept(key: str) -> None:
+    assert redact({key: "v"})[key] == "v"
+
+
+def test_a_urls_password_is_redacted_and_the_rest_of_it_kept() -> None:
+    out = redact_answer({"db": "postgres://u:pw@db.example:5432/app", "note": "see redis://:pw2@h:6379/0 now",
+                         "plain": "https://example.com/a:b@c", "bare": "u:pw@host"})
+    assert out["db"] == f"postgres://u:{REDACTED}@db.example:5432/app"
+    assert out["note"] == f"see redis://:{REDACTED}@h:6379/0 now"
+    assert out["plain"] == "https://example.com/a:b@c"  # a path, not user-info
+    assert out["bare"] == "u:pw@host"  # no scheme: not a URL
