@@ -52,3 +52,13 @@ class Lazy:
             if self._value is not None:
                 self._value.close()
                 self._value = None
+
+
+def shared_resource(resources: dict[str, Any], key: str, make: Callable[[], Any]) -> Any:
+    """The worker resource ``key`` (Storm's worker resources: ``context.resources``),
+    made by ``make`` on first use, once, whichever task asks first; the worker closes
+    it when it stops."""
+    lazy = resources.get(key)
+    if lazy is None:
+        lazy = resources.setdefault(key, Lazy(make))
+    return lazy.get()

@@ -44,11 +44,6 @@ def load(group: str, name: str) -> Any:
     return found.load()
 
 
-def load_all(group: str) -> list[Any]:
-    """Every object ``group``'s entry points name, in the order of their names."""
-    return [ep.load() for _name, ep in sorted(declared(group).items())]
-
-
 def run_submit_checks(plan: Any, hosts: list[str], log: Any) -> list[str]:
     """Every installed submit check on a topology being submitted (nimbus, local mode):
     its refusal raises; its warnings are logged and returned."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from squall import plugins
 from squall.errors import ConfigError
-from squall.lazy import Lazy
+from squall.lazy import shared_resource
 
 
 @dataclass(frozen=True)
@@ -121,8 +121,5 @@ STORE_RESOURCE = "squall.state.store"
 
 def worker_store(conf: dict[str, Any], context: Any) -> Any:
     """The store the worker's stateful tasks share: one connection per worker process."""
-    key = f"{STORE_RESOURCE}:{context.topology_name}"
-    resources = context.resources
-    if key not in resources:
-        resources.setdefault(key, Lazy(lambda: open_store(conf, context.topology_name)))
-    return resources[key].get()
+    return shared_resource(context.resources, f"{STORE_RESOURCE}:{context.topology_name}",
+                           lambda: open_store(conf, context.topology_name))

@@ -245,9 +245,8 @@ class Supervisor:
         desired: dict[int, dict[str, Any]] = {}
         records: dict[str, dict[str, Any]] = {}
         for topology_id, assignment in self.state.assignments().items():
-            mine = [w for w in assignment["workers"] if w["node"] == self.node]
-            if not mine:
-                continue
+            if not any(w["node"] == self.node for w in assignment["workers"]):
+                continue  # before any I/O: most topologies run nothing here
             record = records.get(topology_id) or self.state.topology(topology_id)
             if record is None:
                 continue

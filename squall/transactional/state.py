@@ -8,7 +8,7 @@ from typing import Any
 
 from squall.cluster.fenced_state import BACKEND_RESOURCE, StateBackend
 from squall.errors import TopologyValidationError
-from squall.lazy import Lazy
+from squall.lazy import Lazy, shared_resource
 
 
 def open_backend(conf: dict[str, Any], resources: dict[str, Any]) -> StateBackend:
@@ -21,11 +21,13 @@ def open_backend(conf: dict[str, Any], resources: dict[str, Any]) -> StateBacken
     servers = conf.get("transactional.zookeeper.servers")
     if servers:
         key = f"{BACKEND_RESOURCE}:{','.join(map(str, servers))}:{conf.get('transactional.zookeeper.port')}"
-        if key not in resources:
-            from squall.cluster.transactional_state import ZooKeeperBackend
 
-            resources.setdefault(key, Lazy(lambda: ZooKeeperBackend.for_transactional_conf(conf)))
-        return resources[key].get()
+        def zookeeper() -> StateBackend:
+            from squall.cluster.transactional_state import ZooKeeperBackend  # kazoo: only when asked
+
+            return ZooKeeperBackend.for_transactional_conf(conf)
+
+        return shared_resource(resources, key, zookeeper)
     backend = resources.get(BACKEND_RESOURCE)
     if isinstance(backend, Lazy):
         backend = backend.get()

@@ -60,7 +60,7 @@ from squall.contrib.redis.client import (
     redact,
 )
 from squall.errors import SquallError, TopologyValidationError
-from squall.lazy import Lazy
+from squall.lazy import shared_resource
 from squall.topology.component import Bolt, ComponentSpec
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt, Committer
@@ -261,10 +261,7 @@ def shared_client(url: str, resources: dict[str, Any]) -> Any:
 
     It is a worker resource (``context.resources``): the worker closes it when it stops.
     """
-    key = f"{CLIENT_RESOURCE}:{url}"
-    if key not in resources:
-        resources.setdefault(key, Lazy(lambda: client(url)))
-    return resources[key].get()
+    return shared_resource(resources, f"{CLIENT_RESOURCE}:{url}", lambda: client(url))
 
 
 def commit_once(conn: Any, marker: str, field: str, txid: int, queue: Any) -> bool:
