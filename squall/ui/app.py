@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 from prometheus_client.registry import CollectorRegistry
 from starlette.applications import Starlette
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from squall.ui.answers import EXCEPTION_HANDLERS, refusal
@@ -73,7 +74,7 @@ class Guard:
                 return
             if self.gate is not None:
                 try:
-                    user = self.gate.authenticate(_header(scope, b"authorization"))
+                    user = self.gate.authenticate(Headers(scope=scope).get("authorization"))
                 except Unauthorized as e:
                     answer = refusal(e.status, str(e), headers={"WWW-Authenticate": 'Bearer realm="squall"'})
                     await answer(scope, receive, sending)
@@ -96,13 +97,6 @@ class Guard:
                 path = (scope.get("raw_path") or b"") + (b"?" + query if query else b"")
                 client = (scope.get("client") or ("?",))[0]
                 Gate.audit(user, method, path.decode("latin-1")[:300], status, client)
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for key, value in scope["headers"]:
-        if key == name:
-            return value.decode("latin-1")
-    return None
 
 
 def create_app(backend: Backend, *, registry: CollectorRegistry, gate: Gate | None = None,
