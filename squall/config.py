@@ -187,6 +187,18 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # cache and lock traffic of moving between cores.  Each worker is pinned to one core of
     # supervisor.cpu.cores (None: every core this supervisor may use), slot k to the k-th.
     "supervisor.worker.cpu.affinity": (True, (bool,), None),
+    # Storm's key: each topology's workers run as a Unix user of their own, in a sandbox
+    # (squall.runtime.sandbox), so that user code reaches nothing of the supervisor's or
+    # another topology's.  None (the default): whenever the supervisor can (root, with
+    # bubblewrap), saying at start why not otherwise; True: the supervisor refuses to
+    # start without it; False: workers run as the supervisor's user.
+    "supervisor.run.worker.as.user": (None, (bool, type(None)), None),
+    # [first, last]: the uids (and gids of the same number) handed to topologies on a node;
+    # no passwd entries needed.  Below nimbus.verify.uids.
+    "supervisor.worker.uids": ([61184, 65399], (list,), None),
+    # Host directories every sandboxed worker of the node sees as they are (read and write,
+    # as Unix permissions allow), e.g. a data mount; nothing else outside its own is shown.
+    "supervisor.worker.shared.dirs": ([], (list,), None),
     "supervisor.cpu.cores": (None, (list, type(None)), None),
     "supervisor.heartbeat.frequency.secs": (5, (int, float), 0.01),
     "supervisor.monitor.frequency.secs": (3, (int, float), 0.01),

@@ -50,7 +50,8 @@ import psutil
 import yaml
 
 from squall.cli.client import credentials, http_client
-from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, seal_root, start_client
+from squall.config import DEFAULTS
 from squall.security.keyring import Keyring
 from squall.supervisor.workers import Slot
 
@@ -70,6 +71,7 @@ DEV_CONF: dict[str, Any] = {
 
 PIDS_FILE = "pids.json"
 KEYRING_FILE = "keyring.json"
+SUPERVISOR_KEYRING_FILE = "supervisor-keyring.json"
 GRACE_SECS = 10.0  # a stopping daemon's time to exit before SIGKILL
 
 
@@ -140,10 +142,18 @@ class DevCluster:
     def nimbus_urls(self) -> list[str]:
         return [f"{self.scheme}://127.0.0.1:{p}" for p in self.nimbus_ports]
 
+    @property
+    def supervisor_keyring_file(self) -> Path:
+        return self.root / SUPERVISOR_KEYRING_FILE
+
     def ensure_keyring(self) -> None:
+        """The cluster's keyring (nimbus's and the admin's), and the supervisors' own:
+        ZooKeeper's credentials only, no user's token (their workers run user code)."""
         if self.secure and not self.keyring_file.exists():
             keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
+        if self.secure:
+            Keyring.load(self.keyring_file).supervisor_keyring().save(self.supervisor_keyring_file)
 
     def request(self, method: str, url: str, body: bytes | None = None, *, token: Any = True,
                 headers: dict[str, str] | None = None, timeout: float = 30) -> httpx.Response:
@@ -236,6 +246,12 @@ class DevCluster:
         self.zk.start()
         if self.zk.process is not None:
             self.record("zookeeper", self.zk.process.pid)
+        if self.secure:
+            client = start_client({**DEFAULTS, **self.conf})
+            try:
+                seal_root(client)
+            finally:
+                disconnect(client)
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
         path = self.root / f"{key}.yaml"
@@ -276,7 +292,8 @@ class DevCluster:
         known.write_text(json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {
             "storm.local.dir": str(self.supervisor_dir(i)), "supervisor.slots.ports": ports,
-            "supervisor.cpu.cores": self.supervisor_cores(i)})
+            "supervisor.cpu.cores": self.supervisor_cores(i),
+            **({"squall.keyring.path": str(self.supervisor_keyring_file)} if self.secure else {})})
 
     def supervisor_cores(self, i: int) -> list[int]:
         """This machine's cores shared out between the dev cluster's supervisors, as separate

@@ -23,13 +23,14 @@ import shutil
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 import structlog
 from kazoo.client import KazooClient
 from kazoo.retry import KazooRetry
-from kazoo.security import ACL, make_digest_acl
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, Id, Permissions, make_digest_acl
 
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, CoordinationError
@@ -85,18 +86,28 @@ def digest_acls(credentials: Credentials) -> list[ACL]:
     return [make_digest_acl(user, password, all=True) for user, password in credentials]
 
 
-def make_client(conf: dict[str, Any], credentials: Credentials | None = None) -> KazooClient:
+def digest_id(user: str, password: str) -> str:
+    """``user:base64(sha1(user:password))``: how an ACL names a digest credential.
+    It can be handed out (to a worker that must keep the cluster's access to the
+    nodes it makes) without handing out the password."""
+    return make_digest_acl(user, password).id.id
+
+
+def make_client(conf: dict[str, Any], credentials: Credentials | None = None,
+                also_allowed: Sequence[str] = ()) -> KazooClient:
     """A kazoo client that retries forever in the background, as daemons need.
 
     Secure (see the module's docstring): it authenticates with ``credentials``
-    (None: the keyring's) and creates nodes with their digest ACLs.
+    (None: the keyring's) and creates nodes with their digest ACLs, and with
+    every permission for each digest id of ``also_allowed`` (:func:`digest_id`).
     """
     retry = KazooRetry(max_tries=-1, delay=0.1, backoff=2, max_delay=2)
     secured = cluster_credentials(conf, credentials)
     auth: dict[str, Any] = {}
     if secured is not None:
+        acl = digest_acls(secured) + [ACL(Permissions.ALL, Id("digest", i)) for i in also_allowed]
         auth = {"auth_data": [("digest", f"{user}:{password}") for user, password in secured],
-                "default_acl": digest_acls(secured)}
+                "default_acl": acl}
     return KazooClient(
         hosts=connect_string(conf),
         timeout=conf["storm.zookeeper.session.timeout"] / 1000.0,
@@ -126,6 +137,21 @@ def start_client(conf: dict[str, Any], credentials: Credentials | None = None) -
     client = make_client(conf, credentials)
     connect(client, conf)
     return client
+
+
+def seal_root(client: KazooClient) -> bool:
+    """ZooKeeper's ``/`` readable by anyone and changed only by this (secure) client's
+    credentials, where it was open to all: nothing without the cluster's password
+    creates nodes beside Squall's tree.  For an ensemble Squall owns (the dev one);
+    True if it changed."""
+    acl = list(client.default_acl or ())
+    if not acl or any(a.id.scheme != "digest" for a in acl):
+        return False
+    current, _stat = client.get_acls("/")
+    if set(current) != set(OPEN_ACL_UNSAFE):
+        return False  # someone chose this ACL: left as it is
+    client.set_acls("/", [*READ_ACL_UNSAFE, *acl])
+    return True
 
 
 def zookeeper_classpath() -> str:

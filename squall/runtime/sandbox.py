@@ -98,6 +98,10 @@ class Sandbox:
     network: bool = False
     strict: bool = True
     die_with_parent: bool = True
+    # The command is the namespace's first process (no reaper above it), so its pid is
+    # the sandbox's: a SIGKILL to it takes every process inside.  bubblewrap writes
+    # {"child-pid": <its pid as seen from here>, ...} to this descriptor when set.
+    info_fd: int | None = None
 
 
 def can_switch_users() -> bool:
@@ -116,7 +120,10 @@ def runtime_paths() -> list[str]:
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.realpath(sys.executable)),
              os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the folder holding squall/
-    paths += [p for p in sys.path if p and os.path.isabs(p)]
+    # Not the daemon's working directory (``python -m`` puts it first on the path): a
+    # supervisor's may hold its local directory, whose private parts must stay hidden.
+    cwd = os.getcwd()
+    paths += [p for p in sys.path if p and os.path.isabs(p) and p != cwd]
     return outermost(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
@@ -148,7 +155,10 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
          isdir: Callable[[str], bool] = os.path.isdir) -> list[str]:
     """The command line that runs ``command`` in ``box`` (pure: the file system is asked
     through the callables, so a test can give any layout)."""
-    args = [tool, "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try", "--new-session"]
+    args = [tool, "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+            "--new-session"]
+    if box.info_fd is not None:
+        args += ["--info-fd", str(box.info_fd)]
     if not box.network:
         args.append("--unshare-net")
     if box.die_with_parent:
@@ -158,7 +168,9 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
     runtime = runtime_paths() if runtime is None else runtime
     read = outermost([*runtime, *box.read])
     write = outermost(box.write)
-    read = [p for p in read if not any(_under(p, w) for w in write)]
+    # Nothing read-only above or below a writable path: a read-only view of a folder
+    # holding one would show the private folders on the way as they are.
+    read = [p for p in read if not any(_under(p, w) or _under(w, p) for w in write)]
     # Directories replaced by an empty one: the root itself when strict, /tmp always,
     # and (as another user) every private directory above a path the sandbox needs.
     shadows = {"/"} if box.strict else set()
@@ -214,6 +226,28 @@ def _mounts(shadows: set[str], read: list[str], write: list[str]) -> list[str]:
         out += [flag, path, path]
         made.add(path)
     return out
+
+
+def child_pid(info: int, timeout: float = 30.0) -> int | None:
+    """The sandboxed process's pid, read from the read end of ``info_fd``'s pipe
+    (closed here); None if bubblewrap said nothing (it failed) within ``timeout``."""
+    import json
+    import select
+
+    data = b""
+    try:
+        while select.select([info], [], [], timeout)[0]:
+            chunk = os.read(info, 4096)
+            if not chunk:
+                break
+            data += chunk
+            try:
+                return int(json.loads(data)["child-pid"])
+            except (ValueError, KeyError, TypeError):
+                continue
+    finally:
+        os.close(info)
+    return None
 
 
 @cache

@@ -133,6 +133,15 @@ class Keyring:
             out["tls"] = {"ca": self.ca_pem}
         return Keyring(out)
 
+    def supervisor_keyring(self) -> Keyring:
+        """What a supervisor needs: ZooKeeper's credentials (and the public CA), no
+        user's token, no nimbus key: the workers it starts run users' code."""
+        out: dict[str, Any] = {"format": FORMAT, "cluster": self.data.get("cluster"),
+                               "zookeeper": self.data.get("zookeeper")}
+        if self.ca_pem:
+            out["tls"] = {"ca": self.ca_pem}
+        return Keyring(out)
+
     # -- API users ---------------------------------------------------------------
 
     @property

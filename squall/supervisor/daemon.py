@@ -46,7 +46,8 @@ from squall.cluster.state import ClusterState
 from squall.cluster.watches import ChildrenWatch
 from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, is_secure, make_client
 from squall.config import DEFAULTS
-from squall.errors import SquallError
+from squall.errors import ConfigError, SquallError
+from squall.runtime import sandbox
 from squall.runtime.package import extract
 from squall.runtime.status import Status
 from squall.supervisor.sync import (
@@ -61,6 +62,7 @@ from squall.supervisor.sync import (
 )
 from squall.supervisor.workers import (
     UMASK,
+    RunAs,
     Slot,
     private_dir,
     read_json,
@@ -132,6 +134,10 @@ class Supervisor:
 
             self.spark = NodeServer(conf, self.local_dir)
         self.launches = 0
+        # Workers as their topologies' own users (supervisor.run.worker.as.user): decided at start.
+        self.run_as_users = False
+        self._uids_file = self.local_dir / "uids.json"
+        self._uids: dict[str, int] = {}  # topology id -> its workers' uid (and gid) on this node
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -140,8 +146,9 @@ class Supervisor:
             return
         # Process-wide, for the daemon's life (restored by stop() for in-process use).
         self._umask = os.umask(UMASK)
-        for sub in ("workers", "code"):
+        for sub in ("workers", "code", "state"):
             private_dir(self.local_dir / sub)
+        self.run_as_users = self._decide_run_as()
         self.session.start()
         connect(self.zk, self.conf, "supervisor")
         self.state.setup(fix_acls=False)  # the leader nimbus re-ACLs the tree
@@ -186,6 +193,57 @@ class Supervisor:
     def wait(self) -> None:
         self._stop.wait()
 
+    def _decide_run_as(self) -> bool:
+        """Whether workers run as their topologies' own users; a ConfigError if
+        asked for and impossible, a warning saying what follows if merely impossible."""
+        wanted = self.conf["supervisor.run.worker.as.user"]
+        if wanted is False:
+            log.warning("workers run as the supervisor's own user (supervisor.run.worker.as.user is "
+                        "false): a topology's code can read what this supervisor can")
+            return False
+        for shared in self.conf["supervisor.worker.shared.dirs"]:
+            if self.local_dir.is_relative_to(Path(shared).resolve()):
+                msg = (f"supervisor.worker.shared.dirs names {shared}, which holds storm.local.dir "
+                       f"({self.local_dir}): workers would see every slot and every topology's code")
+                raise ConfigError(msg)
+        first, _last = self.conf["supervisor.worker.uids"]
+        why = sandbox.unavailable(sandbox.Identity(first, first))
+        if why is None:
+            saved = read_json(self._uids_file)
+            if isinstance(saved, dict):
+                self._uids = {str(k): int(v) for k, v in saved.items() if isinstance(v, int)}
+            return True
+        if wanted is True:
+            msg = f"supervisor.run.worker.as.user is true, but workers cannot run as other users here: {why}"
+            raise ConfigError(msg)
+        log.warning("workers run as the supervisor's own user: a topology's code can read what this "
+                    "supervisor can (README, Security)", why=why)
+        return False
+
+    def _run_as(self, topology_id: str, name: str) -> RunAs | None:
+        if not self.run_as_users:
+            return None
+        uid = self._uids.get(topology_id)
+        if uid is None:
+            first, last = self.conf["supervisor.worker.uids"]
+            uid = sandbox.pick_uid(self._uids.values(), first, last)
+            if uid is None:
+                msg = f"no free uid left in supervisor.worker.uids {[first, last]} for the topology's workers"
+                raise SquallError(msg)
+            self._uids[topology_id] = uid
+            write_json(self._uids_file, self._uids)
+        return RunAs(sandbox.Identity(uid, uid), self.local_dir / "state" / name,
+                     tuple(str(Path(d).resolve()) for d in self.conf["supervisor.worker.shared.dirs"]))
+
+    def _share_code(self, code_dir: Path, gid: int) -> None:
+        """The topology's code readable (not writable) by its workers' group."""
+        if code_dir.stat().st_gid == gid:
+            return
+        for path in (code_dir, *code_dir.rglob("*")):
+            os.chown(path, 0, gid, follow_symlinks=False)
+            if not path.is_symlink():
+                os.chmod(path, 0o750 if path.is_dir() else 0o640)
+
     # -- ZooKeeper -----------------------------------------------------------
 
     def _register(self) -> None:
@@ -229,6 +287,9 @@ class Supervisor:
         beats = {}
         for port, slot in self.slots.items():
             beat = slot.heartbeat()
+            if beat and self.run_as_users and beat.get("topology_id") != (self._desired.get(port) or {}).get(
+                    "topology_id"):
+                beat = None  # written by user code: it speaks for its own topology only
             if beat and slot.process() is not None:
                 beats[str(port)] = {k: beat.get(k)
                                     for k in ("topology_id", "time", "executors", "stats", "metrics",
@@ -256,6 +317,9 @@ class Supervisor:
                     self._secrets[topology_id] = worker_secrets(
                         topology_id, self.state.topology_secrets(topology_id), self.zk_credentials or [])
                 code_dir = self._ensure_code(topology_id)
+                run_as = self._run_as(topology_id, record.get("name", topology_id))
+                if run_as is not None:
+                    self._share_code(code_dir, run_as.identity.gid)
             except SquallError as e:
                 self._refuse(topology_id, record, str(e))
                 continue
@@ -265,6 +329,8 @@ class Supervisor:
             if self.spark is not None:
                 worker_conf.update(self.spark.worker_conf())
             worker_conf["squall.secure"] = self.secure  # the cluster's, never a topology's
+            if run_as is not None and not worker_conf.get("squall.state.dir"):
+                worker_conf["squall.state.dir"] = str(run_as.state_dir)  # the one its sandbox may write
             desired.update(workers_of_node(self.node, self.host, topology_id, assignment, record,
                                            worker_conf, str(code_dir)))
         with self._lock:
@@ -273,6 +339,9 @@ class Supervisor:
         wanted = {d["topology_id"] for d in desired.values()}
         for gone in set(self._secrets) - wanted:
             del self._secrets[gone]
+        if set(self._uids) - wanted - set(records):
+            self._uids = {t: uid for t, uid in self._uids.items() if t in wanted or t in records}
+            write_json(self._uids_file, self._uids)
         for gone in set(self._refused) - set(records):
             del self._refused[gone]
         self._remove_stale_code(wanted)
@@ -339,7 +408,7 @@ class Supervisor:
         if isinstance(action, Kill):
             slot.kill(action.reason, self.conf["supervisor.worker.shutdown.sleep.secs"])
         elif isinstance(action, WriteAssignment):
-            write_json(slot.assignment_file, action.want)
+            slot.write_assignment(action.want)
         elif isinstance(action, Launch):
             if action.reason == NOT_RUNNING:
                 log.info("worker not running: launching", port=slot.port, topology=action.want["topology_id"])
@@ -395,6 +464,13 @@ class Supervisor:
             log.error("no secrets for the topology: worker not launched", port=slot.port,
                       topology=want["topology_id"])
             return
-        slot.launch(self.node, want, self._children, env=self.worker_env(want, slot.port), secrets=secrets)
+        try:
+            name = want["conf"].get("topology.name") or want["topology_id"]
+            run_as = self._run_as(want["topology_id"], name)
+        except SquallError as e:
+            log.error("worker not launched", port=slot.port, topology=want["topology_id"], reason=str(e))
+            return
+        slot.launch(self.node, want, self._children, env=self.worker_env(want, slot.port), secrets=secrets,
+                    run_as=run_as)
         self.launches += 1
 

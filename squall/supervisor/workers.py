@@ -14,12 +14,25 @@ workers it left running) and, in a secure cluster, ``secrets.json`` (ours,
 Everything here is this user's only: directories 0700, files 0600, and the
 worker runs with umask 077.  Its environment is an allow-list
 (:func:`worker_env`), never the supervisor's whole environment.
+
+Run as the topology's own user (:class:`RunAs`, a root supervisor's default),
+the worker lives in a sandbox (squall.runtime.sandbox): its slot is shown to
+it, with its code (read only) and its state directory, and nothing else of the
+supervisor's directory; the slot is ``root:<its group>`` mode 1770, so the
+worker writes its own files there but cannot replace the supervisor's
+(``pid``, ``assignment.json``, ``worker.log``: sticky), and the supervisor
+reads what the worker wrote without following a link (:func:`read_json`).
+Its secrets.json is the worker's own file (0600).  The sandbox has a pid
+namespace of its own: the worker's whole tree goes with it, and the pid files
+its multilang children leave mean nothing outside it.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import stat
 import subprocess
 import sys
 import time
@@ -33,6 +46,7 @@ import structlog
 
 from squall import config
 from squall.errors import SquallError
+from squall.runtime import sandbox
 from squall.runtime.processes import kill_tree
 
 log = structlog.get_logger("squall.supervisor.workers")
@@ -42,14 +56,29 @@ UMASK = 0o077  # the supervisor's and its workers': files 0600, directories 0700
 SECRETS = "secrets.json"
 
 
-def write_json(path: Path, obj: Any) -> None:
+@dataclass(frozen=True)
+class RunAs:
+    """A worker run as its topology's own user, in a sandbox: what it may write
+    (its state directory) besides its slot, and read besides its code."""
+
+    identity: sandbox.Identity
+    state_dir: Path
+    shared: tuple[str, ...] = ()  # supervisor.worker.shared.dirs
+
+
+def write_json(path: Path, obj: Any, owner: int = -1, group: int = -1) -> None:
     """Atomically, and readable by this user only (0600 from the first byte,
     whatever a leftover temporary file had): an assignment may carry the
-    Spark Connect token, secrets.json the topology's keys."""
+    Spark Connect token, secrets.json the topology's keys.  ``group``: also
+    readable by that group (0640); ``owner``: the file is that user's (0600)."""
     tmp = path.with_name(path.name + ".tmp")
     tmp.unlink(missing_ok=True)
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as f:
+        if owner != -1 or group != -1:
+            os.fchown(fd, owner, group)
+            if group != -1:
+                os.fchmod(fd, 0o640)
         f.write(json.dumps(obj))
     os.replace(tmp, path)
 
@@ -95,10 +124,29 @@ def worker_secrets(topology_id: str, topology_secrets: Any,
 
 
 def read_json(path: Path) -> Any:
+    """A JSON file a worker may have written: never through a link (a worker run
+    as another user could point one at the supervisor's keyring), only a plain file."""
+    data = read_worker_file(path)
     try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
+        return None if data is None else json.loads(data)
+    except ValueError:
         return None
+
+
+def read_worker_file(path: Path, offset: int = 0) -> bytes | None:
+    """The bytes from ``offset`` of a plain file with one name, not through a
+    symbolic link; None if it is not such a file (or not there)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+            return None
+        if offset:
+            f.seek(offset)
+        return f.read()
 
 
 @dataclass
@@ -137,34 +185,86 @@ class Slot:
             return None
         return proc
 
+    def write_assignment(self, assignment: dict[str, Any]) -> None:
+        """assignment.json, readable by the worker's group when it runs as its own user."""
+        write_json(self.assignment_file, assignment, group=(self.pid_record() or {}).get("gid", -1))
+
     def launch(self, node: str, assignment: dict[str, Any], children: dict[int, subprocess.Popen[bytes]],
-               env: dict[str, str] | None = None, secrets: dict[str, Any] | None = None) -> int:
+               env: dict[str, str] | None = None, secrets: dict[str, Any] | None = None,
+               run_as: RunAs | None = None) -> int:
         """Start the worker of ``assignment``.  ``env``: its whole environment
         (None: :func:`worker_env` with the default allow-list); ``secrets``:
-        written to secrets.json first (None: no secrets file)."""
-        private_dir(self.dir)
+        written to secrets.json first (None: no secrets file); ``run_as``: as the
+        topology's own user, in a sandbox (see the module's docstring)."""
         self.kill_left_children(grace=0.0)  # a dead predecessor's; must go before its pid record
+        previous = (read_json(self.assignment_file) or {}).get("topology_id")
+        if run_as is not None and previous != assignment["topology_id"]:
+            shutil.rmtree(self.dir, ignore_errors=True)  # nothing of another topology's is shown to it
+        private_dir(self.dir)
+        uid = gid = -1
+        if run_as is not None:
+            uid, gid = run_as.identity.uid, run_as.identity.gid
+            os.chown(self.dir, 0, gid)
+            os.chmod(self.dir, 0o1770)
+            private_dir(run_as.state_dir)
+            for path in (run_as.state_dir, *run_as.state_dir.rglob("*")):
+                os.chown(path, uid, gid, follow_symlinks=False)
         for stale in ("heartbeat.json", SECRETS):
             (self.dir / stale).unlink(missing_ok=True)
-        write_json(self.assignment_file, assignment)
+        write_json(self.assignment_file, assignment, group=gid)
         if secrets is not None:
-            write_json(self.secrets_file, secrets)
+            write_json(self.secrets_file, secrets, owner=uid, group=-1)
         if env is None:
             env = worker_env(os.environ, config.DEFAULTS["supervisor.worker.env.allow"], None,
                              {"SQUALL_NODE": node})
-        log_fd = os.open(self.dir / "worker.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        command = [sys.executable, "-m", "squall.worker", "--dir", str(self.dir)]
+        code_dir = assignment.get("code_dir") or None
+        info_read = info_write = None
+        if run_as is not None:
+            info_read, info_write = os.pipe()
+            name = run_as.identity.name
+            env = {**env, "HOME": str(self.dir), "USER": name, "LOGNAME": name}
+            env.pop("TMPDIR", None)  # /tmp is the sandbox's own
+            box = sandbox.Sandbox(cwd=code_dir or str(self.dir), identity=run_as.identity,
+                                  read=[code_dir] if code_dir else [],
+                                  write=[str(self.dir), str(run_as.state_dir), *run_as.shared],
+                                  network=True, strict=False, die_with_parent=False, info_fd=info_write)
+            command = sandbox.argv(box, command)
+            code_dir = None  # bwrap changes into it, as the worker's user
+        log_path = self.dir / "worker.log"
+        try:
+            log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+        except OSError:  # a link where the log was: not ours to follow
+            log_path.unlink(missing_ok=True)
+            log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         os.fchmod(log_fd, 0o600)
         with os.fdopen(log_fd, "ab") as out:
             # A session of its own: the worker outlives a supervisor restart.
-            proc = subprocess.Popen([sys.executable, "-m", "squall.worker", "--dir", str(self.dir)],
-                                    stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env=env, start_new_session=True, cwd=assignment.get("code_dir") or None,
-                                    umask=UMASK)
+            try:
+                proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, env=env, start_new_session=True,
+                                        cwd=code_dir, umask=UMASK,
+                                        pass_fds=() if info_write is None else (info_write,))
+            finally:
+                if info_write is not None:
+                    os.close(info_write)
         children[self.port] = proc
-        write_json(self.dir / "pid", {"pid": proc.pid, "create_time": psutil.Process(proc.pid).create_time(),
-                                      "launched": time.time()})
-        log.info("worker launched", port=self.port, pid=proc.pid, topology=assignment["topology_id"])
-        return proc.pid
+        pid = proc.pid
+        if info_read is not None:
+            # The worker's own pid (the sandbox's first process), not bubblewrap's: what
+            # is watched, pinned and killed is the worker, and its death ends the sandbox.
+            pid = sandbox.child_pid(info_read) or proc.pid
+        try:
+            created = psutil.Process(pid).create_time()
+        except psutil.Error:
+            created = 0.0  # gone already: the next sync finds it not running
+        record = {"pid": pid, "create_time": created, "launched": time.time()}
+        if run_as is not None:
+            record.update(sandboxed=True, uid=uid, gid=gid)
+        write_json(self.dir / "pid", record)
+        log.info("worker launched", port=self.port, pid=pid, topology=assignment["topology_id"],
+                 **({"uid": uid} if run_as is not None else {}))
+        return pid
 
     def kill(self, reason: str, grace: float) -> None:
         """Ask, wait, then SIGKILL the worker and every process under it."""
@@ -184,6 +284,10 @@ class Slot:
         whose pid was reused by another process is just removed.
         """
         pids_dir = self.dir / config.WORKER_PIDS
+        if (self.pid_record() or {}).get("sandboxed"):
+            # Its pid namespace took them with it; the numbers are the namespace's, not ours.
+            shutil.rmtree(pids_dir, ignore_errors=True)
+            return
         try:
             entries = list(pids_dir.iterdir())
         except OSError:
@@ -203,12 +307,12 @@ class Slot:
     def new_errors(self, offset: int) -> tuple[list[dict[str, Any]], int]:
         path = self.dir / "errors.jsonl"
         try:
-            with open(path, "rb") as f:
-                if os.fstat(f.fileno()).st_size < offset:
-                    offset = 0  # a new file since we last looked
-                f.seek(offset)
-                data = f.read()
+            if path.lstat().st_size < offset:
+                offset = 0  # a new file since we last looked
         except OSError:
+            return [], 0
+        data = read_worker_file(path, offset)
+        if data is None:
             return [], 0
         if not data.endswith(b"\n"):
             data = data[: data.rfind(b"\n") + 1]

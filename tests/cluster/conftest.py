@@ -26,8 +26,15 @@ VOCAB = [f"w{i}" for i in range(200)]
 def make_cluster(tmp_path: Path) -> Iterator[Callable[..., DevCluster]]:
     clusters: list[DevCluster] = []
 
-    def make(**kwargs: Any) -> DevCluster:
-        cluster = DevCluster(tmp_path / f"cluster-{len(clusters)}", **kwargs)
+    def make(run_as_users: bool = False, **kwargs: Any) -> DevCluster:
+        # The topologies here report through files in the test's directory, which a worker
+        # run as its topology's own user (the default as root) does not see: those
+        # tests run workers as the supervisor's user; the ones about that boundary
+        # (test_worker_sandbox.py, the word count below) share the directory with them.
+        conf = dict(kwargs.pop("conf", None) or {})
+        if not run_as_users:
+            conf.setdefault("supervisor.run.worker.as.user", False)
+        cluster = DevCluster(tmp_path / f"cluster-{len(clusters)}", conf=conf, **kwargs)
         clusters.append(cluster)
         cluster.start()
         return cluster
@@ -80,6 +87,7 @@ class WordCountRun:
     def __init__(self, root: Path, sentences: int, seed: int = 1) -> None:
         self.dir = root
         root.mkdir(parents=True, exist_ok=True)
+        root.chmod(0o777)  # the workers may run as their topology's own user
         rng = random.Random(seed)
         self.sentences = {i: " ".join(rng.choices(VOCAB, k=8)) for i in range(sentences)}
         (root / "sentences.json").write_text(json.dumps([[str(i), s] for i, s in self.sentences.items()]))

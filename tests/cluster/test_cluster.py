@@ -23,9 +23,11 @@ def http(cluster: DevCluster, method: str, path: str, raw: bytes | None) -> tupl
 
 
 def test_word_count_on_two_supervisors_and_four_workers_is_exact(make_cluster: Any, tmp_path: Path) -> None:
-    # Given a dev cluster of 2 supervisors with 2 slots each
-    cluster = make_cluster(supervisors=2, slots=2)
+    # Given a dev cluster of 2 supervisors with 2 slots each, its workers run as the
+    # topology's own user (as root, the default)
     run = WordCountRun(tmp_path / "wc", sentences=1000)
+    cluster = make_cluster(supervisors=2, slots=2, run_as_users=True,
+                           conf={"supervisor.worker.shared.dirs": [str(run.dir)]})
     # When the word count is submitted through the CLI with 4 workers
     run.submit(cluster, "wc", "topology.workers=4")
     # Then every sentence is acked and the counts are exact
