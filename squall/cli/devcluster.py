@@ -16,6 +16,11 @@ and what those started, then the Spark Connect servers, the nimbuses and
 ZooKeeper; what does not exit within a grace period is SIGKILLed.  It is
 idempotent.
 
+Everything under the root is its user's only, from the first byte: the
+configs name the keyring, the logs and ZooKeeper's snapshots hold what the
+cluster does.  Files are opened 0600 and directories made 0700 (an earlier
+run's loosened, the root's too), and every daemon starts with umask 077.
+
 Every daemon runs in a session of its own, so a ^C or a hangup of the
 terminal reaches only ``squall dev-cluster``, which then stops the rest in
 that order (see ``cmd_dev_cluster``).  If the process owning the cluster
@@ -41,7 +46,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +58,7 @@ from squall.cli.client import credentials, http_client
 from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, seal_root, start_client
 from squall.config import DEFAULTS
 from squall.security.keyring import Keyring
-from squall.supervisor.workers import Slot
+from squall.supervisor.workers import UMASK, Slot, private_dir, write_json
 
 # Timers short enough that failures are noticed in seconds, not minutes.
 DEV_CONF: dict[str, Any] = {
@@ -177,8 +182,9 @@ class DevCluster:
     def start(self, timeout: float = 60.0) -> None:
         """Start everything and wait until it answers; returns early if
         :attr:`stopping` is set meanwhile (then :meth:`stop` is the caller's)."""
-        (self.root / "logs").mkdir(parents=True, exist_ok=True)
-        _write_json(self.pids_file, [])  # this cluster's processes, not a previous one's
+        private_dir(self.root)  # tightened if an earlier run (or someone) left it open
+        private_dir(self.root / "logs")
+        write_json(self.pids_file, [])  # this cluster's processes, not a previous one's
         zk_port = self.new_port()
         self.ensure_keyring()
         security = ({"squall.secure": True, "squall.keyring.path": str(self.keyring_file)} if self.secure
@@ -191,7 +197,7 @@ class DevCluster:
             "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
             **self.extra,
         }
-        self.config_file.write_text(yaml.safe_dump(self.conf))
+        _write_private(self.config_file, yaml.safe_dump(self.conf))
         self.start_reaper()
         steps = [self.start_zookeeper, *(lambda i=i: self.start_nimbus(i) for i in range(self.n_nimbus)),
                  *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
@@ -213,7 +219,7 @@ class DevCluster:
             records = _read_records(self.pids_file)
             entry = {"name": name, "pid": pid, "create_time": create_time}
             if entry not in records:
-                _write_json(self.pids_file, [*records, entry])
+                write_json(self.pids_file, [*records, entry])
 
     def start_reaper(self) -> None:
         if self._reaper is not None and self._reaper.poll() is None:
@@ -224,12 +230,12 @@ class DevCluster:
         read_end, write_end = os.pipe()  # not inherited by any other child (PEP 446)
         me = psutil.Process()
         try:
-            with open(self.root / "logs" / "reaper.log", "ab") as log:
+            with open(self.root / "logs" / "reaper.log", "ab", opener=_private) as log:
                 self._reaper = subprocess.Popen(
                     [sys.executable, "-m", "squall.cli.devcluster", "reap", str(self.root), str(me.pid),
                      repr(me.create_time())],
                     stdin=read_end, stdout=log, stderr=subprocess.STDOUT, cwd=self.root,
-                    start_new_session=True)
+                    start_new_session=True, umask=UMASK)
         except BaseException:
             os.close(write_end)
             raise
@@ -243,7 +249,8 @@ class DevCluster:
     def start_zookeeper(self) -> None:
         self.zk = _RecordedZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper",
                                      self.root / "logs" / "zookeeper.log", record=self.record)
-        self.zk.start()
+        with _process_umask(UMASK):  # the JVM inherits it: its snapshots and logs 0600
+            self.zk.start()
         if self.zk.process is not None:
             self.record("zookeeper", self.zk.process.pid)
         if self.secure:
@@ -255,13 +262,14 @@ class DevCluster:
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
         path = self.root / f"{key}.yaml"
-        path.write_text(yaml.safe_dump({**self.conf, **conf}))
-        with open(self.root / "logs" / f"{key}.log", "ab") as log:
+        _write_private(path, yaml.safe_dump({**self.conf, **conf}))
+        with open(self.root / "logs" / f"{key}.log", "ab", opener=_private) as log:
             # A session of its own: a ^C in the terminal reaches only the dev
             # cluster's owner, which stops everything in order.
             proc = subprocess.Popen([sys.executable, "-m", "squall.cli", "--log-level", "info", command,
                                      "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, cwd=self.root, start_new_session=True)
+                                    stdin=subprocess.DEVNULL, cwd=self.root, start_new_session=True,
+                                    umask=UMASK)
         self.procs[key] = proc
         self.record(key, proc.pid)
         return proc
@@ -288,8 +296,8 @@ class DevCluster:
             ports = (json.loads(known.read_text()) if known.exists()
                      else [self.new_port() for _ in range(self.n_slots)])
         self._ports.update(ports)
-        self.supervisor_dir(i).mkdir(parents=True, exist_ok=True)
-        known.write_text(json.dumps(ports))
+        private_dir(self.supervisor_dir(i))
+        _write_private(known, json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {
             "storm.local.dir": str(self.supervisor_dir(i)), "supervisor.slots.ports": ports,
             "supervisor.cpu.cores": self.supervisor_cores(i),
@@ -396,13 +404,39 @@ class DevCluster:
                 self._reaper.wait(5)
 
 
+# -- the root's files: this user's only ---------------------------------------
+
+
+def _private(path: str, flags: int) -> int:
+    """An ``opener`` for open(): the file 0600 from the first byte, and made so
+    if an earlier run left it looser."""
+    fd = os.open(path, flags, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
+
+
+def _write_private(path: Path, text: str) -> None:
+    with open(path, "w", opener=_private) as f:
+        f.write(text)
+
+
+_umask_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _process_umask(mask: int) -> Iterator[None]:
+    """This process's umask set to ``mask`` meanwhile, for a child started by code
+    that takes none (DevZookeeper's JVM); restored after, since tests run a
+    DevCluster in their own process.  One at a time: the umask is the process's."""
+    with _umask_lock:
+        previous = os.umask(mask)
+        try:
+            yield
+        finally:
+            os.umask(previous)
+
+
 # -- stopping by recorded pid (the cluster's owner, or the reaper) -------------
-
-
-def _write_json(path: Path, obj: Any) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(obj))
-    os.replace(tmp, path)
 
 
 def _read_records(path: Path) -> list[dict[str, Any]]:

@@ -69,7 +69,7 @@ def cmd_local(args: argparse.Namespace) -> int:
             except OSError as e:
                 msg = f"cannot serve the UI on 127.0.0.1:{args.ui_port}: {e}"
                 raise SquallError(msg) from e
-            print(f"UI at {server.url}", flush=True)
+            print(f"UI at {server.sign_in_url}", flush=True)  # the token: only who ran it may use it
         start = time.monotonic()
         deadline = None if args.duration is None else start + args.duration
         try:

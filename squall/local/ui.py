@@ -32,6 +32,8 @@ from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
+from squall.ui.auth import RunToken
+from squall.ui.loopback import Loopback
 from squall.ui.server import HttpServer
 from squall.ui.storm_api import TopologyView
 from squall.version import VERSION
@@ -209,13 +211,18 @@ class LocalBackend:
 
 
 class LocalUiServer:
-    """The UI's HTTP server and the statistics timer, both daemon threads."""
+    """The UI's HTTP server and the statistics timer, both daemon threads.
+
+    Only for the developer who started it, though any page their browser opens can reach
+    127.0.0.1: a random token for the run, which :attr:`sign_in_url` carries (the address
+    ``squall local --ui`` prints), and the Host and Origin checks of squall.ui.loopback."""
 
     def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.backend = LocalBackend(cluster)
+        self.gate = RunToken()
         # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
-        app = create_app(self.backend, registry=CollectorRegistry())
-        self.httpd = HttpServer(app, host, port, name="local-ui-http")
+        app = create_app(self.backend, registry=CollectorRegistry(), gate=self.gate)
+        self.httpd = HttpServer(Loopback(app, self.gate), host, port, name="local-ui-http")
         self.backend.url = self.url.rstrip("/")
         self._stop = threading.Event()
         self._timer = threading.Thread(target=self._tick, name="local-ui-stats", daemon=True)
@@ -227,6 +234,11 @@ class LocalUiServer:
     @property
     def url(self) -> str:
         return f"http://{self.httpd.host}:{self.port}/"
+
+    @property
+    def sign_in_url(self) -> str:
+        """The UI's address with the run's token: opening it signs the browser in."""
+        return f"{self.url}?token={self.gate.token}"
 
     def start(self) -> LocalUiServer:
         self.backend.ingest()  # the first report starts the windows

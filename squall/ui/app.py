@@ -2,12 +2,14 @@
 Storm's error shapes (squall.ui.answers), and in front of them :class:`Guard` -
 authentication, the request budget and the audit.
 
-Secure mode (``squall.secure``): every request but the UI's own static files carries
-``Authorization: Bearer <token>``; every POST leaves an audit line; every answer has its
-secrets redacted.  At most ``max_requests`` authenticated requests are served at once;
-past that a request is answered 503 (busy) at once, never queued behind a slow one.
-Only those who presented a token count against that budget: strangers are refused (401)
-before it, so they cannot use it up (squall.ui.connections bounds their connections).
+Secure mode (``squall.secure``), and local mode's ``--ui`` (its run's token, which a browser
+holds as a cookie: squall.ui.auth.RunToken, squall.ui.loopback): every request but the UI's
+own static files carries a token (``Authorization: Bearer <token>``, or that cookie); every
+POST leaves an audit line; every answer has its secrets redacted.  At most ``max_requests``
+authenticated requests are served at once; past that a request is answered 503 (busy) at
+once, never queued behind a slow one.  Only those who presented a token count against that
+budget: strangers are refused (401) before it, so they cannot use it up
+(squall.ui.connections bounds their connections).
 """
 
 from __future__ import annotations
@@ -73,8 +75,9 @@ class Guard:
                 await self.app(scope, receive, sending)
                 return
             if self.gate is not None:
+                headers = Headers(scope=scope)
                 try:
-                    user = self.gate.authenticate(Headers(scope=scope).get("authorization"))
+                    user = self.gate.authenticate(headers.get("authorization"), headers.get("cookie"))
                 except Unauthorized as e:
                     answer = refusal(e.status, str(e), headers={"WWW-Authenticate": 'Bearer realm="squall"'})
                     await answer(scope, receive, sending)
@@ -92,11 +95,17 @@ class Guard:
             finally:
                 self.serving -= 1
         finally:
-            if method not in ("GET", "HEAD"):  # who changed what, allowed or not (user None: insecure)
-                query = scope.get("query_string") or b""
-                path = (scope.get("raw_path") or b"") + (b"?" + query if query else b"")
-                client = (scope.get("client") or ("?",))[0]
-                Gate.audit(user, method, path.decode("latin-1")[:300], status, client)
+            if method not in ("GET", "HEAD"):
+                audit(scope, user, status)
+
+
+def audit(scope: Scope, user: str | None, status: int) -> None:
+    """Who changed what, allowed or not (user None: insecure, or refused before anyone was
+    authenticated)."""
+    query = scope.get("query_string") or b""
+    path = (scope.get("raw_path") or b"") + (b"?" + query if query else b"")
+    client = (scope.get("client") or ("?",))[0]
+    Gate.audit(user, scope["method"], path.decode("latin-1")[:300], status, client)
 
 
 def create_app(backend: Backend, *, registry: CollectorRegistry, gate: Gate | None = None,

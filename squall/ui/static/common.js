@@ -24,15 +24,18 @@ const squall = {
     const response = await fetch("/api/v1/" + path, {method: method || "GET", headers: headers});
     const body = await response.json();
     if (response.status === 401) {
-      squall.signIn();
+      /* A token kept here that no longer works (rotated, a past run's) must not hide a good cookie. */
+      sessionStorage.removeItem("squall.token");
+      squall.signIn(body.error);
       throw new Error("sign in: " + (body.error || "a token is needed"));
     }
     if (!response.ok) throw new Error(body.error || response.statusText);
     return body;
   },
 
-  /* A token box, once: `squall ui` prints an address that signs in by itself. */
-  signIn() {
+  /* A token box, once, saying how to sign in (the server's 401 does: `squall ui` prints a
+     cluster's signed-in address, `squall local --ui` its own, whose token becomes a cookie). */
+  signIn(how) {
     if (document.getElementById("sign-in")) return;
     const input = squall.el("input", {type: "password", id: "token", placeholder: "token", autocomplete: "off"});
     const button = squall.el("button", {id: "sign-in-button"}, "Sign in");
@@ -41,7 +44,7 @@ const squall = {
       window.location.reload();
     });
     const box = squall.el("div", {id: "sign-in", class: "sign-in"},
-      "This cluster is secured: run `squall ui` for a signed-in address, or paste your token ", input, button);
+      (how || "Not signed in") + ". Or paste your token: ", input, button);
     document.querySelector("main").prepend(box);
   },
 
