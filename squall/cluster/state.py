@@ -32,6 +32,7 @@ from typing import Any
 import structlog
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+from kazoo.security import ACL, Id, Permissions
 
 from squall.clock import Clock
 from squall.cluster.election import LeaderElection
@@ -57,6 +58,9 @@ def _dump(obj: Any) -> bytes:
 
 def _load(data: bytes | None) -> Any:
     return json.loads(data.decode()) if data else None
+
+
+TOPOLOGY_USER_PREFIX = "topology-"  # a topology's own ZooKeeper identity: topology-<id>
 
 
 class ClusterState:
@@ -108,8 +112,11 @@ class ClusterState:
                 for path, reply in acl_replies:
                     try:
                         current, _stat = reply.get(timeout=timeout)
-                        if set(current) != set(wanted):
-                            self.zk.set_acls(path, wanted)
+                        # A topology's own identity, granted its transactional state's nodes, keeps them.
+                        kept = wanted + [a for a in current if a.id.scheme == "digest"
+                                         and a.id.id.startswith(TOPOLOGY_USER_PREFIX)]
+                        if set(current) != set(kept):
+                            self.zk.set_acls(path, kept)
                             changed += 1
                     except NoNodeError:
                         continue
@@ -189,6 +196,39 @@ class ClusterState:
 
     def topology_secrets(self, topology_id: str) -> dict[str, Any] | None:
         return self._get(self.path("secrets", topology_id))
+
+    def grant(self, paths: list[str], digest: str) -> None:
+        """Make ``paths`` (and all below them) reachable by the cluster's
+        credentials and the digest id ``digest`` only -- a topology's own
+        ZooKeeper identity, for its transactional state.  Whoever held them
+        before (an earlier version of the topology) no longer does."""
+        acl = [*self.zk.default_acl, ACL(Permissions.ALL, Id("digest", digest))]
+        for path in paths:
+            self.zk.ensure_path(path.rsplit("/", 1)[0] or "/")  # the root: the cluster's only
+            try:
+                self.zk.create(path, b"", acl=acl)
+            except NodeExistsError:
+                self._set_acls_below(path, acl)
+
+    def revoke(self, paths: list[str]) -> None:
+        """``paths`` and all below them back to the cluster's credentials only."""
+        for path in paths:
+            self._set_acls_below(path, list(self.zk.default_acl))
+
+    def _set_acls_below(self, path: str, acl: list[ACL], limit: int = MAX_ACL_NODES) -> None:
+        level, seen = [path], 0
+        while level and seen < limit:
+            seen += len(level)
+            below: list[str] = []
+            for node in level:
+                try:
+                    self.zk.set_acls(node, acl)
+                    below += [f"{node}/{c}" for c in self.zk.get_children(node)]
+                except NoNodeError:
+                    continue
+                except NoAuthError:  # made by a client that did not name the cluster: left, said
+                    log.error("zookeeper node not reachable with the cluster's credentials", path=node)
+            level = below
 
     # -- code ----------------------------------------------------------------
 

@@ -307,8 +307,8 @@ class ZooKeeperBackend:
             self.zk.close()
 
     @classmethod
-    def for_transactional_conf(cls, conf: dict[str, Any],
-                               credentials: Credentials | None = None) -> ZooKeeperBackend:
+    def for_transactional_conf(cls, conf: dict[str, Any], credentials: Credentials | None = None,
+                               also_allowed: list[str] | None = None) -> ZooKeeperBackend:
         """Storm's rule: the transactional.zookeeper.* servers and port, each
         falling back to storm.zookeeper.* when unset.
 
@@ -334,15 +334,15 @@ class ZooKeeperBackend:
                for key in ("storm.zookeeper.session.timeout", "storm.zookeeper.connection.timeout",
                            "squall.secure", "squall.keyring.path")},
         }
-        client = make_client(zk_conf, credentials)
+        client = make_client(zk_conf, credentials, also_allowed or [])
         connect(client, zk_conf, who="transactional state")
         # A request unanswered for a whole session timeout is on a dead connection.
         return cls(client, conf.get("transactional.zookeeper.root") or "/transactional",
                    request_timeout=zk_conf["storm.zookeeper.session.timeout"] / 1000.0)
 
     @classmethod
-    def for_cluster_conf(cls, conf: dict[str, Any],
-                         credentials: Credentials | None = None) -> ZooKeeperBackend:
+    def for_cluster_conf(cls, conf: dict[str, Any], credentials: Credentials | None = None,
+                         also_allowed: list[str] | None = None) -> ZooKeeperBackend:
         """What a cluster worker uses: the cluster's ZooKeeper unless the
         transactional.zookeeper.* keys name another."""
-        return cls.for_transactional_conf(conf, credentials)
+        return cls.for_transactional_conf(conf, credentials, also_allowed)

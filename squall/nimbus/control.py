@@ -165,6 +165,10 @@ class TopologyControl:
     def _execute(self, actions: list[Action]) -> None:
         for action in actions:
             if isinstance(action, RemoveTopology):
+                # Its ZooKeeper identity goes with it: the nodes it was granted are the cluster's again.
+                granted = ((self.state.topology_secrets(action.topology_id) or {}).get("zookeeper") or {})
+                if isinstance(granted.get("paths"), list):
+                    self.state.revoke([p for p in granted["paths"] if isinstance(p, str)])
                 self.state.remove_topology(action.topology_id)
                 log.info("topology removed", topology=action.name, id=action.topology_id)
             elif isinstance(action, WriteAssignment):

@@ -13,6 +13,7 @@ import binascii
 import json
 import os
 import re
+import secrets
 import subprocess
 import sys
 import tempfile
@@ -24,7 +25,8 @@ import structlog
 
 from squall import config as config_mod
 from squall import plugins
-from squall.cluster.state import ClusterState
+from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
+from squall.cluster.zookeeper import digest_id
 from squall.errors import ConfigError, TopologyValidationError
 from squall.nimbus.errors import ApiError, bad_request
 from squall.runtime.package import extract
@@ -38,6 +40,21 @@ NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 VERIFY_TIMEOUT_SECS = 60
 VERIFIED = "verified"
 VERIFY_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
+
+
+def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
+    """The ZooKeeper nodes a topology's transactional state may live under: one
+    per transactional id it can use (a component's own, topology.transactional.id,
+    the topology's name: squall.transactional's rule), below its root.  None when
+    it keeps that state in another ensemble (transactional.zookeeper.servers)."""
+    if topo_conf.get("transactional.zookeeper.servers"):
+        return []
+    key = "transactional.zookeeper.root"
+    root = topo_conf.get(key) or config_mod.DEFAULTS[key]
+    ids = {topo_conf.get("topology.transactional.id"), topo_conf.get("topology.name"),
+           *(c.options.get("transactional_id") for c in defn.components.values())}
+    return sorted(f"{root.rstrip('/')}/{i}" for i in ids
+                  if isinstance(i, str) and i and "/" not in i and i not in (".", ".."))
 
 
 def verify_env() -> dict[str, str]:
@@ -98,7 +115,8 @@ class Submission:
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.
-            self.state.put_topology_secrets(topology_id, {"curve": new_keypair()})
+            self.state.put_topology_secrets(topology_id, self._new_secrets(topology_id, defn, {
+                **defn.config, **conf, "topology.name": name}))
         self.state.put_code(topology_id, blob)
         # Storm's topology.name: the name submitted, which the workers' components see in
         # their conf (the definition's own name is its class's); a transactional id
@@ -113,6 +131,15 @@ class Submission:
                  executors=len(plan.executors), workers=plan.conf["topology.workers"])
         self._reconcile(topology_id)
         return {"name": name, "id": topology_id, **({"warnings": warnings} if warnings else {})}
+
+    def _new_secrets(self, topology_id: str, defn: Any, topo_conf: dict[str, Any]) -> dict[str, Any]:
+        """The topology's CURVE keypair, and a ZooKeeper identity of its own that
+        reaches only its transactional state's nodes (granted now, revoked when
+        it is removed): its workers never hold the cluster's password."""
+        user, password = f"{TOPOLOGY_USER_PREFIX}{topology_id}", secrets.token_urlsafe(24)
+        paths = transactional_paths(defn, topo_conf)
+        self.state.grant(paths, digest_id(user, password))
+        return {"curve": new_keypair(), "zookeeper": {"user": user, "password": password, "paths": paths}}
 
     def _decode_code(self, code: Any) -> bytes:
         if code is None:

@@ -45,6 +45,7 @@ import psutil
 import structlog
 
 from squall import config
+from squall.cluster.zookeeper import digest_id
 from squall.errors import SquallError
 from squall.runtime import sandbox
 from squall.runtime.processes import kill_tree
@@ -109,7 +110,11 @@ def worker_env(environ: Mapping[str, str], allow: Iterable[str], topology_enviro
 def worker_secrets(topology_id: str, topology_secrets: Any,
                    credentials: list[tuple[str, str]]) -> dict[str, Any]:
     """The content of a worker's secrets.json, or a SquallError saying why the
-    topology's workers may not run (no CURVE keypair in ZooKeeper)."""
+    topology's workers may not run (no CURVE keypair in ZooKeeper).  ZooKeeper:
+    the topology's own identity, and the digest ids of the cluster's
+    credentials (not their passwords), so that the nodes it makes stay the
+    cluster's too; a topology submitted before identities existed gets the
+    cluster's credentials."""
     curve = topology_secrets.get("curve") if isinstance(topology_secrets, Mapping) else None
     if not isinstance(curve, Mapping) or not curve.get("public") or not curve.get("secret"):
         msg = (f"topology {topology_id} has no CURVE keypair in ZooKeeper (secrets/{topology_id}): "
@@ -118,9 +123,14 @@ def worker_secrets(topology_id: str, topology_secrets: Any,
     if not credentials:
         msg = "a secure supervisor needs the cluster's ZooKeeper credentials for its workers"
         raise SquallError(msg)
-    user = credentials[0][0]
-    return {"curve": {"public": curve["public"], "secret": curve["secret"]},
-            "zookeeper": {"user": user, "passwords": [p for u, p in credentials if u == user]}}
+    own = topology_secrets.get("zookeeper")
+    if isinstance(own, Mapping) and isinstance(own.get("user"), str) and isinstance(own.get("password"), str):
+        zookeeper = {"user": own["user"], "passwords": [own["password"]],
+                     "acl": [digest_id(u, p) for u, p in credentials]}
+    else:
+        user = credentials[0][0]
+        zookeeper = {"user": user, "passwords": [p for u, p in credentials if u == user]}
+    return {"curve": {"public": curve["public"], "secret": curve["secret"]}, "zookeeper": zookeeper}
 
 
 def read_json(path: Path) -> Any:

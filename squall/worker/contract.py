@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +114,7 @@ class SecretsError(SquallError):
 class WorkerSecrets:
     curve: tuple[bytes, bytes] | None  # raw (public, secret)
     zookeeper: list[tuple[str, str]] | None  # (user, password) pairs
+    zookeeper_acl: list[str] = field(default_factory=list)  # digest ids also given every permission
 
     def __repr__(self) -> str:  # never let a traceback or a log print a key
         return (f"WorkerSecrets(curve={'<set>' if self.curve else None}, "
@@ -163,6 +164,11 @@ def read_secrets(path: Path) -> WorkerSecrets | None:
             msg = f"{path}: 'zookeeper' must be null or {{'user': str, 'passwords': [str, ...]}}"
             raise SecretsError(msg)
         creds = [(zk["user"], password) for password in zk["passwords"]]
+        acl = zk.get("acl", [])
+        if not isinstance(acl, list) or not all(isinstance(a, str) and ":" in a for a in acl):
+            msg = f"{path}: 'zookeeper.acl' must be a list of digest ids ('user:hash')"
+            raise SecretsError(msg)
+        return WorkerSecrets(keys, creds, list(acl))
     return WorkerSecrets(keys, creds)
 
 

@@ -181,6 +181,7 @@ class WorkerProcess:
             msg = f"the cluster is secure but {SECRETS} holds no CURVE keypair for this worker"
             raise StartupError(msg, EXIT_BAD_ASSIGNMENT)
         creds = secrets.zookeeper if secrets is not None else None
+        also = secrets.zookeeper_acl if secrets is not None else []
         try:
             if assignment.address.startswith(f"{ZMQ_SCHEME}://"):
                 self.transport = ZmqTransport(send_hwm=plan.conf["zmq.hwm"],
@@ -191,7 +192,7 @@ class WorkerProcess:
             # Transactional components keep their state in the cluster's ZooKeeper
             # (Storm's TransactionalState): one client per worker process, made
             # only if a transactional component asks for it.
-            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf, creds))}
+            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf, creds, also))}
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
@@ -373,12 +374,14 @@ def _remote(a: Assignment, worker: Worker) -> dict[int, str]:
     return {t: addr for t, addr in a.task_address.items() if t not in worker.local_tasks}
 
 
-def _zookeeper_backend(conf: dict[str, Any], credentials: list[tuple[str, str]] | None = None) -> Any:
+def _zookeeper_backend(conf: dict[str, Any], credentials: list[tuple[str, str]] | None = None,
+                       also_allowed: list[str] | None = None) -> Any:
     """The cluster's ZooKeeper as transactional state (kazoo is imported only
     by a worker that runs a transactional component), authenticated with the
-    credentials of secrets.json when the cluster is secure."""
+    credentials of secrets.json when the cluster is secure (the topology's own
+    identity; the nodes it makes also name the cluster's digest ids)."""
     from squall.cluster.transactional_state import ZooKeeperBackend
 
     if credentials is None:
         return ZooKeeperBackend.for_cluster_conf(conf)
-    return ZooKeeperBackend.for_cluster_conf(conf, credentials=credentials)
+    return ZooKeeperBackend.for_cluster_conf(conf, credentials=credentials, also_allowed=also_allowed or [])

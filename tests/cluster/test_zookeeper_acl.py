@@ -217,3 +217,60 @@ def test_an_existing_data_dir_is_made_private(tmp_path: Path) -> None:
     os.chmod(data, 0o755)
     DevZookeeper(free_port(), data).prepare()
     assert os.stat(data).st_mode & 0o777 == 0o700
+
+
+def test_the_dev_clusters_zookeeper_root_is_read_only_to_anyone_without_its_password(
+        tmp_path: Path) -> None:
+    # Issue 29, finding 2: the dev ZooKeeper's / kept world:anyone with every permission
+    # (a 64 KB node was created with no credentials).
+    from squall.cli.devcluster import DevCluster
+
+    cluster = DevCluster(tmp_path / "c", supervisors=0)
+    cluster.start()
+    anonymous = KazooClient(hosts=f"127.0.0.1:{cluster.conf['storm.zookeeper.port']}")
+    anonymous.start(timeout=10)
+    try:
+        with pytest.raises(NoAuthError):
+            anonymous.create("/junk", b"x" * 65000)
+        assert "squall" in anonymous.get_children("/")  # readable, as before
+        with pytest.raises(NoAuthError):
+            anonymous.set_acls("/", OPEN_ACL_UNSAFE)
+        # while the cluster itself still makes what it needs at the root
+        squall = start_client({**config_mod.DEFAULTS, **cluster.conf})
+        try:
+            squall.create("/squall-check", b"")
+        finally:
+            squall.stop()
+            squall.close()
+    finally:
+        anonymous.stop()
+        anonymous.close()
+        cluster.stop()
+
+
+def test_a_topologys_own_identity_reaches_its_transactional_nodes_only_until_revoked(
+        zookeeper: DevZookeeper, keyring: Keyring, client: Callable[..., KazooClient],
+        request: pytest.FixtureRequest) -> None:
+    from squall.cluster.zookeeper import digest_id
+
+    conf = secure_conf(zookeeper, keyring)
+    cluster = ClusterState(client(conf), "/squall")
+    cluster.grant(["/transactional/tx-a"], digest_id("topology-a", "pw-a"))
+    # as a worker's client: the nodes it makes name it and the cluster's digest ids
+    cluster_ids = [digest_id(u, p) for u, p in keyring.zookeeper_credentials()]
+    mine = make_client(conf, [("topology-a", "pw-a")], cluster_ids)
+    mine.start(timeout=10)
+    request.addfinalizer(lambda: (mine.stop(), mine.close()))
+    other = client(conf, [("topology-b", "pw-b")])
+    mine.create("/transactional/tx-a/coordinator", b"1")
+    with pytest.raises(NoAuthError):
+        other.get("/transactional/tx-a/coordinator")
+    with pytest.raises(NoAuthError):
+        mine.create("/transactional/tx-b", b"")  # its siblings are the cluster's
+    # a nimbus restart re-ACLs the tree and keeps the grant
+    ClusterState(client(conf), "/transactional").fix_acls()
+    assert mine.get("/transactional/tx-a")[0] == b""
+    cluster.revoke(["/transactional/tx-a"])
+    for path in ("/transactional/tx-a", "/transactional/tx-a/coordinator"):
+        with pytest.raises(NoAuthError):
+            mine.get(path)

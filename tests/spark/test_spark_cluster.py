@@ -34,11 +34,14 @@ def test_supervisor_runs_one_server_shared_by_spark_bolts_in_two_workers(
         spark_available: None, enrich_example: ModuleType, tmp_path: Path) -> None:
     # Given a one-node cluster whose supervisor runs the node's Spark Connect server
     port = free_port()
+    out = tmp_path / "out"
+    out.mkdir()
+    out.chmod(0o777)  # the workers run as the topology's own user, and see this folder only
     cluster = DevCluster(tmp_path / "cluster", supervisors=1, slots=2, conf={
+        "supervisor.worker.shared.dirs": [str(out)],
         "supervisor.spark.connect.enabled": True, "supervisor.spark.connect.port": port,
         "spark.master": "local[2]", "spark.connect.server.conf": {"spark.sql.shuffle.partitions": 2},
     })
-    out = tmp_path / "out"
     try:
         cluster.start()
         # When the example is submitted with two workers (its two Spark bolt tasks land on both)
