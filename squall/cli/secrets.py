@@ -7,6 +7,7 @@
     squall secrets user retire alice                  # ...until retired
     squall secrets user remove alice | user list
     squall secrets rotate-zookeeper                   # a new ZooKeeper password (restart daemons)
+    squall secrets supervisor --out node.json         # a supervisor's keyring: ZooKeeper only
     squall ui [--open]                                # the UI's address, signed in with your token
 
 The keyring is ``squall.keyring.path`` (``--config``), else ``$SQUALL_KEYRING``,
@@ -110,6 +111,13 @@ def cmd_ui(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_supervisor(args: argparse.Namespace) -> int:
+    target = _load(args).supervisor_keyring().save(args.out)
+    print(f"supervisor keyring written to {target} (mode 0600): ZooKeeper's credentials and the CA, "
+          "no user's token; copy it to each supervisor node as its squall.keyring.path")
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     def command(parent: Any, name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help_text)
@@ -130,5 +138,7 @@ def add_commands(sub: Any) -> None:
     p.add_argument("name", nargs="?")
     p.add_argument("--out", default=None, help="write the user's own keyring (token and CA) here")
     command(inner, "rotate-zookeeper", cmd_rotate_zookeeper, "a new ZooKeeper digest password")
+    p = command(inner, "supervisor", cmd_supervisor, "write a supervisor's keyring: no user's token")
+    p.add_argument("--out", required=True, help="where to write it (0600)")
     p = command(sub, "ui", cmd_ui, "print (or --open) the web UI's address, signed in from the keyring")
     p.add_argument("--open", action="store_true", help="open it in a browser")

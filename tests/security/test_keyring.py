@@ -70,6 +70,23 @@ def test_a_user_keyring_holds_only_their_token_and_the_ca() -> None:
     assert set(theirs.data["tls"]) == {"ca"}
 
 
+def test_a_supervisors_keyring_holds_no_token_and_no_key_of_nimbus(tmp_path: Path) -> None:
+    # (its workers run users' code: before issue 29 the supervisor held the admin's token)
+    import subprocess
+    import sys
+
+    keyring, admin = Keyring.create()
+    keyring.save(tmp_path / "k.json")
+    out = subprocess.run([sys.executable, "-m", "squall.cli", "secrets", "supervisor", "--keyring",
+                          str(tmp_path / "k.json"), "--out", str(tmp_path / "s.json")],
+                         capture_output=True, text=True, timeout=60, check=True)
+    assert "no user's token" in out.stdout
+    theirs = Keyring.load(tmp_path / "s.json")  # 0600, or this refuses it
+    assert set(theirs.data) == {"format", "cluster", "zookeeper", "tls"} and set(theirs.data["tls"]) == {"ca"}
+    assert theirs.zookeeper_credentials() == keyring.zookeeper_credentials()
+    assert admin not in (tmp_path / "s.json").read_text()
+
+
 def test_zookeeper_rotation_keeps_the_previous_password() -> None:
     keyring, _ = Keyring.create()
     (first,) = keyring.zookeeper_credentials()
