@@ -340,7 +340,11 @@ class Supervisor:
         for gone in set(self._secrets) - wanted:
             del self._secrets[gone]
         if set(self._uids) - wanted - set(records):
-            self._uids = {t: uid for t, uid in self._uids.items() if t in wanted or t in records}
+            # A uid is free again only once no process of it is left (its worker may be
+            # stopping): the next topology given it must not reach the last one's.
+            running = {(slot.pid_record() or {}).get("uid") for slot in self.slots.values() if slot.process()}
+            self._uids = {t: uid for t, uid in self._uids.items()
+                          if t in wanted or t in records or uid in running}
             write_json(self._uids_file, self._uids)
         for gone in set(self._refused) - set(records):
             del self._refused[gone]

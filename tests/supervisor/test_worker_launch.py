@@ -275,3 +275,60 @@ def test_a_running_supervisor_creates_files_for_its_user_only(tmp_path: Path, ke
     # And a stopped supervisor gives the process its umask back
     now = os.umask(before)
     assert now == before
+
+
+# -- workers as their topology's own user (issue 29) ------------------------------
+
+
+def test_workers_as_their_own_user_asked_for_and_impossible_refuse_to_start(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from squall.errors import ConfigError
+    from squall.runtime import sandbox
+
+    monkeypatch.setattr(sandbox, "unavailable", lambda identity=None: "bwrap is not installed")
+    base = {"storm.local.dir": str(tmp_path / "local"), "squall.secure": False}
+    required = Supervisor(config_mod.merge({**base, "supervisor.run.worker.as.user": True}))
+    with pytest.raises(ConfigError, match="bwrap is not installed"):
+        required._decide_run_as()
+    assert Supervisor(config_mod.merge(base))._decide_run_as() is False  # the default: said, not refused
+    sharing = Supervisor(config_mod.merge({**base, "supervisor.worker.shared.dirs": [str(tmp_path)]}))
+    with pytest.raises(ConfigError, match=r"holds storm\.local\.dir"):
+        sharing._decide_run_as()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root (CI runs as root)")
+def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Path) -> None:
+    from squall.runtime import sandbox
+
+    if sandbox.unavailable(sandbox.Identity(61300, 61300)) is not None:
+        pytest.fail(f"no sandbox here: {sandbox.unavailable(sandbox.Identity(61300, 61300))}")
+    local = tmp_path / "local"
+    slot = workers.Slot(6700, local / "workers" / "6700")
+    run_as = workers.RunAs(sandbox.Identity(61300, 61300), local / "state" / "t")
+    children: dict[int, Any] = {}
+    # (an assignment the worker refuses: it starts, writes its error as its own user, exits)
+    pid = slot.launch("node", {"topology_id": "t-1", "topology": {}, "conf": {}}, children,
+                      secrets={"curve": CURVE, "zookeeper": None}, run_as=run_as)
+    try:
+        errors = slot.dir / "errors.jsonl"
+        from squall.testing import poll_for
+
+        poll_for(errors.exists, timeout=30, message="the worker's own error file")
+        assert os.stat(errors).st_uid == 61300
+        assert (os.stat(slot.dir).st_uid, os.stat(slot.dir).st_gid, mode(slot.dir)) == (0, 61300, 0o1770)
+        assert (os.stat(slot.assignment_file).st_uid, mode(slot.assignment_file)) == (0, 0o640)
+        assert (os.stat(slot.secrets_file).st_uid, mode(slot.secrets_file)) == (61300, 0o600)
+        assert os.stat(slot.dir / "pid").st_uid == 0 and os.stat(run_as.state_dir).st_uid == 61300
+        assert slot.pid_record()["pid"] == pid and slot.pid_record()["sandboxed"] is True
+        # A link the worker plants where the supervisor reads is not followed (it could
+        # name the supervisor's keyring, whose content would go to ZooKeeper as a heartbeat).
+        keyring = tmp_path / "keyring.json"
+        keyring.write_text(json.dumps({"topology_id": "t-1", "stolen": True}))
+        (slot.dir / "heartbeat.json").symlink_to(keyring)
+        assert slot.heartbeat() is None
+        os.link(keyring, slot.dir / "errors-link")  # a second name: refused too
+        assert workers.read_worker_file(slot.dir / "errors-link") is None
+    finally:
+        slot.kill("test", grace=1.0)
+        for child in children.values():
+            child.wait(10)
