@@ -102,6 +102,9 @@ class Sandbox:
     # the sandbox's: a SIGKILL to it takes every process inside.  bubblewrap writes
     # {"child-pid": <its pid as seen from here>, ...} to this descriptor when set.
     info_fd: int | None = None
+    # Host files shown at other paths, read only, over everything else (e.g. an
+    # /etc/passwd naming the identity: see identity_files).
+    overlay: dict[str, str] = field(default_factory=dict)
 
 
 def can_switch_users() -> bool:
@@ -155,8 +158,11 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
          isdir: Callable[[str], bool] = os.path.isdir) -> list[str]:
     """The command line that runs ``command`` in ``box`` (pure: the file system is asked
     through the callables, so a test can give any layout)."""
-    args = [tool, "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-            "--new-session"]
+    args = [tool, "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--new-session"]
+    if box.strict:
+        # Not for a worker or the Spark server: the JVM's container detection fails on
+        # /proc/self/cgroup paths that a cgroup namespace rewrites (an NPE at start).
+        args.append("--unshare-cgroup-try")
     if box.info_fd is not None:
         args += ["--info-fd", str(box.info_fd)]
     if not box.network:
@@ -192,6 +198,8 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
         args += ["--bind", "/", "/"]
     args += ["--proc", "/proc", "--dev", "/dev"]
     args += _mounts(shadows, read, write)
+    for target, source in sorted(box.overlay.items()):
+        args += ["--ro-bind", source, target]
     args += ["--chdir", box.cwd]
     if box.identity is not None:
         uid, gid = box.identity.uid, box.identity.gid
@@ -225,6 +233,29 @@ def _mounts(shadows: set[str], read: list[str], write: list[str]) -> list[str]:
                 made.add(p)
         out += [flag, path, path]
         made.add(path)
+    return out
+
+
+def identity_files(identity: Identity, home: str, directory: str) -> dict[str, str]:
+    """An /etc/passwd and /etc/group that also name ``identity`` (written into
+    ``directory``, 0644), as :attr:`Sandbox.overlay`: a program that asks who it
+    is (a JVM's Hadoop login, ``getpass.getuser()``) gets an answer."""
+    out = {}
+    user = f"{identity.name}:x:{identity.uid}:{identity.gid}::{home}:/usr/sbin/nologin"
+    for name, line in (("passwd", user), ("group", f"{identity.name}:x:{identity.gid}:")):
+        try:
+            with open(f"/etc/{name}") as f:
+                text = f.read()
+        except OSError:
+            text = ""
+        path = os.path.join(directory, f".{name}")
+        tmp = f"{path}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        with os.fdopen(fd, "w") as f:
+            os.fchmod(fd, 0o644)
+            f.write(text.rstrip("\n") + "\n" + line + "\n")
+        os.replace(tmp, path)
+        out[f"/etc/{name}"] = path
     return out
 
 

@@ -53,6 +53,7 @@ import structlog
 
 from squall.affinity import release_child
 from squall.errors import SquallError
+from squall.runtime import sandbox
 from squall.runtime.processes import kill_tree
 from squall.runtime.status import Status
 
@@ -216,6 +217,10 @@ class ConnectServer:
         self._stop = threading.Event()
         self._ready = threading.Event()
         self._watcher: threading.Thread | None = None
+        # Set (by a root supervisor) to run the server as this user in a sandbox: the
+        # Python workers it starts run users' UDFs, which must not reach the daemon's keys.
+        self.identity: sandbox.Identity | None = None
+        self.shared: tuple[str, ...] = ()  # host folders its sandbox shows (the workers' shared dirs)
 
     # -- identity ------------------------------------------------------------
 
@@ -388,6 +393,21 @@ class ConnectServer:
         cmd, env = server_call(spark_home(), name=f"{self.name} {self.dir}", master=self.master,
                                port=self.port, properties=properties, python=self.python, token=self.token,
                                base_env=os.environ)
+        if self.identity is not None:
+            uid, gid = self.identity.uid, self.identity.gid
+            for path in (self.dir, properties):
+                os.chown(path, uid, gid)
+            name = self.identity.name
+            # (no passwd entry: the JVM would take its home and user name as "?")
+            env = {**env, "HOME": str(self.dir), "USER": name, "LOGNAME": name, "SPARK_USER": name,
+                   "HADOOP_USER_NAME": name,
+                   "SPARK_SUBMIT_OPTS": f"{env.get('SPARK_SUBMIT_OPTS', '')} -Duser.home={self.dir} "
+                                        f"-Duser.name={name}".strip()}
+            box = sandbox.Sandbox(cwd=str(self.dir), identity=self.identity,
+                                  write=[str(self.dir), *self.shared],
+                                  network=True, strict=False, die_with_parent=False,
+                                  overlay=sandbox.identity_files(self.identity, str(self.dir), str(self.dir)))
+            cmd = sandbox.argv(box, cmd)
         with open(self.log_file, "ab") as out:
             # A process group of its own: stop() takes the JVM's Python workers too.
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

@@ -149,6 +149,11 @@ class Supervisor:
         for sub in ("workers", "code", "state"):
             private_dir(self.local_dir / sub)
         self.run_as_users = self._decide_run_as()
+        if self.spark is not None and self.run_as_users:
+            # The node's Spark server runs UDFs of every topology: a user of its own, not root.
+            self.spark.server.identity = self._spark_identity
+            self.spark.server.shared = tuple(str(Path(d).resolve())
+                                             for d in self.conf["supervisor.worker.shared.dirs"])
         self.session.start()
         connect(self.zk, self.conf, "supervisor")
         self.state.setup(fix_acls=False)  # the leader nimbus re-ACLs the tree
@@ -220,13 +225,18 @@ class Supervisor:
                     "supervisor can (README, Security)", why=why)
         return False
 
+    @property
+    def _spark_identity(self) -> sandbox.Identity:
+        last = self.conf["supervisor.worker.uids"][1]  # never a topology's (see _run_as)
+        return sandbox.Identity(last, last)
+
     def _run_as(self, topology_id: str, name: str) -> RunAs | None:
         if not self.run_as_users:
             return None
         uid = self._uids.get(topology_id)
         if uid is None:
             first, last = self.conf["supervisor.worker.uids"]
-            uid = sandbox.pick_uid(self._uids.values(), first, last)
+            uid = sandbox.pick_uid(self._uids.values(), first, last - 1)
             if uid is None:
                 msg = f"no free uid left in supervisor.worker.uids {[first, last]} for the topology's workers"
                 raise SquallError(msg)

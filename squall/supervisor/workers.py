@@ -235,10 +235,12 @@ class Slot:
             name = run_as.identity.name
             env = {**env, "HOME": str(self.dir), "USER": name, "LOGNAME": name}
             env.pop("TMPDIR", None)  # /tmp is the sandbox's own
+            who = sandbox.identity_files(run_as.identity, str(self.dir), str(self.dir))
             box = sandbox.Sandbox(cwd=code_dir or str(self.dir), identity=run_as.identity,
                                   read=[code_dir] if code_dir else [],
                                   write=[str(self.dir), str(run_as.state_dir), *run_as.shared],
-                                  network=True, strict=False, die_with_parent=False, info_fd=info_write)
+                                  network=True, strict=False, die_with_parent=False, info_fd=info_write,
+                                  overlay=who)
             command = sandbox.argv(box, command)
             code_dir = None  # bwrap changes into it, as the worker's user
         log_path = self.dir / "worker.log"

@@ -4,6 +4,7 @@ Connect server, and Spark bolts in two worker processes share it."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,9 +23,10 @@ EXAMPLE = REPO / "examples" / "spark" / "enrich.py"
 
 def _server_jvms(root: Path) -> list[psutil.Process]:
     found = []
-    for proc in psutil.process_iter(["cmdline"]):
+    for proc in psutil.process_iter(["cmdline", "name"]):
         cmdline = proc.info.get("cmdline") or []
-        if any(SERVER_CLASS in part for part in cmdline) and any(str(root) in part for part in cmdline):
+        if (any(SERVER_CLASS in part for part in cmdline) and any(str(root) in part for part in cmdline)
+                and proc.info.get("name") == "java"):  # not the sandbox around it
             found.append(proc)
     return found
 
@@ -67,6 +69,8 @@ def test_supervisor_runs_one_server_shared_by_spark_bolts_in_two_workers(
         assert len(logs) == 2 and all("Spark Connect session opened" in text for text in logs)
         # And the node runs exactly one Spark JVM, the supervisor's; no worker runs one
         assert len(_server_jvms(cluster.root)) == 1
+        if os.geteuid() == 0:  # a root supervisor runs it as a user of its own: UDFs run there
+            assert _server_jvms(cluster.root)[0].uids().real != 0
         for pid in cluster.worker_pids().values():
             assert not [c for c in psutil.Process(pid).children(recursive=True) if c.name() == "java"]
     finally:
