@@ -179,7 +179,7 @@ class Verifier:
             why = judge(read_verdict(read_end, nonce), proc.returncode)
             ms = round((self.now() - started) * 1000)
             if why is None:
-                log.info("package verified", reference=reference, ms=ms)
+                log.info("package verified", reference=reference, ms=ms, output=tail(output))
                 return
             log.warning("package refused", reference=reference, reason=why, ms=ms, output=tail(output))
             raise bad_request(f"{why} (nimbus log reference {reference})")
