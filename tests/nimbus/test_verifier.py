@@ -137,6 +137,25 @@ def test_code_that_exits_at_import_is_not_taken_for_verified(verifier: Verifier)
         assert "before it reported success" in str(error), str(error)
 
 
+def test_as_nimbus_own_user_the_import_runs_in_a_user_namespace(verifier: Verifier,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    # Given a nimbus that cannot switch users (not root)
+    monkeypatch.setattr(verifier_mod, "can_switch_users", lambda: False)
+    if sandbox.unavailable(None) is not None:
+        pytest.skip(f"no user namespace here: {sandbox.unavailable(None)}")
+    # Then a package that loads is verified
+    verifier.verify(definition("wordcount:RandomSentences"), package(wordcount=WORDCOUNT))
+    # and one that looks around runs as nimbus's user, alone, under the process limit set inside.
+    source = ("import os, resource\n"
+              "pids = sorted(int(p) for p in os.listdir('/proc') if p.isdigit())\n"
+              "nproc = resource.getrlimit(resource.RLIMIT_NPROC)\n"
+              "raise OSError(f'uid={os.getuid()} pids={pids} nproc={nproc}')\n")
+    _, logs = refused(verifier, "wc:Split", package(wc=source))
+    (logged,) = [e for e in logs if e["event"] == "package refused"]
+    assert f"uid={os.getuid()} pids=[1, 2] " in logged["output"], logged["output"]
+    assert f"nproc=({verifier_mod.LIMITS.processes}, {verifier_mod.LIMITS.processes})" in logged["output"]
+
+
 # -- the sandbox ends with the verification ------------------------------------------------
 
 
