@@ -35,6 +35,7 @@ from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+import psutil
 import structlog
 
 from squall.errors import ConfigError
@@ -203,17 +204,34 @@ def chown_tree(path: str, identity: Identity) -> None:
 
 
 def kill_sandbox(proc: subprocess.Popen[bytes]) -> None:
-    """bwrap's session (bwrap itself is its leader), then bwrap should it have left it: its
-    pid namespace dies with it, and every process of the sandbox with that."""
+    """Every process of the sandbox, and bwrap with its session.
+
+    The pid namespace dies with its first process, and ``--die-with-parent`` takes
+    that one with bwrap, but not when the command itself is that first process
+    (``--as-pid-1``) and has switched users: a new uid clears the parent-death
+    signal.  So bwrap's descendants are killed by pid too (an orphan inside is
+    reparented to the namespace's first process, so none is missed)."""
+    try:
+        inside = psutil.Process(proc.pid).children(recursive=True)
+    except psutil.Error:
+        inside = []
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+    for member in inside:
+        try:
+            member.kill()
+        except psutil.Error:
+            pass
     proc.kill()
     try:
         proc.wait(KILL_WAIT_SECS)
     except subprocess.TimeoutExpired:
-        log.error("the verification's sandbox did not die", pid=proc.pid)
+        pass
+    _gone, alive = psutil.wait_procs(inside, timeout=KILL_WAIT_SECS)
+    if alive or proc.returncode is None:
+        log.error("the verification's sandbox did not die", pids=[proc.pid, *(p.pid for p in alive)])
 
 
 def read_verdict(fd: int, nonce: str) -> dict[str, Any] | None:
