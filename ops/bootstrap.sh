@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Set up what is missing for Squall, and nothing else: Java 17 (the embedded
-# ZooKeeper and the Spark Connect server run on it) and Chromium with its
-# driver (the web UI's browser tests) from Debian's packages, and the
-# virtualenv in .venv with Squall and its test tools.  Idempotent and quick
-# when everything is there: the venv is reinstalled only when pyproject.toml
-# changed since the last install.  ``--tests``: also what only the tests need
-# (Chromium, redis-server), so that running the word count does not download a
-# browser.  ``--redis``: redis-server only (the Redis examples).
+# ZooKeeper and the Spark Connect server run on it), bubblewrap (the sandbox
+# nimbus imports submitted code in) and Chromium with its driver (the web UI's
+# browser tests) from Debian's packages, and the virtualenv in .venv with
+# Squall and its test tools.  Idempotent and quick when everything is there:
+# the venv is reinstalled only when pyproject.toml changed since the last
+# install.  ``--tests``: also what only the tests need (Chromium,
+# redis-server), so that running the word count does not download a browser.
+# ``--redis``: redis-server only (the Redis examples).
 set -euo pipefail
 tests=0
 redis=0
@@ -28,6 +29,16 @@ if ! java_ok; then
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq openjdk-17-jre-headless >/dev/null
+fi
+
+# Nimbus imports submitted code only in bubblewrap's sandbox (squall.runtime.sandbox; util-linux's
+# setpriv, which it also uses, is in every Debian): a dev cluster and the tests alike want it.
+if ! command -v bwrap >/dev/null 2>&1; then
+    echo "bootstrap: installing bubblewrap" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq bubblewrap >/dev/null
 fi
 
 # The web UI's browser tests (tests/ui) drive Debian's Chromium through its chromedriver.

@@ -154,6 +154,18 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # A code package's size once unzipped, and its number of files.
     "nimbus.code.max.uncompressed.bytes": (256 * 1024 * 1024, (int,), 1),
     "nimbus.code.max.entries": (10_000, (int,), 1),
+    # Nimbus imports a submitted package to check that its classes load, in a sandbox
+    # (squall.runtime.sandbox: bubblewrap, no network, nothing of the host's files but
+    # the system's and Python's, resource limits): "auto" where bubblewrap works on this
+    # host and else no import at all (squall submit checked it on the client),
+    # "required": nimbus refuses to start without a working sandbox, "off": no import.
+    "nimbus.verify.sandbox": ("auto", (str,), None),
+    # Nimbus as root runs each verification as a uid of [first, last] of its own (no
+    # passwd entry needed), so at most that many at once; not root, as its own user in a
+    # user namespace (then only the count matters).
+    "nimbus.verify.uids": ([65400, 65463], (list,), None),
+    # How long one verification may take before its whole sandbox is killed.
+    "nimbus.verify.timeout.secs": (60, (int, float), 0.01),
     # The largest frame a worker accepts from a peer (ZMQ_MAXMSGSIZE): a bigger
     # one is refused by ZeroMQ before it is buffered.
     "zmq.max.message.bytes": (64 * 1024 * 1024, (int,), 1024),

@@ -108,9 +108,13 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from squall.cli.args import load_topology, parse_conf
+    from squall.topology.verify import verify_loadable
 
     conf = _conf(args)
     topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
+    # Every class loads here, with the whole error, before anything is sent: nimbus imports
+    # the package only in a sandbox, where there is one, and tells less of what went wrong.
+    verify_loadable(topology.definition())
     root = Path(args.file).resolve().parent
     overrides = parse_conf(args.conf)
     include = ({**topology.config, **overrides}.get("topology.package.include")

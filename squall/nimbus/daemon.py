@@ -64,6 +64,8 @@ class Nimbus:
     def start(self) -> None:
         if self.status is not Status.INIT:
             return
+        # First: a nimbus that must not run (no sandbox where one is required) stops here.
+        self.service.start()
         self.session.start()
         connect(self.zk, self.conf, "nimbus")
         # Also gives every node the current keyring's ACL (a rotated ZooKeeper password),

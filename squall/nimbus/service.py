@@ -21,12 +21,11 @@ from squall.cluster.state import ClusterState
 from squall.metrics.book import StatsBook
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.errors import ApiError, bad_request
-from squall.nimbus.submission import NAME, VERIFIED, VERIFY_TIMEOUT_SECS, Submission, verify_env
+from squall.nimbus.submission import NAME, Submission
 from squall.nimbus.views import TopologyViews, worker_sample
 from squall.ui.storm_api import TopologyView
 
-__all__ = ["NAME", "VERIFIED", "VERIFY_TIMEOUT_SECS", "ApiError", "NimbusService", "bad_request",
-           "verify_env", "worker_sample"]
+__all__ = ["NAME", "ApiError", "NimbusService", "bad_request", "worker_sample"]
 
 
 class NimbusService:
@@ -38,6 +37,10 @@ class NimbusService:
         self.views = TopologyViews(state, now, stats)
         self.control = TopologyControl(state, conf, now)
         self.submission = Submission(state, conf, self.control.reconcile, now)
+
+    def start(self) -> None:
+        """What is decided once, at nimbus's start, before it serves."""
+        self.submission.start()
 
     # -- views ---------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 """How nimbus takes a topology in: checked (its name, conf and size, its plan, its
-code imported in a throwaway process), then written to ZooKeeper and assigned.
+code imported in a sandbox: squall.nimbus.verifier), then written to ZooKeeper
+and assigned.
 
 The topology's record and code go to ZooKeeper before its assignment, and in a
 secure cluster its workers' CURVE keypair before either: a supervisor never
@@ -10,13 +11,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
 import os
 import re
 import secrets
-import subprocess
-import sys
-import tempfile
 import time
 from collections.abc import Callable
 from typing import Any
@@ -29,7 +26,7 @@ from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
 from squall.errors import ConfigError, TopologyValidationError
 from squall.nimbus.errors import ApiError, bad_request
-from squall.runtime.package import extract
+from squall.nimbus.verifier import Verifier
 from squall.security.curve import new_keypair
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
@@ -37,11 +34,6 @@ from squall.worker.plan import plan_topology
 log = structlog.get_logger("squall.nimbus.submission")
 
 NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
-VERIFY_TIMEOUT_SECS = 60
-VERIFIED = "verified"
-VERIFY_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TZ", "TMPDIR", "PYTHONPATH", "VIRTUAL_ENV")
-
-
 def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
     """The ZooKeeper nodes a topology's transactional state may live under: one
     per transactional id it can use (a component's own, topology.transactional.id,
@@ -57,11 +49,6 @@ def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
                   if isinstance(i, str) and i and "/" not in i and i not in (".", ".."))
 
 
-def verify_env() -> dict[str, str]:
-    """User code imported on nimbus sees none of nimbus's environment but the basics."""
-    return {k: v for k, v in os.environ.items() if k in VERIFY_ENV}
-
-
 class Submission:
     """Checks a submitted topology, writes it, and has it assigned (``reconcile``)."""
 
@@ -71,6 +58,12 @@ class Submission:
         self.conf = conf
         self.now = now
         self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
+        self.verifier = Verifier(conf)
+
+    def start(self) -> None:
+        """At nimbus's start: whether submitted code is imported here (ConfigError when
+        nimbus.verify.sandbox is 'required' and no sandbox works)."""
+        self.verifier.start()
 
     def check_size(self, defn: Any, conf: dict[str, Any]) -> None:
         """Refuse what would exhaust the cluster (or nimbus, planning it) before planning it."""
@@ -111,7 +104,7 @@ class Submission:
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
             raise ApiError(409, f"a topology named {name!r} is already running")
         blob = self._decode_code(body.get("code"))
-        self._verify(defn.to_dict(), blob)
+        self.verifier.verify(defn.to_dict(), blob)
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.
@@ -153,35 +146,3 @@ class Submission:
         if len(blob) > self.conf["nimbus.code.max.bytes"]:
             raise bad_request(f"the code package is {len(blob)} bytes, over nimbus.code.max.bytes")
         return blob
-
-    def _verify(self, definition: dict[str, Any], blob: bytes) -> None:
-        """Load every class in a throwaway process: a missing class is refused now.
-
-        Success must be said, not implied: the process prints ``verified <nonce>``
-        (a nonce it is given on stdin) after loading everything, so user code that
-        ends the process early at import (``os._exit(0)``) is refused, not waved on."""
-        with tempfile.TemporaryDirectory(prefix="squall-verify-") as tmp:
-            if blob:
-                try:
-                    extract(blob, tmp, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
-                            max_entries=self.conf["nimbus.code.max.entries"])
-                except Exception as e:  # noqa: BLE001 - a corrupt or oversized zip is bad input
-                    raise bad_request(f"the code package is refused: {e}") from e
-            nonce = os.urandom(16).hex()
-            try:
-                proc = subprocess.run(
-                    [sys.executable, "-m", "squall.nimbus.verify", tmp],
-                    input=json.dumps({"definition": definition, "nonce": nonce}),
-                    capture_output=True, text=True, timeout=VERIFY_TIMEOUT_SECS, check=False, cwd=tmp,
-                    env=verify_env())
-            except subprocess.TimeoutExpired as e:
-                raise bad_request("importing the topology's code did not finish in time") from e
-            said = proc.stdout.strip().splitlines()
-            if proc.returncode == 0 and said and said[-1] == f"{VERIFIED} {nonce}":
-                return
-            reason = ("\n".join(line for line in said if nonce not in line).strip()
-                      or proc.stderr.strip()[-2000:])
-            if proc.returncode == 0:
-                reason = ("importing the topology's code ended the verification process before it "
-                          f"reported success{': ' + reason[-500:] if reason else ''}")
-            raise bad_request(reason or f"verifying the topology's code failed (exit {proc.returncode})")

@@ -119,14 +119,16 @@ def pick_uid(taken: Iterable[int], first: int = UID_RANGE[0], last: int = UID_RA
 
 def runtime_paths() -> list[str]:
     """What this Python needs to run Squall: its prefixes, its import path and the
-    interpreter's own directory (real paths, outermost only)."""
+    interpreter's own directory (real paths, outermost only).
+
+    Not the working directory: ``python -m`` puts it first on the import path, and a
+    daemon's (a dev cluster's root, ``/``) holds its keys, not Python."""
+    cwd = os.getcwd()
     paths = [sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix,
              os.path.dirname(os.path.realpath(sys.executable)),
              os.path.dirname(os.path.dirname(os.path.abspath(__file__)))]  # the folder holding squall/
-    # Not the daemon's working directory (``python -m`` puts it first on the path): a
-    # supervisor's may hold its local directory, whose private parts must stay hidden.
-    cwd = os.getcwd()
     paths += [p for p in sys.path if p and os.path.isabs(p) and p != cwd]
+    paths += [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if os.path.isabs(p)]
     return outermost(os.path.realpath(p) for p in paths if os.path.exists(p))
 
 
@@ -293,9 +295,11 @@ def unavailable(identity: Identity | None = None) -> str | None:
         return "setpriv (util-linux) is not installed"
     probe = [sys.executable, "-c", "import squall.worker.process"]
     command = argv(Sandbox(cwd="/", identity=identity), probe)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    if os.environ.get("PYTHONPATH"):  # where Squall may come from: the sandbox's users pass it on too
+        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False,
-                              env={"PATH": os.environ.get("PATH", "/usr/bin:/bin")})
+        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{TOOL} could not be run: {e}"
     if proc.returncode != 0:

@@ -135,3 +135,27 @@ def test_version_from_the_console_script() -> None:
     assert result.returncode == 0
     # the version, and how much of the hot path a new process would load compiled
     assert result.stdout.strip().startswith(f"squall {package.__version__} (hot path compiled: ")
+
+
+MISSING_CLASS = """
+from squall import Topology
+from squall.topology.component import ComponentSpec
+
+
+class Broken(Topology):
+    words = ComponentSpec("words_nowhere:Words", "spout", outputs=["word"])
+"""
+
+
+def test_submit_loads_every_class_before_it_sends_anything(tmp_path: Path) -> None:
+    # Given a topology naming a class its package does not have, and a nimbus that is not there
+    path = tmp_path / "broken.py"
+    path.write_text(MISSING_CLASS)
+    conf = tmp_path / "squall.yaml"
+    conf.write_text("squall.secure: false\nnimbus.seeds: ['127.0.0.1:1']\n")
+    # When it is submitted, the client refuses it itself, with the whole error
+    result = squall("submit", str(path), "--config", str(conf))
+    assert result.returncode == 1
+    assert "component 'words': cannot load class 'words_nowhere:Words': No module named 'words_nowhere'" \
+        in result.stderr, result.stderr
+    assert "code package of" not in result.stdout  # nothing packed, nothing sent
