@@ -304,6 +304,9 @@ class Supervisor:
                 beats[str(port)] = {k: beat.get(k)
                                     for k in ("topology_id", "time", "executors", "stats", "metrics",
                                               "executor_stats", "system", "transfer", "pid")}
+                record = slot.pid_record() or {}
+                if record.get("sandboxed"):  # its own pid is its namespace's (1): the node's is ours
+                    beats[str(port)]["pid"] = record.get("pid")
             errors, offset = slot.new_errors(self._error_offsets.get(port, 0))
             self._error_offsets[port] = offset
             for error in errors:
