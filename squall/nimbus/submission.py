@@ -37,13 +37,15 @@ NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
     """The ZooKeeper nodes a topology's transactional state may live under: one
     per transactional id it can use (a component's own, topology.transactional.id,
-    the topology's name: squall.transactional's rule), below its root.  None when
+    the topology's name: squall.transactional's rule; the definition's name, for
+    checkpointed state's record), below its root.  None when
     it keeps that state in another ensemble (transactional.zookeeper.servers)."""
     if topo_conf.get("transactional.zookeeper.servers"):
         return []
     key = "transactional.zookeeper.root"
     root = topo_conf.get(key) or config_mod.DEFAULTS[key]
     ids = {topo_conf.get("topology.transactional.id"), topo_conf.get("topology.name"),
+           defn.name,  # checkpointed state's record is keyed by the definition's name
            *(c.options.get("transactional_id") for c in defn.components.values())}
     return sorted(f"{root.rstrip('/')}/{i}" for i in ids
                   if isinstance(i, str) and i and "/" not in i and i not in (".", ".."))
