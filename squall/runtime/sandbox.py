@@ -240,7 +240,7 @@ def _mounts(shadows: set[str], read: list[str], write: list[str]) -> list[str]:
 
 def identity_files(identity: Identity, home: str, directory: str) -> dict[str, str]:
     """An /etc/passwd and /etc/group that also name ``identity`` (written into
-    ``directory``, 0644), as :attr:`Sandbox.overlay`: a program that asks who it
+    ``directory``, 0640 to its group), as :attr:`Sandbox.overlay`: a program that asks who it
     is (a JVM's Hadoop login, ``getpass.getuser()``) gets an answer."""
     out = {}
     user = f"{identity.name}:x:{identity.uid}:{identity.gid}::{home}:/usr/sbin/nologin"
@@ -252,9 +252,10 @@ def identity_files(identity: Identity, home: str, directory: str) -> dict[str, s
             text = ""
         path = os.path.join(directory, f".{name}")
         tmp = f"{path}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as f:
-            os.fchmod(fd, 0o644)
+            os.fchown(fd, -1, identity.gid)  # readable by the sandbox's group, and no one else's
+            os.fchmod(fd, 0o640)
             f.write(text.rstrip("\n") + "\n" + line + "\n")
         os.replace(tmp, path)
         out[f"/etc/{name}"] = path

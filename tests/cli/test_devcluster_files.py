@@ -13,6 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from squall import config as config_mod
 from squall.cli.devcluster import DevCluster
 from squall.testing import poll_for
 
@@ -20,15 +21,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def loose_modes(root: Path) -> list[str]:
-    """What under ``root`` (itself included) its group or others may read, write or enter."""
+    """What under ``root`` (itself included) anyone but its owner may read, write or enter:
+    others, through folders they may enter; a group, unless it is a sandboxed topology's
+    own (its workers read their code and write their slot through it, issue 29)."""
+    first, last = config_mod.DEFAULTS["supervisor.worker.uids"]
     out = []
     for path in [root, *root.rglob("*")]:
         try:
-            mode = path.lstat().st_mode
+            st = path.lstat()
         except FileNotFoundError:  # a temporary file, replaced meanwhile
             continue
-        if not stat.S_ISLNK(mode) and stat.S_IMODE(mode) & 0o077:
-            out.append(f"{oct(stat.S_IMODE(mode))} {path.relative_to(root.parent)}")
+        mode = stat.S_IMODE(st.st_mode)
+        if stat.S_ISLNK(st.st_mode):
+            continue
+        inside = [p for p in path.parents if p == root or root in p.parents]
+        reachable = all(p.stat().st_mode & stat.S_IXOTH for p in inside)
+        by_others = bool(mode & 0o007) and reachable
+        by_group = bool(mode & 0o070) and not first <= st.st_gid <= last
+        if by_others or by_group:
+            out.append(f"{oct(mode)} {path.relative_to(root.parent)}")
     return out
 
 
