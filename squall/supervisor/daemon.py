@@ -64,6 +64,7 @@ from squall.supervisor.workers import (
     UMASK,
     RunAs,
     Slot,
+    error_record,
     private_dir,
     read_json,
     worker_env,
@@ -309,10 +310,13 @@ class Supervisor:
                     beats[str(port)]["pid"] = record.get("pid")
             errors, offset = slot.new_errors(self._error_offsets.get(port, 0))
             self._error_offsets[port] = offset
+            running = (self._desired.get(port) or {}).get("topology_id")
             for error in errors:
-                topology_id = error.get("topology_id") or (self._desired.get(port) or {}).get("topology_id")
-                if topology_id:
-                    self.state.add_error(topology_id, {**error, "node": self.node, "port": port})
+                # The slot's topology, not the one the line names: user code writes there too.
+                topology_id = running or (error.get("topology_id") if isinstance(error, dict) else None)
+                record = error_record(error, topology_id, self.node, port) if topology_id else None
+                if record is not None:
+                    self.state.add_error(topology_id, record)
         self.state.put_worker_beats(self.node, beats)
 
     def sync_assignments(self) -> None:

@@ -55,6 +55,23 @@ log = structlog.get_logger("squall.supervisor.workers")
 
 UMASK = 0o077  # the supervisor's and its workers': files 0600, directories 0700
 SECRETS = "secrets.json"
+ERRORS_READ_MAX = 1 << 20  # of a worker's errors.jsonl per heartbeat
+# What of a worker's error record goes on to ZooKeeper (the worker writes it: user code
+# may, too), each string cut to its limit.
+ERROR_FIELDS = {"topology": 200, "component": 200, "error": 2000, "trace": 20000, "worker": 200}
+
+
+def error_record(raw: Any, topology_id: str, node: str, port: int) -> dict[str, Any] | None:
+    """A worker's error as the cluster keeps it: its known fields only, strings cut,
+    and the topology the slot runs (not whichever one the line names)."""
+    if not isinstance(raw, Mapping):
+        return None
+    out: dict[str, Any] = {k: str(raw[k])[:limit] for k, limit in ERROR_FIELDS.items() if k in raw}
+    task, when = raw.get("task"), raw.get("time")
+    out["task"] = task if isinstance(task, int) and not isinstance(task, bool) else None
+    out["time"] = float(when) if isinstance(when, (int, float)) and not isinstance(when, bool) else None
+    out["fatal"] = raw.get("fatal") is True
+    return {**out, "topology_id": topology_id, "node": node, "port": port}
 
 
 @dataclass(frozen=True)
@@ -143,9 +160,9 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def read_worker_file(path: Path, offset: int = 0) -> bytes | None:
-    """The bytes from ``offset`` of a plain file with one name, not through a
-    symbolic link; None if it is not such a file (or not there)."""
+def read_worker_file(path: Path, offset: int = 0, limit: int = -1) -> bytes | None:
+    """The bytes from ``offset`` (at most ``limit``) of a plain file with one name, not
+    through a symbolic link; None if it is not such a file (or not there)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -156,7 +173,7 @@ def read_worker_file(path: Path, offset: int = 0) -> bytes | None:
             return None
         if offset:
             f.seek(offset)
-        return f.read()
+        return f.read(limit)
 
 
 @dataclass
@@ -323,11 +340,13 @@ class Slot:
                 offset = 0  # a new file since we last looked
         except OSError:
             return [], 0
-        data = read_worker_file(path, offset)
+        data = read_worker_file(path, offset, ERRORS_READ_MAX)
         if data is None:
             return [], 0
         if not data.endswith(b"\n"):
-            data = data[: data.rfind(b"\n") + 1]
+            cut = data.rfind(b"\n") + 1
+            # A line longer than a whole read is skipped, not waited for forever.
+            data = data[:cut] if cut or len(data) < ERRORS_READ_MAX else data
         errors = []
         for line in data.splitlines():
             try:

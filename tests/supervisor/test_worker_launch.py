@@ -332,3 +332,28 @@ def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Pat
         slot.kill("test", grace=1.0)
         for child in children.values():
             child.wait(10)
+
+
+def test_a_workers_error_lines_are_cut_to_their_fields_and_its_own_topology() -> None:
+    # (a worker's errors.jsonl is written by user code too: it must not speak for another
+    # topology, or put a megabyte in ZooKeeper)
+    raw = {"topology_id": "victim-1", "component": "split", "task": 3, "error": "ValueError: x",
+           "trace": "T" * 100_000, "fatal": "yes", "time": 12.5, "extra": {"huge": "x" * 10}}
+    record = workers.error_record(raw, "mine-1", "node-a", 6700)
+    assert record is not None
+    assert record["topology_id"] == "mine-1" and (record["node"], record["port"]) == ("node-a", 6700)
+    assert len(record["trace"]) == workers.ERROR_FIELDS["trace"] and "extra" not in record
+    assert (record["task"], record["time"], record["fatal"]) == (3, 12.5, False)
+    assert workers.error_record(["not", "a", "record"], "mine-1", "n", 1) is None
+    assert workers.error_record({"task": True, "time": "soon"}, "mine-1", "n", 1)["task"] is None
+
+
+def test_an_endless_error_line_is_skipped_not_waited_for(tmp_path: Path) -> None:
+    slot = workers.Slot(6700, tmp_path)
+    (tmp_path / "errors.jsonl").write_bytes(b"x" * (workers.ERRORS_READ_MAX + 10) + b"\n"
+                                            + json.dumps({"error": "E: after"}).encode() + b"\n")
+    offset, seen = 0, []
+    for _ in range(4):
+        errors, offset = slot.new_errors(offset)
+        seen += errors
+    assert seen == [{"error": "E: after"}]
