@@ -197,7 +197,8 @@ def cmd_info(args: argparse.Namespace) -> int:
     errors = client.info(args.name).get("errors") or []
     if errors:
         print()
-        print(tables.errors_report(errors[-5:]))
+        print(tables.errors_report(errors[-5:], traces=False))
+        print("(their traces: squall errors " + args.name + ")")
     return 0
 
 
@@ -221,8 +222,10 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 
 
 def cmd_errors(args: argparse.Namespace) -> int:
-    """Storm's ``storm get-errors``: the last errors of a topology's components."""
-    print(tables.errors_report(_client(_conf(args)).info(args.name).get("errors") or []))
+    """Storm's ``storm get-errors``: the last errors of a topology's components, with
+    each distinct trace once (``--brief``: the table only)."""
+    print(tables.errors_report(_client(_conf(args)).info(args.name).get("errors") or [],
+                               traces=not args.brief))
     return 0
 
 
@@ -273,4 +276,6 @@ def add_commands(sub: Any) -> None:
     p.add_argument("-c", "--component", help="one component only")
     p.add_argument("-i", "--interval", type=float, default=4.0, help="seconds between lines (default 4)")
     p.add_argument("--count", type=int, default=None, help="stop after this many lines")
-    command("errors", cmd_errors, "the last errors of a topology's components").add_argument("name")
+    p = command("errors", cmd_errors, "the last errors of a topology's components, with their traces")
+    p.add_argument("name")
+    p.add_argument("--brief", action="store_true", help="the table only, no traces")

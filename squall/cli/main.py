@@ -12,6 +12,7 @@ import time
 from typing import Any
 
 from squall.cli.args import load_topology, parse_conf
+from squall.cli.tables import trace_site
 from squall.errors import SquallError
 from squall.local.cluster import LocalCluster
 from squall.runtime.logging import configure_logging
@@ -20,6 +21,8 @@ from squall.version import VERSION
 EXIT_OK = 0
 EXIT_USAGE = 2
 EXIT_ERROR = 1
+
+Shown = tuple[int, set[tuple[str, str]]]  # local mode: errors looked at, (component, trace) printed
 
 
 def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
@@ -72,6 +75,7 @@ def cmd_local(args: argparse.Namespace) -> int:
             print(f"UI at {server.sign_in_url}", flush=True)  # the token: only who ran it may use it
         start = time.monotonic()
         deadline = None if args.duration is None else start + args.duration
+        shown: Shown = (0, set())
         try:
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(args.interval if deadline is None
@@ -82,18 +86,40 @@ def cmd_local(args: argparse.Namespace) -> int:
                     break
                 print(f"--- {name} after {elapsed:.1f}s", flush=True)
                 print(format_stats(runner.stats(), elapsed), flush=True)
+                shown = _print_new_traces(runner.errors, shown)
         except KeyboardInterrupt:
             pass
         finally:
             if server is not None:
                 server.stop()
         errors = list(runner.errors)
+        # Failed at the spouts: each a tuple tree that failed (a bolt's fail or a timeout).
+        spouts = {name for name, c in runner.plan.components.items() if c.kind == "spout"}
+        failed = sum(s.get("failed", 0) for c, s in runner.stats().items() if c in spouts)
         if name in cluster.topologies():
             cluster.kill(name)
     if errors:
+        shown = _print_new_traces(errors, shown)
         fatal = sum(e.fatal for e in errors)
-        print(f"{len(errors)} component errors reported ({fatal} fatal); the first: {errors[0].error}")
+        print(f"{len(errors)} component errors reported ({fatal} fatal; at most "
+              f"topology.max.error.report.per.interval an interval), {len(shown[1])} distinct (traces "
+              f"above), {failed:,} tuples failed; the first: {errors[0].error}")
     return EXIT_OK
+
+
+def _print_new_traces(errors: list[Any], shown: Shown) -> Shown:
+    """Each error reported since the last look whose trace was not printed yet, with its
+    trace: a bolt raising on every tuple prints it once, not once a tuple."""
+    seen, printed = shown
+    for e in list(errors)[seen:]:
+        key = (e.component, trace_site(e.trace))
+        if key in printed:
+            continue
+        printed.add(key)
+        fatal = "fatal (the worker restarted) " if e.fatal else ""
+        print(f"--- {fatal}error in {e.component}, task {e.task}: {e.error}", flush=True)
+        print("\n".join("    " + line for line in e.trace.rstrip().splitlines()), flush=True)
+    return len(errors), printed
 
 
 def _cpu_choice(value: str) -> str:

@@ -72,21 +72,60 @@ def topology_report(page: dict[str, Any]) -> str:
     return "\n\n".join([head, spouts, bolts, workers])
 
 
-def errors_report(errors: Sequence[dict[str, Any]], now: float | None = None) -> str:
+def trace_site(trace: str) -> str:
+    """A trace without its exception's message: where it was raised and what it raised
+    (so that one bad line raising on every tuple is one trace, whatever the values)."""
+    lines = str(trace).rstrip().splitlines()
+    if not lines:
+        return ""
+    last = lines[-1]
+    return "\n".join([*lines[:-1], last.split(":", 1)[0]])
+
+
+def errors_report(errors: Sequence[dict[str, Any]], now: float | None = None, traces: bool = True) -> str:
+    """The errors as a table, oldest first, then (``traces``) each distinct trace once,
+    newest first: where it was raised, with how many more errors were the same."""
     if not errors:
         return "no errors reported"
     now = time.time() if now is None else now
     rows = []
-    for e in errors:
+
+    def ago(e: dict[str, Any]) -> str:
         when = e.get("errorTime") or e.get("time")
-        ago = f"{int(now - when)}s ago" if isinstance(when, (int, float)) else "-"
-        where = e.get("worker") or (f"{e.get('errorHost') or e.get('node') or '-'}:"
-                                    f"{e.get('errorPort') or e.get('port') or '-'}")
+        return f"{int(now - when)}s ago" if isinstance(when, (int, float)) else "-"
+
+    def where(e: dict[str, Any]) -> str:
+        return e.get("worker") or (f"{e.get('errorHost') or e.get('node') or '-'}:"
+                                   f"{e.get('errorPort') or e.get('port') or '-'}")
+
+    for e in errors:
         error = ("FATAL " if e.get("fatal") else "") + _short(e.get("error"), 100)
         component = e.get("component") or e.get("componentId") or "-"
-        rows.append([ago, component, e.get("task", "-"), where, error])
-    return table(["when", "component", "task", "where", "error"], rows,
-                 right=[True, False, True, False, False])
+        rows.append([ago(e), component, e.get("task", "-"), where(e), error])
+    out = table(["when", "component", "task", "where", "error"], rows,
+                right=[True, False, True, False, False])
+    if not traces:
+        return out
+    seen: dict[tuple[str, str], int] = {}
+    newest: list[dict[str, Any]] = []
+    for e in reversed(errors):
+        trace = str(e.get("trace") or "").rstrip()
+        if not trace:
+            continue
+        key = (str(e.get("component") or e.get("componentId") or "-"), trace_site(trace))
+        if key not in seen:
+            newest.append(e)
+            seen[key] = 0
+        else:
+            seen[key] += 1
+    for e in newest:
+        component = e.get("component") or e.get("componentId") or "-"
+        trace = str(e.get("trace")).rstrip()
+        more = seen[(str(component), trace_site(trace))]
+        head = f"{component}, task {e.get('task', '-')}, {where(e)}, {ago(e)}"
+        head += f" (and {more} more like it)" if more else ""
+        out += f"\n\n{head}:\n" + "\n".join("  " + line for line in trace.splitlines())
+    return out
 
 
 def monitor_line(before: dict[str, Any], after: dict[str, Any], seconds: float,

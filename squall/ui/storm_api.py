@@ -379,7 +379,9 @@ def component_page(view: TopologyView, name: str, window: str, now: float,
         "tasks": len(c["tasks"]), "topologyId": view.id, "encodedTopologyId": encode(view.id),
         "topologyStatus": storm_status(view.status), "window": window, "windowHint": window_hint(window),
         "componentType": kind, "debug": False, "schedulerDisplayResource": False,
-        "componentErrors": [{**_error_fields(view, e, now), "error": e.get("error", "")} for e in errors],
+        # Storm's "error" is the whole stack trace (lastError elsewhere stays the one line).
+        "componentErrors": [{**_error_fields(view, e, now), "error": e.get("trace") or e.get("error", "")}
+                            for e in errors],
         "executorStats": _executor_stats(view, name, window, kind, now),
     }
     outputs = _output_streams(view, name, window)

@@ -36,6 +36,13 @@ def test_errors_and_monitor_lines() -> None:
     assert "10s ago" in text and "zmq+tcp://127.0.0.1:6700" in text and "FATAL KeyError: x" in text
     assert "n1:6701" in text
     assert errors_report([]) == "no errors reported"
+    # (issue 30: the trace, once per distinct one, with where it came from)
+    trace = 'Traceback (most recent call last):\n  File "wc.py", line 12, in process\nValueError: bad'
+    traced = [{**errors[0], "trace": trace}, {**errors[0], "time": 998.0, "trace": trace}, errors[1]]
+    text = errors_report(traced, now=1000.0)
+    assert text.count('File "wc.py", line 12, in process') == 1
+    assert "split, task 5, zmq+tcp://127.0.0.1:6700, 2s ago (and 1 more like it):" in text
+    assert "wc.py" not in errors_report(traced, now=1000.0, traces=False)
     later = {**PAGE, "spouts": [{**PAGE["spouts"][0], "emitted": 5400, "acked": 4200}]}
     line = monitor_line(PAGE, later, 2.0, "sentences")
     assert "sentences 200/s acked 100/s failed 0/s" in line

@@ -75,6 +75,8 @@ def _view() -> api.TopologyView:
     workers = [{"node": "n1", "host": "h1", "port": 6700, "executors": [[1, 1], [2, 2]], "since": 990.0},
                {"node": "n1", "host": "h1", "port": 6701, "executors": [[3, 3], [4, 4]], "since": 995.0}]
     errors = [{"component": "split", "task": 2, "error": "ValueError: bad", "time": 1005.0, "node": "n1",
+               "trace": 'Traceback (most recent call last):\n  File "split.py", line 3, in process\n'
+                        'ValueError: bad\n',
                "port": 6700}]
     view = api.TopologyView(id=TID, name="tx", status="inactive", submitted=900.0,
                             conf={"topology.message.timeout.secs": 30}, components=components,
@@ -173,7 +175,9 @@ def test_the_component_page_lists_executors_and_streams() -> None:
         "spout/coordinator", "spout%2Fcoordinator", "default", 40, 40)
     assert page["outputStats"] == [{"stream": "default", "emitted": 320, "transferred": 320}]
     assert [s["window"] for s in page["boltStats"]] == list(WINDOW_IDS)
-    assert page["componentErrors"][0]["error"] == "ValueError: bad"
+    # Storm's "error" is the whole trace, where there is one (lastError stays the one line)
+    assert page["componentErrors"][0]["error"].startswith("Traceback (most recent call last):")
+    assert page["componentErrors"][0]["error"].endswith("ValueError: bad\n")
     spout = api.component_page(_view(), "spout/coordinator", "600", now=1010.0)
     assert spout["encodedId"] == "spout%2Fcoordinator" and spout["spoutSummary"][0]["acked"] == 40
     assert spout["outputStats"][0]["completeLatency"] == "50.000"

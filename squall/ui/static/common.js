@@ -94,6 +94,14 @@ const squall = {
     target.replaceWith(table);
   },
 
+  /* An error: its last line (the exception) at once, the whole trace on a click. */
+  trace(text) {
+    const lines = String(text || "").trimEnd().split("\n");
+    if (lines.length < 2) return lines[0];
+    return squall.el("details", {class: "trace"}, squall.el("summary", {}, lines[lines.length - 1]),
+                     squall.el("pre", {}, lines.join("\n")));
+  },
+
   status(text) {
     return squall.el("span", {class: "status-" + text}, text);
   },

@@ -60,7 +60,7 @@ async function refreshComponent() {
   }
   squall.table("outputs", outputColumns, page.outputStats.map(o => ({...o, _key: o.stream})));
   squall.table("errors", [["Time", "errorTime", {render: e => squall.time(e.errorTime)}],
-                          ["Host", "errorHost"], ["Port", "errorPort", num], ["Error", "error", {cls: "error"}]],
+                          ["Host", "errorHost"], ["Port", "errorPort", num], ["Error", "error", {cls: "error", render: e => squall.trace(e.error)}]],
                page.componentErrors.slice().reverse().map((e, i) => ({...e, _key: String(i)})));
 }
 
