@@ -276,6 +276,22 @@ def validate(conf: Mapping[str, Any]) -> None:
             raise ConfigError(msg)
 
 
+def misspelled(conf: Mapping[str, Any]) -> list[str]:
+    """A warning for each key Squall does not know that is one slip from one it does
+    (``topology.max.spout.pendng``): it would run silently with the default.  Keys of a
+    user's own (``myapp.batch``) are left alone; so is anything not that close."""
+    import difflib
+
+    out = []
+    for key in conf:
+        if isinstance(key, str) and key not in _SPEC:
+            close = difflib.get_close_matches(key, list(_SPEC), n=1, cutoff=0.9)
+            if close:
+                out.append(f"unknown config key {key!r}: did you mean {close[0]!r}? "
+                           f"(as written it is ignored, and {close[0]} is {DEFAULTS[close[0]]!r})")
+    return out
+
+
 def merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
     """Defaults, then each layer in order (later wins); validated."""
     conf = dict(DEFAULTS)

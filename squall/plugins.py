@@ -47,7 +47,12 @@ def load(group: str, name: str) -> Any:
 def run_submit_checks(plan: Any, hosts: list[str], log: Any) -> list[str]:
     """Every installed submit check on a topology being submitted (nimbus, local mode):
     its refusal raises; its warnings are logged and returned."""
+    from squall.config import misspelled
+
     warnings = []
+    for text in misspelled(plan.conf):
+        log.warning("submit check warning", check="config-keys", topology=plan.name, detail=text)
+        warnings.append(text)
     for name, ep in sorted(declared(SUBMIT_CHECKS).items()):
         for text in ep.load()(plan, hosts):
             log.warning("submit check warning", check=name, topology=plan.name, detail=text)

@@ -7,6 +7,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import time
 from typing import Any
@@ -175,6 +176,11 @@ def main(argv: list[str] | None = None) -> int:
     except SquallError as e:
         print(f"squall: error: {e}", file=sys.stderr)
         return EXIT_ERROR
+    except BrokenPipeError:
+        # `squall info X | head`: the reader has what it wanted; no traceback for that.
+        # (stdout goes to /dev/null so that Python's flush at exit does not raise again)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
 
 
 if __name__ == "__main__":

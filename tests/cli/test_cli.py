@@ -159,3 +159,25 @@ def test_submit_loads_every_class_before_it_sends_anything(tmp_path: Path) -> No
     assert "component 'words': cannot load class 'words_nowhere:Words': No module named 'words_nowhere'" \
         in result.stderr, result.stderr
     assert "code package of" not in result.stdout  # nothing packed, nothing sent
+
+
+def test_a_misspelled_config_key_is_warned_with_what_was_meant() -> None:
+    # (issue 30: `topology.max.spout.pendng` ran silently with the default)
+    result = squall("local", WORDCOUNT, "--duration", "0.5", "--conf", "topology.max.spout.pendng=5",
+                    "--conf", "myapp.batch.size=7")
+    assert result.returncode == 0, result.stderr
+    said = result.stdout + result.stderr
+    assert "did you mean 'topology.max.spout.pending'" in said
+    assert "myapp.batch.size" not in said  # a key of the user's own is not a slip
+
+
+def test_output_into_a_closed_pipe_ends_quietly() -> None:
+    # (issue 30: `squall info X | head` ended in a BrokenPipeError traceback)
+    proc = subprocess.Popen([sys.executable, "-m", "squall.cli", "local", WORDCOUNT, "--duration", "3",
+                             "--interval", "0.05"], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    first = proc.stdout.readline()
+    proc.stdout.close()  # as `head -1` does
+    _out, err = proc.communicate(timeout=60)
+    assert first.startswith(b"--- WordCount")
+    assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err[-2000:]
