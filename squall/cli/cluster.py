@@ -13,6 +13,7 @@ from urllib.parse import quote
 
 from squall.cli import tables
 from squall.cli.client import NimbusClient
+from squall.errors import SquallError
 from squall.runtime.package import manifest, package_dir
 from squall.runtime.settings import load_conf
 
@@ -155,7 +156,8 @@ def portable(definition: dict[str, Any], root: Path) -> dict[str, Any]:
 
 def cmd_kill(args: argparse.Namespace) -> int:
     result = _client(_conf(args)).kill(args.name, args.wait)
-    print(f"killing topology {result['name']}: removed after {result['wait_secs']}s")
+    print(f"killing topology {result['name']}: deactivated now, removed in {result['wait_secs']}s "
+          "(squall list shows it as killing until then)")
     return 0
 
 
@@ -168,7 +170,11 @@ def cmd_action(args: argparse.Namespace) -> int:
 def cmd_rebalance(args: argparse.Namespace) -> int:
     from squall.cli.args import parse_conf
 
-    executors = {k: int(v) for k, v in parse_conf(args.executors).items()}
+    try:
+        executors = {k: int(v) for k, v in parse_conf(args.executors).items()}
+    except ValueError as e:
+        msg = f"-e/--executors takes COMPONENT=N with N a whole number: {e}"
+        raise SquallError(msg) from e
     result = _client(_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
                                                                    "executors": executors})
     print(f"rebalanced topology {result['name']}: {result['workers']} workers")
@@ -259,13 +265,18 @@ def add_commands(sub: Any) -> None:
     add_filter_flags(p)
     p = command("kill", cmd_kill, "kill a topology (deactivate, wait, remove)")
     p.add_argument("name")
-    p.add_argument("--wait", type=float, default=None, help="seconds to drain (default: message timeout)")
+    p.add_argument("-w", "--wait", type=float, default=None,
+                   help="seconds to drain (default: message timeout); -w as Storm's CLI")
     for action in ("activate", "deactivate"):
         command(action, cmd_action, f"{action} a topology's spouts").add_argument("name")
     p = command("rebalance", cmd_rebalance, "change a topology's worker count or parallelism")
     p.add_argument("name")
-    p.add_argument("--workers", type=int, default=None)
-    p.add_argument("--executors", action="append", default=[], metavar="COMPONENT=N")
+    # Storm's spellings too: storm rebalance NAME -w 10 -n 4 -e split=3
+    p.add_argument("-n", "--workers", type=int, default=None, help="the new number of workers")
+    p.add_argument("-e", "--executors", action="append", default=[], metavar="COMPONENT=N",
+                   help="a component's new number of executors (repeatable)")
+    p.add_argument("-w", "--wait", type=float, default=None,
+                   help="accepted for Storm's CLI; Squall moves executors without deactivating first")
     command("list", cmd_list, "list running topologies")
     p = command("info", cmd_info, "a topology's components (rates, latencies, capacity), workers, errors")
     p.add_argument("name")

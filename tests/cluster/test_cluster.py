@@ -89,7 +89,9 @@ def test_kill_deactivate_activate_through_the_cli(make_cluster: Any, tmp_path: P
     squall_cli(cluster, "activate", "ctl")
     before = len(run.acked())
     poll_for(lambda: len(run.acked()) > before + 20, timeout=30, message="processing resumed")
-    squall_cli(cluster, "kill", "ctl", "--wait", "0")
+    # (Storm's spelling, -w; and what it says is what happens: removed later, not yet)
+    said = squall_cli(cluster, "kill", "ctl", "-w", "0").stdout
+    assert "deactivated now, removed in 0" in said
     poll_for(lambda: cluster.api("GET", "topologies") == [], timeout=30, message="topology removed")
     poll_for(lambda: not cluster.worker_pids(), timeout=30, message="workers stopped")
 
@@ -106,7 +108,8 @@ def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_pat
     run = WordCountRun(tmp_path / "wc", sentences=3000)
     run.submit(cluster, "rb", "topology.workers=1", "squall.test.rate=500")
     poll_for(lambda: len(run.acked()) > 100, timeout=30, message="processing started")
-    squall_cli(cluster, "rebalance", "rb", "--workers", str(workers), "--executors", "split=1")
+    # Storm's spellings (storm rebalance NAME -w 0 -n 2 -e split=1)
+    squall_cli(cluster, "rebalance", "rb", "-w", "0", "-n", str(workers), "-e", "split=1")
     poll_for(lambda: len(cluster.api("GET", "topologies/rb")["workers"]) == workers, message="rebalanced")
     poll_for(run.done, timeout=60, message="all sentences acked")
     assert run.counts() == run.expected
