@@ -237,6 +237,23 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
     rss = wait_for("the workers' memory", lambda: [c.text for c in browser.find_elements(
         By.CSS_SELECTOR, "#workers tbody td[data-key=rssBytes]") if c.text])
     assert len(rss) == 2 and all(text.endswith(" MB") and float(text.split()[0]) > 10 for text in rss)
+    # and its bytes sent, not its memory again (issue 30: "Sent" showed the RSS)
+
+    def sent_shown_matches_the_api() -> bool:
+        def api_sent() -> dict[str, Any]:
+            page = cluster.api("GET", f"topology/{topology['encodedId']}?window=600")
+            return {f"{w['host']}:{w['port']}": w["bytesSent"] or 0 for w in page["workers"]}
+
+        before = api_sent()
+        shown = {row.get_attribute("data-row"): row.find_element(By.CSS_SELECTOR,
+                                                                 "td[data-key=bytesSent]").text
+                 for row in browser.find_elements(By.CSS_SELECTOR, "#workers tbody tr")}
+        after = api_sent()
+        return bool(shown) and all(
+            text.endswith(" MB") and before[key] / 1048576 - 0.05 <= float(text.split()[0])
+            <= after[key] / 1048576 + 0.05 for key, text in shown.items())
+
+    wait_for("the workers' bytes sent", sent_shown_matches_the_api)
     executed = wait_for("executed words", lambda: cell("bolts", "count", "executed"))
     wait_for("the executed count to grow", lambda: cell("bolts", "count", "executed") > executed)
 

@@ -95,10 +95,10 @@ function renderPage(page) {
     ["Last error", "lastError", {cls: "error"}]],
   page.bolts.map(b => ({...b, _key: b.boltId})));
   const blank = v => v === null || v === undefined;
-  const mb = w => blank(w.rssBytes) ? "" : (w.rssBytes / 1048576).toFixed(1) + " MB";
+  const mb = key => w => blank(w[key]) ? "" : (w[key] / 1048576).toFixed(1) + " MB";
   const pct = key => w => blank(w[key]) ? "" : Number(w[key]).toFixed(1) + " %";
   squall.table("workers", [["Host", "host"], ["Port", "port", {num: true}], ["Supervisor", "supervisorId"],
-                           ["Uptime", "uptime"], ["RSS", "rssBytes", {num: true, render: mb}],
+                           ["Uptime", "uptime"], ["RSS", "rssBytes", {num: true, render: mb("rssBytes")}],
                            ["CPU", "cpuPercent", {num: true, render: pct("cpuPercent")}],
                            ["GC", "gcPercent", {num: true, render: pct("gcPercent")}],
                            ["Threads", "threads", {num: true}], ["Queue depth", "queueDepth", {num: true}],
@@ -106,7 +106,7 @@ function renderPage(page) {
                              blank(w.backpressure) ? "" : (w.backpressure ? squall.el("span", {class: "warn"}, "yes") : "no")}],
                            ["Frames sent", "framesSent", {num: true}],
                            ["Frames dropped", "framesDropped", {num: true}],
-                           ["Sent", "bytesSent", {num: true, render: mb}],
+                           ["Sent", "bytesSent", {num: true, render: mb("bytesSent")}],
                            ["Executors", "executorsTotal", {num: true}],
                            ["Components (tasks)", "componentNumTasks", {render: w =>
                              Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
