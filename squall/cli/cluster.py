@@ -212,16 +212,15 @@ def cmd_monitor(args: argparse.Namespace) -> int:
     """Storm's ``storm monitor``: throughput every interval, from the all-time counters."""
     client = _client(_conf(args))
     path = f"topology/{quote(args.name, safe='')}?window=:all-time"
-    before = client.request("GET", path)
     shown = 0
     try:
-        while args.count is None or shown < args.count:
-            started = time.monotonic()
-            time.sleep(args.interval)
-            after = client.request("GET", path)
-            print(tables.monitor_line(before, after, time.monotonic() - started, args.component), flush=True)
-            before = after
+        snapshots = tables.paced_snapshots(lambda: client.request("GET", path), args.interval,
+                                           time.monotonic, time.sleep)
+        for before, after, seconds in snapshots:
+            print(tables.monitor_line(before, after, seconds, args.component), flush=True)
             shown += 1
+            if args.count is not None and shown >= args.count:
+                break
     except KeyboardInterrupt:
         pass
     return 0

@@ -8,7 +8,7 @@ component page and errors), so ``squall info``, ``squall monitor`` and
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 
@@ -128,17 +128,54 @@ def errors_report(errors: Sequence[dict[str, Any]], now: float | None = None, tr
     return out
 
 
+def monitor_counts(page: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
+    """Each component's all-time (emitted or executed, acked, failed) on a topology page."""
+    out = {s["spoutId"]: (s.get("emitted", 0), s.get("acked", 0), s.get("failed", 0))
+           for s in page.get("spouts", [])}
+    out.update({b["boltId"]: (b.get("executed", 0), b.get("acked", 0), b.get("failed", 0))
+                for b in page.get("bolts", [])})
+    return out
+
+
+def paced_snapshots(snapshot: Callable[[], dict[str, Any]], interval: float, now: Callable[[], float],
+                    sleep: Callable[[float], None], poll: float = 0.25) -> Iterator[tuple[Any, Any, float]]:
+    """(before, after, seconds) every ``interval`` or so, for ``squall monitor``.
+
+    Nimbus's counters move when heartbeats arrive, not continuously: a rate taken over
+    the wall-clock interval between two requests alternates between 0/s and double
+    when the interval and the heartbeat period do not divide.  So the counters are
+    polled, and each rate is over the time between two *changes* of them (the
+    heartbeats' own spacing), never over an interval that saw no new stats."""
+    stalled = max(3 * interval, 10.0)  # no new stats for this long: the rate is 0, said so
+    page, start = snapshot(), now()
+    base, base_t = page, start
+    while now() - start < stalled:  # the first baseline is a change too: when its stats arrived
+        sleep(poll)
+        fresh = snapshot()
+        if monitor_counts(fresh) != monitor_counts(page):
+            base, base_t = fresh, now()
+            break
+    while True:
+        deadline = base_t + interval
+        latest, latest_t = base, base_t
+        while True:
+            sleep(poll)
+            fresh = snapshot()
+            t = now()
+            if monitor_counts(fresh) != monitor_counts(latest):
+                latest, latest_t = fresh, t
+            if t >= deadline and (latest_t > base_t or t - base_t >= stalled):
+                break
+        if latest_t == base_t:  # nothing moved (an inactive topology): 0/s over the wait
+            latest_t = t
+        yield base, latest, latest_t - base_t
+        base, base_t = latest, latest_t
+
+
 def monitor_line(before: dict[str, Any], after: dict[str, Any], seconds: float,
                  component: str | None) -> str:
     """One line of ``squall monitor``: what each component did between two all-time snapshots."""
-    def counts(page: dict[str, Any]) -> dict[str, tuple[float, float, float]]:
-        out = {s["spoutId"]: (s.get("emitted", 0), s.get("acked", 0), s.get("failed", 0))
-               for s in page.get("spouts", [])}
-        out.update({b["boltId"]: (b.get("executed", 0), b.get("acked", 0), b.get("failed", 0))
-                    for b in page.get("bolts", [])})
-        return out
-
-    old, new = counts(before), counts(after)
+    old, new = monitor_counts(before), monitor_counts(after)
     names = [component] if component else sorted(new)
     parts = []
     for name in names:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from squall.cli.tables import errors_report, monitor_line, table, topology_report
 
 PAGE = {
@@ -52,3 +54,34 @@ def test_errors_and_monitor_lines() -> None:
 def test_columns_line_up() -> None:
     lines = table(["a", "count"], [["x", 1], ["longer", 12345]]).splitlines()
     assert len({len(line) for line in lines}) == 1
+
+
+def test_monitor_rates_follow_the_heartbeats_not_the_wall_clock() -> None:
+    # (issue 30: `squall monitor -i 2` alternated 0/s with doubled rates: nimbus's counters
+    # move every 3 s here, when heartbeats arrive, at 100 tuples a second)
+    from squall.cli.tables import paced_snapshots
+
+    clock = [0.0]
+
+    def snapshot() -> dict[str, Any]:
+        beat = int(clock[0] // 3) * 3  # the counters as of the last heartbeat
+        return {"spouts": [{"spoutId": "s", "emitted": beat * 100, "acked": beat * 100, "failed": 0}]}
+
+    def sleep(secs: float) -> None:
+        clock[0] += secs
+
+    lines = paced_snapshots(snapshot, 2.0, lambda: clock[0], sleep, poll=0.25)
+    rates = [(after["spouts"][0]["emitted"] - before["spouts"][0]["emitted"]) / secs
+             for before, after, secs in (next(lines) for _ in range(6))]
+    assert all(abs(rate - 100) < 1 for rate in rates), rates
+
+
+def test_monitor_says_0_per_second_for_a_topology_that_does_nothing() -> None:
+    from squall.cli.tables import paced_snapshots
+
+    clock = [0.0]
+    idle = {"spouts": [{"spoutId": "s", "emitted": 7, "acked": 7, "failed": 0}]}
+    lines = paced_snapshots(lambda: idle, 2.0, lambda: clock[0],
+                            lambda secs: clock.__setitem__(0, clock[0] + secs), poll=0.25)
+    before, after, secs = next(lines)
+    assert after == before and secs >= 2.0
