@@ -26,7 +26,10 @@ EXIT_ERROR = 1
 Shown = tuple[int, set[tuple[str, str]]]  # local mode: errors looked at, (component, trace) printed
 
 
-def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
+def format_stats(stats: dict[str, dict[str, Any]], elapsed: float,
+                 previous: dict[str, dict[str, Any]] | None = None) -> str:
+    """The local run's table; acked/s over the ``elapsed`` seconds since ``previous``
+    (the last table's stats: the current rate, not the mean since the start)."""
     lines = [(f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}"
               f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}")]
     for name in sorted(stats):
@@ -34,7 +37,8 @@ def format_stats(stats: dict[str, dict[str, Any]], elapsed: float) -> str:
         lat = s.get("complete_latency_ms")
         p50 = f"{lat['p50']:.2f}" if lat else "-"
         p99 = f"{lat['p99']:.2f}" if lat else "-"
-        rate = s["acked"] / elapsed if elapsed > 0 else 0.0
+        before = ((previous or {}).get(name) or {}).get("acked", 0)
+        rate = (s["acked"] - before) / elapsed if elapsed > 0 else 0.0
         lines.append(f"{name:<16}{s['emitted']:>12}{s['executed']:>12}{s['acked']:>12}{s['failed']:>10}"
                      f"{rate:>11.0f}{p50:>12}{p99:>9}")
     return "\n".join(lines)
@@ -77,6 +81,7 @@ def cmd_local(args: argparse.Namespace) -> int:
         start = time.monotonic()
         deadline = None if args.duration is None else start + args.duration
         shown: Shown = (0, set())
+        last: tuple[dict[str, dict[str, Any]], float] = ({}, 0.0)  # the last table's stats, and when
         try:
             while deadline is None or time.monotonic() < deadline:
                 time.sleep(args.interval if deadline is None
@@ -86,7 +91,9 @@ def cmd_local(args: argparse.Namespace) -> int:
                     print(f"--- {name} was killed", flush=True)
                     break
                 print(f"--- {name} after {elapsed:.1f}s", flush=True)
-                print(format_stats(runner.stats(), elapsed), flush=True)
+                stats = runner.stats()
+                print(format_stats(stats, elapsed - last[1], last[0]), flush=True)
+                last = (stats, elapsed)
                 shown = _print_new_traces(runner.errors, shown)
         except KeyboardInterrupt:
             pass

@@ -181,3 +181,35 @@ def test_output_into_a_closed_pipe_ends_quietly() -> None:
     _out, err = proc.communicate(timeout=60)
     assert first.startswith(b"--- WordCount")
     assert proc.returncode == 0 and b"Traceback" not in err and b"BrokenPipe" not in err, err[-2000:]
+
+
+def test_local_modes_acked_per_second_is_the_current_rate(tmp_path: Path) -> None:
+    # (issue 30: it was the mean since the start) A spout that acks 200 tuples in its
+    # first half second and then nothing: the last table's rate is 0, not 200 / elapsed.
+    path = tmp_path / "burst.py"
+    path.write_text(textwrap.dedent("""
+        from squall import Bolt, Spout, Topology
+
+        class Burst(Spout):
+            outputs = ["n"]
+
+            def initialize(self, conf, context):
+                self.n = 0
+
+            def next_tuple(self):
+                if self.n < 200:
+                    self.n += 1
+                    self.emit([self.n], tup_id=self.n)
+
+        class Sink(Bolt):
+            def process(self, tup):
+                pass
+
+        class BurstTopology(Topology):
+            burst = Burst.spec()
+            sink = Sink.spec(inputs=[burst])
+    """))
+    result = squall("local", str(path), "--duration", "3", "--interval", "1")
+    assert result.returncode == 0, result.stderr
+    rows = last_stats(result.stdout)
+    assert rows["burst"][2] == "200" and rows["burst"][4] == "0", result.stdout[-1500:]
