@@ -154,7 +154,8 @@ class Component:
         self.conf: dict[str, Any] = {}
         self.context: Any = None
         self.options: dict[str, Any] = {}
-        self.logger = structlog.get_logger(f"squall.component.{type(self).__name__}")
+        # Marked as the user's: shown from info up whatever the engine's level (squall.runtime.logging).
+        self.logger = structlog.get_logger(f"squall.component.{type(self).__name__}").bind(_user_code=True)
         # The worker's clock once running: read time through it, not time.monotonic(),
         # so a test driving a FakeClock drives the component's timeouts too.
         self.clock: Clock = Clock()

@@ -213,3 +213,40 @@ def test_local_modes_acked_per_second_is_the_current_rate(tmp_path: Path) -> Non
     assert result.returncode == 0, result.stderr
     rows = last_stats(result.stdout)
     assert rows["burst"][2] == "200" and rows["burst"][4] == "0", result.stdout[-1500:]
+
+
+def test_a_components_own_info_lines_show_at_the_default_level(tmp_path: Path) -> None:
+    # (issue 30: `squall local`'s default level, warning, hid a component's self.logger.info)
+    path = tmp_path / "loggy.py"
+    path.write_text(textwrap.dedent("""
+        from squall import Bolt, Spout, Topology
+
+        class Once(Spout):
+            outputs = ["n"]
+
+            def initialize(self, conf, context):
+                self.done = False
+                self.logger.info("spout says hello")
+                self.logger.debug("spout debug detail")
+
+            def next_tuple(self):
+                if not self.done:
+                    self.done = True
+                    self.emit([1])
+
+        class Sink(Bolt):
+            def process(self, tup):
+                self.logger.info("sink got a tuple", n=tup.values[0])
+
+        class Loggy(Topology):
+            once = Once.spec()
+            sink = Sink.spec(inputs=[once])
+    """))
+    result = squall("local", str(path), "--duration", "1")
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "spout says hello" in said and "sink got a tuple" in said and "component=sink" in said
+    assert "spout debug detail" not in said  # --log-level debug shows it
+    assert "worker started" not in said and "_user_code" not in said  # the engine stays at warning
+    debug = squall("--log-level", "debug", "local", str(path), "--duration", "1")
+    assert "spout debug detail" in debug.stdout + debug.stderr
