@@ -13,19 +13,32 @@ from urllib.parse import quote
 
 from squall.cli import tables
 from squall.cli.client import NimbusClient
-from squall.errors import SquallError
+from squall.errors import ConfigError, SquallError
 from squall.runtime.package import manifest, package_dir
-from squall.runtime.settings import load_conf
+from squall.runtime.settings import config_path, forget_dev_cluster, load_conf, point_at_dev_cluster
 
 MANIFEST_LINES = 40  # of the code package, printed at submit
 
 
 def _conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A daemon's settings (nimbus, supervisor, the dev cluster itself)."""
     return load_conf(args.config, overrides)
 
 
+def _client_conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A client command's settings: also the running dev cluster's, found without --config."""
+    return load_conf(args.config, overrides, client=True)
+
+
 def _client(conf: dict[str, Any]) -> NimbusClient:
-    return NimbusClient.for_conf(conf)
+    try:
+        return NimbusClient.for_conf(conf)
+    except ConfigError as e:
+        if config_path(None, client=True) is not None:
+            raise
+        msg = (f"{e}\n(no squall.yaml was found: pass --config FILE, set $SQUALL_CONF, or start "
+               "`squall dev-cluster`, whose commands then find it)")
+        raise ConfigError(msg) from e
 
 
 def _print(obj: Any) -> None:
@@ -87,17 +100,20 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
     try:
         cluster.start()
         if not cluster.stopping.is_set():
+            point_at_dev_cluster(cluster.config_file)  # client commands find it without --config
             secured = (f"secure: TLS, tokens, CURVE and ZooKeeper ACLs; keyring {cluster.keyring_file}\n"
                        if cluster.secure else "INSECURE: no TLS, no authentication (--insecure)\n")
             print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n{secured}"
-                  f"use it with:  squall --config {cluster.config_file} submit examples/wordcount.py\n"
-                  f"the web UI:   squall --config {cluster.config_file} ui\n"
+                  "use it with:  squall submit examples/wordcount.py   (squall list, info, kill, ...)\n"
+                  "the web UI:   squall ui\n"
+                  f"(its config, found by those commands while it runs: {cluster.config_file})\n"
                   "^C to stop everything", flush=True)
         while not cluster.stopping.wait(0.5):
             dead = cluster.dead()
             if dead:
                 break
     finally:
+        forget_dev_cluster(cluster.config_file)
         cluster.stop()
     if dead:
         print(f"dev cluster stopped: {', '.join(dead)} exited; see {cluster.root / 'logs'}",
@@ -111,7 +127,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from squall.cli.args import load_topology, parse_conf
     from squall.topology.verify import verify_loadable
 
-    conf = _conf(args)
+    conf = _client_conf(args)
     topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
     # Every class loads here, with the whole error, before anything is sent: nimbus imports
     # the package only in a sandbox, where there is one, and tells less of what went wrong.
@@ -155,14 +171,14 @@ def portable(definition: dict[str, Any], root: Path) -> dict[str, Any]:
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
-    result = _client(_conf(args)).kill(args.name, args.wait)
+    result = _client(_client_conf(args)).kill(args.name, args.wait)
     print(f"killing topology {result['name']}: deactivated now, removed in {result['wait_secs']}s "
           "(squall list shows it as killing until then)")
     return 0
 
 
 def cmd_action(args: argparse.Namespace) -> int:
-    result = _client(_conf(args)).action(args.name, args.command)
+    result = _client(_client_conf(args)).action(args.name, args.command)
     print(f"topology {result['name']}: {result['status']}")
     return 0
 
@@ -175,14 +191,14 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     except ValueError as e:
         msg = f"-e/--executors takes COMPONENT=N with N a whole number: {e}"
         raise SquallError(msg) from e
-    result = _client(_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
+    result = _client(_client_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
                                                                    "executors": executors})
     print(f"rebalanced topology {result['name']}: {result['workers']} workers")
     return 0
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    rows = _client(_conf(args)).list()
+    rows = _client(_client_conf(args)).list()
     if not rows:
         print("no topologies running")
         return 0
@@ -194,7 +210,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_info(args: argparse.Namespace) -> int:
-    client = _client(_conf(args))
+    client = _client(_client_conf(args))
     page = client.request("GET", f"topology/{quote(args.name, safe='')}?window={quote(args.window)}")
     if args.json:
         _print(page)
@@ -210,7 +226,7 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 def cmd_monitor(args: argparse.Namespace) -> int:
     """Storm's ``storm monitor``: throughput every interval, from the all-time counters."""
-    client = _client(_conf(args))
+    client = _client(_client_conf(args))
     path = f"topology/{quote(args.name, safe='')}?window=:all-time"
     shown = 0
     try:
@@ -229,7 +245,7 @@ def cmd_monitor(args: argparse.Namespace) -> int:
 def cmd_errors(args: argparse.Namespace) -> int:
     """Storm's ``storm get-errors``: the last errors of a topology's components, with
     each distinct trace once (``--brief``: the table only)."""
-    print(tables.errors_report(_client(_conf(args)).info(args.name).get("errors") or [],
+    print(tables.errors_report(_client(_client_conf(args)).info(args.name).get("errors") or [],
                                traces=not args.brief))
     return 0
 

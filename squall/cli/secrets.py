@@ -30,7 +30,7 @@ from squall.security.keyring import Keyring, keyring_path
 def _path(args: argparse.Namespace) -> Path:
     if args.keyring:
         return Path(args.keyring).expanduser()
-    return keyring_path(load_conf(getattr(args, "config", None)))
+    return keyring_path(load_conf(getattr(args, "config", None), client=True))
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -98,7 +98,7 @@ def cmd_rotate_zookeeper(args: argparse.Namespace) -> int:
 def cmd_ui(args: argparse.Namespace) -> int:
     """The UI's address with the token in the fragment: a browser never sends a
     fragment to a server, so it stays out of every access log."""
-    conf = load_conf(getattr(args, "config", None))
+    conf = load_conf(getattr(args, "config", None), client=True)
     seed = conf["nimbus.seeds"][0]
     if not conf["squall.secure"]:
         url = f"http://{seed}/"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -250,3 +251,33 @@ def test_a_components_own_info_lines_show_at_the_default_level(tmp_path: Path) -
     assert "worker started" not in said and "_user_code" not in said  # the engine stays at warning
     debug = squall("--log-level", "debug", "local", str(path), "--duration", "1")
     assert "spout debug detail" in debug.stdout + debug.stderr
+
+
+def test_a_client_command_without_any_config_says_where_one_comes_from(tmp_path: Path) -> None:
+    # (issue 30: forgetting --config advised `squall secrets init`)
+    env = {k: v for k, v in os.environ.items() if k != "SQUALL_CONF"}
+    env["HOME"] = str(tmp_path)
+    result = subprocess.run([sys.executable, "-m", "squall.cli", "list"], cwd=tmp_path, env=env,
+                            capture_output=True, text=True, timeout=60, check=False)
+    assert result.returncode == 1
+    assert "no squall.yaml was found" in result.stderr and "squall dev-cluster" in result.stderr
+
+
+def test_client_commands_find_the_running_dev_clusters_config(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    from squall.runtime import settings
+
+    config = tmp_path / "dev" / "squall.yaml"
+    config.parent.mkdir()
+    config.write_text("nimbus.seeds: ['127.0.0.1:1']\n")
+    monkeypatch.setattr(settings, "DEV_CLUSTER_POINTER", str(tmp_path / "home" / "dev-cluster"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SQUALL_CONF", raising=False)
+    assert settings.config_path(None, client=True) is None
+    settings.point_at_dev_cluster(config)
+    assert settings.config_path(None, client=True) == config.resolve()
+    assert settings.config_path(None) is None  # a daemon never takes the dev cluster's
+    settings.forget_dev_cluster(tmp_path / "other.yaml")  # not ours: left
+    assert settings.config_path(None, client=True) == config.resolve()
+    settings.forget_dev_cluster(config)
+    assert settings.config_path(None, client=True) is None

@@ -10,6 +10,7 @@ end stops the dev cluster with SIGTERM, which must stop everything.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -66,6 +67,11 @@ class QuickStart:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
+        # A home of its own: the dev cluster names its config in ~/.squall/dev-cluster,
+        # where the lines without --config find it (not the real home's).
+        (cwd / "home").mkdir()
+        self.env = {**os.environ, "HOME": str(cwd / "home")}
+        self.env.pop("SQUALL_CONF", None)
         self.log = cwd / "background.log"
         self.pid_file = cwd / "background.pid"
         self.background: subprocess.Popen[bytes] | None = None
@@ -78,7 +84,7 @@ class QuickStart:
             self.start_background(line)
             return
         result = subprocess.run(["bash", "-c", line], cwd=self.cwd, capture_output=True, text=True,
-                                timeout=60, check=False)
+                                timeout=60, check=False, env=self.env)
         assert result.returncode == 0, f"{line}\nexited {result.returncode}:\n{result.stdout}{result.stderr}"
         config = self.config
         assert config is not None, "a cluster command before the dev cluster was started"
@@ -100,7 +106,7 @@ class QuickStart:
         with open(self.log, "wb") as out:
             self.background = subprocess.Popen(["bash", "-c", f"{line}\necho $! > {self.pid_file}\nwait $!"],
                                                cwd=self.cwd, stdout=out, stderr=subprocess.STDOUT,
-                                               stdin=subprocess.DEVNULL)
+                                               stdin=subprocess.DEVNULL, env=self.env)
         self.cluster_pid = int(poll_for(lambda: self.pid_file.exists() and self.pid_file.read_text().strip(),
                                         timeout=10, message="the background pid"))
         where = re.search(r"--dir\s+(\S+)", line)
@@ -157,5 +163,7 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
         psutil.Process(quick.cluster_pid).send_signal(signal.SIGTERM)
         assert quick.background.wait(30) == 0, quick.log.read_text()
         poll_for(lambda: all(_gone(p) for p in started), timeout=5, message="everything stopped")
+        # and it no longer names its config for client commands
+        assert not (tmp_path / "home" / ".squall" / "dev-cluster").exists()
     finally:
         quick.stop()
