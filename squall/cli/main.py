@@ -31,7 +31,7 @@ def format_stats(stats: dict[str, dict[str, Any]], elapsed: float,
     """The local run's table; acked/s over the ``elapsed`` seconds since ``previous``
     (the last table's stats: the current rate, not the mean since the start)."""
     lines = [(f"{'component':<16}{'emitted':>12}{'executed':>12}{'acked':>12}{'failed':>10}"
-              f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}")]
+              f"{'acked/s':>11}{'lat p50 ms':>12}{'p99 ms':>9}{'timed out':>11}")]
     for name in sorted(stats):
         s = stats[name]
         lat = s.get("complete_latency_ms")
@@ -39,8 +39,10 @@ def format_stats(stats: dict[str, dict[str, Any]], elapsed: float,
         p99 = f"{lat['p99']:.2f}" if lat else "-"
         before = ((previous or {}).get(name) or {}).get("acked", 0)
         rate = (s["acked"] - before) / elapsed if elapsed > 0 else 0.0
+        # of failed, the trees that timed out (a spout's): the rest a bolt failed
+        timed_out = s.get("timed_out", 0) if not s.get("executed") and not name.startswith("__") else "-"
         lines.append(f"{name:<16}{s['emitted']:>12}{s['executed']:>12}{s['acked']:>12}{s['failed']:>10}"
-                     f"{rate:>11.0f}{p50:>12}{p99:>9}")
+                     f"{rate:>11.0f}{p50:>12}{p99:>9}{timed_out:>11}")
     return "\n".join(lines)
 
 

@@ -160,7 +160,7 @@ class LocalTopology:
                 continue
             for component, s in worker.stats().items():
                 t = total.setdefault(component, {"emitted": 0, "executed": 0, "acked": 0, "failed": 0,
-                                                 "pending": 0, "latencies": []})
+                                                 "timed_out": 0, "pending": 0, "latencies": []})
                 for key, value in s.items():
                     t[key] += value
         for t in total.values():

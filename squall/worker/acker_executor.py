@@ -3,7 +3,8 @@ spouts' and bolts' (Storm's acker is a plain bolt).
 
 It receives init/ack/fail batches and ``__tick`` on its control queue,
 applies them to :class:`AckLedger`, and sends each spout task the roots that
-completed or failed, batched per turn.
+completed, failed or timed out ("timedout": the ledger's expiry, not a bolt's fail),
+batched per turn.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ class AckerExecutor(Executor):
         self.acked = 0
         self.failed = 0
         self.results: dict[tuple[bool, int], list[int]] = {}  # (ok?, spout task) -> roots
+        self.expired: dict[int, list[int]] = {}  # spout task -> roots that timed out
 
     def on_control(self, kind: str, task: int, payload: Any) -> None:
         ledger = self.ledger
@@ -32,7 +34,12 @@ class AckerExecutor(Executor):
         elif kind == "fail":
             outcomes = ledger.fail_many(payload)
         elif kind == "tick":
-            outcomes = ledger.rotate()
+            # Timed out, not failed by a bolt: told apart, so the spout's stats (and its
+            # hint) can say which (Storm users keep asking for it).
+            for spout_task, root, _ok in ledger.rotate():
+                self.expired.setdefault(spout_task, []).append(root)
+                self.failed += 1
+            return
         else:
             super().on_control(kind, task, payload)
             return
@@ -62,4 +69,8 @@ class AckerExecutor(Executor):
             for (ok, spout_task), roots in self.results.items():
                 self.control_out.append(("acked" if ok else "failed", spout_task, roots))
             self.results = {}
+        if self.expired:
+            for spout_task, roots in self.expired.items():
+                self.control_out.append(("timedout", spout_task, roots))
+            self.expired = {}
         super().flush()

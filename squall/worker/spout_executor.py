@@ -75,6 +75,7 @@ class SpoutExecutor(ComponentExecutor):
         self.active = self.host.active
         self.acked = 0
         self.failed = 0
+        self.timed_out = 0  # of failed: trees not acked within the message timeout (not a bolt's fail)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self.complete_secs = 0.0  # sum of complete latencies of acked trees (with self.acked: the mean)
         self.max_pending = self.conf["topology.max.spout.pending"]
@@ -192,12 +193,20 @@ class SpoutExecutor(ComponentExecutor):
             self.autotune()
         elif kind == "acked" or kind == "failed":
             self.settle(payload, kind == "acked")
+        elif kind == "timedout":  # the acker's expiry (the spout's own is the tick's below)
+            settled = self.settle(payload, False)
+            if settled:
+                self.timed_out += settled
+                self._hint_timeouts(settled)
         elif kind == "tick":
             expired = self.tracker.pending.rotate()
             self.tracker.count -= len(expired)
             for task_id, msg_id, _t0 in expired.values():
                 self.failed += 1
                 self.by_task[task_id].spout.fail(msg_id)
+            if expired:
+                self.timed_out += len(expired)
+                self._hint_timeouts(len(expired))
         elif kind == "activate":
             if not self.active:
                 self.active = True
@@ -211,7 +220,16 @@ class SpoutExecutor(ComponentExecutor):
         else:
             super().on_control(kind, task, payload)
 
-    def settle(self, roots: list[int], ok: bool) -> None:
+    def _hint_timeouts(self, n: int) -> None:
+        """Say it once a message timeout (the tick's period) at most: trees that time out
+        are the symptom users otherwise never see the cause of."""
+        cause = ("none was ever acked: does a bolt ack its input (a BasicBolt does), and anchor what "
+                 "it emits?" if self.acked == 0 else
+                 "a bolt too slow or stuck, or topology.max.spout.pending too high for the timeout")
+        self.log.warning("tuple trees timed out", timed_out=n, total_timed_out=self.timed_out,
+                         timeout_secs=self.conf["topology.message.timeout.secs"], likely=cause)
+
+    def settle(self, roots: list[int], ok: bool) -> int:
         newest, older = self.tracker.pending.buckets  # two: RotatingMap.pop inlined (hot)
         now = self.now()
         latencies = self.latencies
@@ -238,6 +256,7 @@ class SpoutExecutor(ComponentExecutor):
             self.complete_secs += waited
         else:
             self.failed += settled
+        return settled
 
     def autotune(self) -> None:
         """The paper's step c): the progress of the last period to the tuner, its value in force."""
@@ -261,7 +280,7 @@ class SpoutExecutor(ComponentExecutor):
     def stats_snapshot(self) -> dict[str, Any]:
         out = super().stats_snapshot()
         acked = self.acked  # read once: another thread is counting
-        out.update(acked=acked, failed=self.failed, pending=self.tracker.count,
+        out.update(acked=acked, failed=self.failed, timed_out=self.timed_out, pending=self.tracker.count,
                    complete_secs=self.complete_secs, progress=self.progress(acked),
                    max_pending=self.max_pending)
         return out

@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from squall.worker.plan import TopologyPlan
 
 WORKER_TASK = -1
-WIRE_KINDS = frozenset({"data", "init", "ack", "fail", "acked", "failed", "bp"})
+WIRE_KINDS = frozenset({"data", "init", "ack", "fail", "acked", "failed", "timedout", "bp"})
 # Reasons a message or frame is dropped, as counted in Transfer.stats()["rejected"].
 REASONS = ("undecodable", "frame", "kind", "task", "shape", "source", "oversize")
 
@@ -171,7 +171,7 @@ class WireValidator:
             if len(payload) != 2 or type(payload[0]) is not str or type(payload[1]) is not bool:
                 raise _Bad("shape")
             return kind, task, payload
-        # fail (to an acker), acked / failed (to a spout): a list of roots.
+        # fail (to an acker), acked / failed / timedout (to a spout): a list of roots.
         if task not in (self.acker_tasks if kind == "fail" else self.spout_tasks):
             raise _Bad("task")
         for root in payload:

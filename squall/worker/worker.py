@@ -351,8 +351,8 @@ class Worker:
         out: dict[str, dict[str, Any]] = {}
         for executor in self.executors:
             s = out.setdefault(executor.component, {"emitted": 0, "executed": 0, "acked": 0, "failed": 0,
-                                                    "pending": 0, "latencies": []})
-            for key in ("emitted", "executed", "acked", "failed", "pending"):
+                                                    "timed_out": 0, "pending": 0, "latencies": []})
+            for key in ("emitted", "executed", "acked", "failed", "timed_out", "pending"):
                 s[key] += getattr(executor, key, 0)
             samples = getattr(executor, "latencies", None)
             if samples:

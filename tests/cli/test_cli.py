@@ -281,3 +281,40 @@ def test_client_commands_find_the_running_dev_clusters_config(tmp_path: Path,
     assert settings.config_path(None, client=True) == config.resolve()
     settings.forget_dev_cluster(config)
     assert settings.config_path(None, client=True) is None
+
+
+def test_a_spout_whose_trees_time_out_says_so_and_why(tmp_path: Path) -> None:
+    # (issue 30: a spout whose tuples are never acked gave no hint at all; timeouts and a
+    # bolt's fails were one number)
+    path = tmp_path / "noack.py"
+    path.write_text(textwrap.dedent("""
+        from squall import Bolt, Spout, Topology
+
+        class Numbers(Spout):
+            outputs = ["n"]
+
+            def initialize(self, conf, context):
+                self.n = 0
+
+            def next_tuple(self):
+                self.n += 1
+                self.emit([self.n], tup_id=self.n)
+
+        class Hoarder(Bolt):
+            auto_ack = False
+
+            def process(self, tup):
+                pass  # never acks
+
+        class NoAck(Topology):
+            config = {"topology.message.timeout.secs": 1, "topology.max.spout.pending": 10}
+            numbers = Numbers.spec()
+            hoarder = Hoarder.spec(inputs=[numbers])
+    """))
+    result = squall("local", str(path), "--duration", "4")
+    said = result.stdout + result.stderr
+    assert result.returncode == 0, said
+    assert "tuple trees timed out" in said and "none was ever acked" in said
+    numbers = last_stats(result.stdout)["numbers"]
+    failed, timed_out = int(numbers[3]), int(numbers[-1])
+    assert failed > 0 and timed_out == failed, numbers
