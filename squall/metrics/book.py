@@ -21,9 +21,11 @@ from typing import Any
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS, Deltas, RollingSum
 
 # Cumulative fields of a snapshot: plain counters, and counters per stream.
-_COUNTERS = ("executed", "acked", "failed", "busy_secs", "complete_secs", "backpressure_secs", "progress")
+_COUNTERS = ("executed", "acked", "failed", "timed_out", "busy_secs", "complete_secs", "backpressure_secs",
+             "progress")
 _PER_STREAM = ("emitted", "transferred", "executed_by")
-_SUMMED = ("emitted", "transferred", "acked", "failed", "executed", "progress", "backpressureSecs")
+_SUMMED = ("emitted", "transferred", "acked", "failed", "timedOut", "executed", "progress",
+           "backpressureSecs")
 Executor = tuple[int, int]  # Storm's executor id: [first task, last task]
 
 
@@ -111,6 +113,8 @@ class StatsBook:
                 "emitted": int(sum(per.get("emitted", {}).values())),
                 "transferred": int(sum(per.get("transferred", {}).values())),
                 "acked": int(acked), "failed": int(e.get("failed", 0)), "executed": int(executed),
+                # Squall's own: of a spout's failed trees, those that timed out (not a bolt's fail).
+                "timedOut": int(e.get("timed_out", 0)),
                 "completeLatency": _ms(e.get("complete_secs", 0), acked),
                 "executeLatency": _ms(e.get("busy_secs", 0), executed),
                 "capacity": round(e.get("busy_secs", 0) / span, 3),
@@ -131,7 +135,8 @@ class StatsBook:
         out: dict[str, dict[str, Any]] = {}
         for (component, _executor), e in self.executors(topology, window, now).items():
             c = out.setdefault(component, {"emitted": 0, "transferred": 0, "acked": 0, "failed": 0,
-                                           "executed": 0, "capacity": 0.0, "executors": 0, "progress": 0,
+                                           "timedOut": 0, "executed": 0, "capacity": 0.0, "executors": 0,
+                                           "progress": 0,
                                            "backpressureSecs": 0.0, "_complete": 0.0, "_execute": 0.0})
             for stat in _SUMMED:
                 c[stat] += e[stat]

@@ -287,6 +287,7 @@ def _spout_entry(view: TopologyView, name: str, window: str, now: float) -> dict
     return {"spoutId": name, "encodedSpoutId": encode(name), "executors": len(c["executors"]),
             "tasks": len(c["tasks"]), "emitted": s["emitted"], "transferred": s["transferred"],
             "acked": s["acked"], "failed": s["failed"], "completeLatency": s["completeLatency"],
+            "timedOut": s.get("timedOut", 0),  # Squall's own: of failed, not acked in time
             **_last_error(view, name, now)}
 
 

@@ -28,9 +28,18 @@ def test_cumulative_reports_become_window_sums_and_latencies() -> None:
     assert count["executeLatency"] == "5.000"  # 1.5 s busy over 300 tuples
     assert count["capacity"] == pytest.approx(0.15)  # busy 1.5 s of the 10 s seen so far
     assert words["completeLatency"] == "20.000"  # 3 s over 150 acked trees
-    assert words["failed"] == 1
+    assert words["failed"] == 1 and words["timedOut"] == 0
     streams = book.executors("wc", "600", 1010.0)[("count", (2, 2))]["streams"]
     assert streams["executed_by"] == {"split:default": 300}
+
+
+def test_a_spouts_timed_out_trees_are_counted_apart_from_its_failed_ones() -> None:
+    # (issue 30: timeouts and a bolt's fails were one number)
+    book = StatsBook()
+    book.ingest("wc", "w1", [{**spout(10, 1.0), "failed": 5, "timed_out": 2}], now=1000.0)
+    book.ingest("wc", "w1", [{**spout(20, 2.0), "failed": 9, "timed_out": 6}], now=1010.0)
+    words = book.components("wc", ":all-time", now=1010.0)["words"]
+    assert (words["failed"], words["timedOut"]) == (9, 6)
 
 
 def test_a_restarted_worker_counts_from_zero_without_losing_what_came_before() -> None:

@@ -102,6 +102,7 @@ def test_the_topology_page_has_storms_fields() -> None:
     (spout,) = page["spouts"]
     assert spout["spoutId"] == "spout/coordinator" and spout["encodedSpoutId"] == "spout%2Fcoordinator"
     assert (spout["acked"], spout["failed"], spout["completeLatency"]) == (40, 2, "50.000")
+    assert spout["timedOut"] == 0  # Squall's own field: of failed, those not acked in time
     (split,) = page["bolts"]  # the acker only with sys=1
     assert (split["boltId"], split["executed"], split["executors"], split["tasks"]) == ("split", 40, 2, 2)
     assert split["executeLatency"] == "1.000" and split["capacity"] == "0.003"

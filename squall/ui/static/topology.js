@@ -83,7 +83,8 @@ function renderPage(page) {
     ["Executors", "executors", {num: true}], ["Tasks", "tasks", {num: true}],
     ["Emitted", "emitted", {num: true}], ["Transferred", "transferred", {num: true}],
     ["Complete latency (ms)", "completeLatency", {num: true}], ["Acked", "acked", {num: true}],
-    ["Failed", "failed", {num: true}], ["Last error", "lastError", {cls: "error"}]],
+    ["Failed", "failed", {num: true}], ["of which timed out", "timedOut", {num: true}],
+    ["Last error", "lastError", {cls: "error"}]],
   page.spouts.map(s => ({...s, _key: s.spoutId})));
   squall.table("bolts", [
     ["Id", "boltId", {render: b => squall.link(href(b.boltId), b.boltId)}],
