@@ -129,11 +129,17 @@ class StatsBook:
                 out[key].update(pending=gauges["pending"], maxSpoutPending=gauges.get("max_pending"))
         return out
 
-    def components(self, topology: str, window: str, now: float) -> dict[str, dict[str, Any]]:
+    def components(self, topology: str, window: str, now: float,
+                   current: Iterable[Executor] | None = None) -> dict[str, dict[str, Any]]:
         """component -> Storm's numbers summed over its executors (latencies weighted,
-        capacity the busiest executor's, as Storm's UI shows it)."""
+        capacity the busiest executor's, as Storm's UI shows it).  ``current``: only these
+        executors (after a rebalance, the ones the topology runs now, as the component
+        page's rows are: its totals must be their sum)."""
+        keep = None if current is None else {tuple(e) for e in current}
         out: dict[str, dict[str, Any]] = {}
-        for (component, _executor), e in self.executors(topology, window, now).items():
+        for (component, executor), e in self.executors(topology, window, now).items():
+            if keep is not None and executor not in keep:
+                continue
             c = out.setdefault(component, {"emitted": 0, "transferred": 0, "acked": 0, "failed": 0,
                                            "timedOut": 0, "executed": 0, "capacity": 0.0, "executors": 0,
                                            "progress": 0,

@@ -182,8 +182,9 @@ class TopologyViews:
             view.errors = self.state.errors(record["id"])
             now = self.now()
             with self._stats_lock:
+                running = [e for c in components.values() for e in c["executors"]]
                 for window in WINDOW_IDS:
-                    view.stats[window] = self.stats.components(record["id"], window, now)
+                    view.stats[window] = self.stats.components(record["id"], window, now, running)
                     view.executor_stats[window] = self.stats.executors(record["id"], window, now)
         return view
 
