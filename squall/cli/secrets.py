@@ -17,6 +17,7 @@ else ``~/.squall/keyring.json``; ``--keyring`` overrides all three.
 from __future__ import annotations
 
 import argparse
+import sys
 import webbrowser
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,14 @@ def cmd_ui(args: argparse.Namespace) -> int:
     else:
         keyring = Keyring.load(Path(args.keyring).expanduser()) if args.keyring else Keyring.for_conf(conf)
         url = f"https://{seed}/#token={quote(keyring.client_token or '')}"
+        if keyring.ca_pem and not conf.get("nimbus.tls.cert.path") and keyring.path is not None:
+            # The keyring's own CA signed nimbus's certificate: no browser knows it.
+            ca = keyring.path.with_name("ca.pem")
+            if not ca.exists():
+                ca.write_text(keyring.ca_pem)  # a public certificate: no secret in it
+            print(f"(the browser will warn that the certificate is not trusted: nimbus's is signed by "
+                  f"this cluster's own CA. Import {ca} into the browser's authorities to trust it, or "
+                  f"accept the warning for {seed.split(':')[0]}.)", file=sys.stderr)
     print(url)
     if args.open:
         webbrowser.open(url)

@@ -116,6 +116,11 @@ def signed_in_url(cluster: DevCluster) -> str:
                           capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
     url = proc.stdout.strip()
     assert url.startswith(cluster.nimbus_url + "/#token="), url
+    # (issue 30: the browser's certificate warning was not explained) it says why, and
+    # where the CA to trust is, a plain PEM certificate with no key in it
+    ca = cluster.root / "ca.pem"
+    assert "not trusted" in proc.stderr and str(ca) in proc.stderr, proc.stderr
+    assert ca.read_text().startswith("-----BEGIN CERTIFICATE-----") and "PRIVATE" not in ca.read_text()
     return url
 
 
