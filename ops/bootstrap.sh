@@ -66,15 +66,27 @@ fi
 stamp=.venv/.squall-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-    echo "bootstrap: installing the virtualenv in .venv" >&2
+    echo "bootstrap: installing the virtualenv in .venv (Squall, PySpark, Cython and the test tools:" \
+         "a few minutes the first time)" >&2
+    started=$SECONDS
     python3 -m venv .venv
     .venv/bin/python -m pip install -q --upgrade pip
     .venv/bin/python -m pip install -q -e '.[test]'
     echo "$want" > "$stamp"
+    echo "bootstrap: virtualenv installed in $((SECONDS - started)) s" >&2
 fi
 
 # The hot path compiled with Cython (squall/compiled): up to date in a second when
 # nothing changed.  Without a C compiler Squall runs as pure Python, only slower.
-if ! .venv/bin/python -m squall.compiled build > .venv/squall-compile.log 2>&1; then
+# Said before it starts: the first build is the longest quiet step of a fresh machine's setup.
+stale=$(.venv/bin/python -c "from squall.compiled.build import stale; print(len(stale()))" 2>/dev/null || echo 0)
+if [ "$stale" != 0 ]; then
+    echo "bootstrap: compiling $stale hot-path modules with Cython (about 40 s for all of them;" \
+         "log in .venv/squall-compile.log)" >&2
+fi
+started=$SECONDS
+if .venv/bin/python -m squall.compiled build > .venv/squall-compile.log 2>&1; then
+    [ "$stale" = 0 ] || echo "bootstrap: hot path compiled in $((SECONDS - started)) s" >&2
+else
     echo "bootstrap: the hot path was not compiled (see .venv/squall-compile.log); running as pure Python" >&2
 fi
