@@ -38,6 +38,24 @@ def poll_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str =
         time.sleep(interval)
 
 
+def wait_for_progress(measure: Callable[[], float], target: float, stall: float = 60.0,
+                      message: str = "progress", interval: float = 0.05) -> float:
+    """Wait until ``measure()`` reaches ``target``; fail only when it has not moved for
+    ``stall`` seconds.  A busy machine is slow, not stuck: a fixed budget for the whole
+    wait is what it misses, a stall is what a real fault looks like."""
+    last = measure()
+    moved = time.monotonic()
+    while last < target:
+        time.sleep(interval)
+        value = measure()
+        if value != last:
+            last, moved = value, time.monotonic()
+        elif time.monotonic() - moved > stall:
+            msg = f"no progress for {stall}s waiting for {message}: stuck at {last} of {target}"
+            raise AssertionError(msg)
+    return last
+
+
 class _Progress:
     """How far the mock spouts got: shared by every mock task of one run."""
 

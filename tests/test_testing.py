@@ -168,3 +168,13 @@ def test_a_bolt_bug_is_reported_in_the_result_without_fail_fast() -> None:
 def test_mocking_something_that_is_not_a_spout_is_refused(name: str) -> None:
     with pytest.raises(SquallError, match=f"'{name}'"):
         complete_topology(WordCount, mock_sources={name: [["x"]]})
+
+
+def test_waiting_for_progress_fails_on_a_stall_not_on_slowness() -> None:
+    from squall.testing import wait_for_progress
+
+    ticks = iter(range(1000))
+    # slow but moving: one step a poll, far past what a fixed 0.05 s budget would allow
+    assert wait_for_progress(lambda: next(ticks), 40, stall=0.5, interval=0.005) == 40
+    with pytest.raises(AssertionError, match=r"no progress for 0\.1s waiting for the stuck one: stuck at 3"):
+        wait_for_progress(lambda: 3, 10, stall=0.1, message="the stuck one", interval=0.01)
