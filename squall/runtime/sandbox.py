@@ -37,6 +37,8 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import PurePosixPath
 
+from squall.runtime.files import write_private
+
 TOOL = "bwrap"
 # systemd's range for dynamic users: never a login user's, and inside the 16-bit
 # uid maps containers commonly have.
@@ -251,13 +253,9 @@ def identity_files(identity: Identity, home: str, directory: str) -> dict[str, s
         except OSError:
             text = ""
         path = os.path.join(directory, f".{name}")
-        tmp = f"{path}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            os.fchown(fd, -1, identity.gid)  # readable by the sandbox's group, and no one else's
-            os.fchmod(fd, 0o640)
-            f.write(text.rstrip("\n") + "\n" + line + "\n")
-        os.replace(tmp, path)
+        # Readable by the sandbox's group, and no one else's; written where the sandboxed
+        # user may write too (its slot), so never through a name it could have planted.
+        write_private(path, text.rstrip("\n") + "\n" + line + "\n", mode=0o640, group=identity.gid)
         out[f"/etc/{name}"] = path
     return out
 

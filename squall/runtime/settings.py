@@ -18,6 +18,7 @@ import yaml
 
 from squall import config as config_mod
 from squall.errors import ConfigError
+from squall.runtime.files import write_private
 
 ENV_VAR = "SQUALL_CONF"
 
@@ -49,11 +50,7 @@ def point_at_dev_cluster(config: Path) -> Path:
     """Name ``config`` as the running dev cluster's (0600, in a 0700 folder)."""
     pointer = Path(DEV_CLUSTER_POINTER).expanduser()
     pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    tmp = pointer.with_name(f".{pointer.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(str(config.resolve()) + "\n")
-    os.replace(tmp, pointer)
+    write_private(pointer, str(config.resolve()) + "\n")
     return pointer
 
 

@@ -48,6 +48,7 @@ from squall import config
 from squall.cluster.zookeeper import digest_id
 from squall.errors import SquallError
 from squall.runtime import sandbox
+from squall.runtime.files import write_private
 from squall.runtime.processes import kill_tree
 
 log = structlog.get_logger("squall.supervisor.workers")
@@ -89,16 +90,7 @@ def write_json(path: Path, obj: Any, owner: int = -1, group: int = -1) -> None:
     whatever a leftover temporary file had): an assignment may carry the
     Spark Connect token, secrets.json the topology's keys.  ``group``: also
     readable by that group (0640); ``owner``: the file is that user's (0600)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
-        if owner != -1 or group != -1:
-            os.fchown(fd, owner, group)
-            if group != -1:
-                os.fchmod(fd, 0o640)
-        f.write(json.dumps(obj))
-    os.replace(tmp, path)
+    write_private(path, json.dumps(obj), mode=0o640 if group != -1 else 0o600, owner=owner, group=group)
 
 
 def private_dir(path: Path) -> Path:
