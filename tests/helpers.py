@@ -217,3 +217,24 @@ class IdlePipeline(Topology):
 
     numbers = IdleNumbers.spec()
     sink = Discard.spec(inputs=[numbers])
+
+
+def sleeper_source(marker: str) -> str:
+    """A Python module that, imported, leaves a grandchild in a session of its own (its
+    command line holds ``marker``) and then takes its time: what a sandbox must kill whole."""
+    return (
+        "import os, sys, time\n"
+        "if os.fork() == 0:\n"
+        "    os.setsid()\n"
+        "    if os.fork() == 0:\n"
+        "        os.execv(sys.executable,\n"
+        f"                 [sys.executable, '-c', 'import time; time.sleep(600)', {marker!r}])\n"
+        "    os._exit(0)\n"
+        "time.sleep(600)\n")
+
+
+def processes_marked(marker: str) -> list[Any]:
+    """Processes whose command line holds ``marker`` (psutil.Process each)."""
+    import psutil
+
+    return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]

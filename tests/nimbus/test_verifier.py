@@ -17,7 +17,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import structlog
 
@@ -30,7 +29,7 @@ from squall.nimbus.service import NimbusService
 from squall.nimbus.verifier import Verifier
 from squall.runtime import sandbox
 from squall.testing import poll_for
-from tests.helpers import keyring_conf
+from tests.helpers import keyring_conf, processes_marked, sleeper_source
 
 REPO = Path(__file__).resolve().parents[2]
 WORDCOUNT = (REPO / "examples" / "wordcount.py").read_text()
@@ -160,39 +159,31 @@ def test_as_nimbus_own_user_the_import_runs_in_a_user_namespace(verifier: Verifi
 # -- the sandbox ends with the verification ------------------------------------------------
 
 
-def processes(marker: str) -> list[psutil.Process]:
-    """Processes whose command line holds ``marker`` (not all of the pool's uids: another
-    nimbus on this machine, another test's, may be verifying as the same uid right now)."""
-    return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+processes = processes_marked  # not all of the pool's uids: another nimbus may verify as one now
 
 
-def sleeper(marker: str) -> str:
-    """A module that leaves a grandchild in a session of its own, then takes its time."""
-    return (
-        "import os, sys, time\n"
-        "if os.fork() == 0:\n"
-        "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        "        os.execv(sys.executable,\n"
-        f"                 [sys.executable, '-c', 'import time; time.sleep(600)', {marker!r}])\n"
-        "    os._exit(0)\n"
-        "time.sleep(600)\n")
+def verify_in_background(verifier: Verifier, marker: str,
+                         name: str) -> tuple[threading.Thread, list[BaseException]]:
+    """A verification of a package that leaves a sleeper (``marker``) and sleeps past the
+    timeout, started on a thread; the ApiError it ends with is appended to the list."""
+    answers: list[BaseException] = []
+
+    def verify() -> None:
+        try:
+            verifier.verify(definition("wc:Split"), package(wc=sleeper_source(marker)))
+        except ApiError as e:
+            answers.append(e)
+
+    thread = threading.Thread(target=verify, name=name)
+    thread.start()
+    return thread, answers
 
 
 def test_a_timeout_kills_every_process_the_package_started(verifier: Verifier) -> None:
     # Given a package that leaves a sleeper in a session of its own, then sleeps itself
     marker = f"squall-sleeper-{os.urandom(4).hex()}"
-    answers: list[BaseException] = []
-
-    def verify() -> None:
-        try:
-            verifier.verify(definition("wc:Split"), package(wc=sleeper(marker)))
-        except ApiError as e:
-            answers.append(e)
-
     started = time.monotonic()
-    thread = threading.Thread(target=verify, name="sleepy-verification")
-    thread.start()
+    thread, answers = verify_in_background(verifier, marker, "sleepy-verification")
     poll_for(lambda: processes(marker), timeout=30, message="the package's sleeper to start")
     # When its verification times out, it is refused saying so, in the time allowed
     thread.join(TIMEOUT_SECS + 30)
@@ -207,16 +198,7 @@ def test_verifications_at_once_run_as_different_users_and_the_pool_caps_them(ver
         pytest.skip("users are switched only as root")
     # Given one verification under way (a package that sleeps past the timeout)
     marker = f"squall-sleeper-{os.urandom(4).hex()}"
-    first: list[BaseException] = []
-
-    def slow() -> None:
-        try:
-            verifier.verify(definition("wc:Split"), package(wc=sleeper(marker)))
-        except ApiError as e:
-            first.append(e)
-
-    thread = threading.Thread(target=slow, name="slow-verification")
-    thread.start()
+    thread, first = verify_in_background(verifier, marker, "slow-verification")
     try:
         poll_for(lambda: processes(marker), timeout=30, message="the first verification to run")
         # When another one runs meanwhile, it runs as the pool's next uid

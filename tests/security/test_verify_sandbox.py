@@ -15,13 +15,13 @@ import zipfile
 from collections.abc import Iterator
 from typing import Any
 
-import psutil
 import pytest
 
 from squall.cli.devcluster import DevCluster
 from squall.runtime import sandbox
 from squall.security.keyring import Keyring
 from squall.testing import poll_for
+from tests.helpers import processes_marked, sleeper_source
 
 TIMEOUT_SECS = 4
 
@@ -132,17 +132,10 @@ def test_a_package_that_spies_on_nimbus_learns_and_tells_nothing(cluster: DevClu
 def test_a_sleeper_left_by_a_package_dies_with_its_sandbox(cluster: DevCluster) -> None:
     # Given a package that starts a sleeper in a session of its own, then sleeps itself
     marker = f"squall-sleeper-{os.urandom(4).hex()}"
-    source = ("import os, sys, time\n"
-              "if os.fork() == 0:\n"
-              "    os.setsid()\n"
-              "    if os.fork() == 0:\n"
-              "        os.execv(sys.executable,\n"
-              f"                 [sys.executable, '-c', 'import time; time.sleep(600)', {marker!r}])\n"
-              "    os._exit(0)\n"
-              "time.sleep(600)\n")
+    source = sleeper_source(marker)
 
-    def left() -> list[psutil.Process]:
-        return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+    def left() -> list[Any]:
+        return processes_marked(marker)
 
     # When it is submitted (and its sleeper is seen running)
     answers: list[tuple[int, Any, str]] = []
