@@ -106,24 +106,21 @@ def errors_report(errors: Sequence[dict[str, Any]], now: float | None = None, tr
                 right=[True, False, True, False, False])
     if not traces:
         return out
-    seen: dict[tuple[str, str], int] = {}
-    newest: list[dict[str, Any]] = []
+    newest: dict[tuple[str, str], tuple[dict[str, Any], str]] = {}  # (component, site) -> (error, trace)
+    more: dict[tuple[str, str], int] = {}
     for e in reversed(errors):
         trace = str(e.get("trace") or "").rstrip()
         if not trace:
             continue
         key = (str(e.get("component") or e.get("componentId") or "-"), trace_site(trace))
-        if key not in seen:
-            newest.append(e)
-            seen[key] = 0
+        if key in newest:
+            more[key] = more.get(key, 0) + 1
         else:
-            seen[key] += 1
-    for e in newest:
-        component = e.get("component") or e.get("componentId") or "-"
-        trace = str(e.get("trace")).rstrip()
-        more = seen[(str(component), trace_site(trace))]
+            newest[key] = (e, trace)
+    for key, (e, trace) in newest.items():
+        component, more_like_it = key[0], more.get(key, 0)
         head = f"{component}, task {e.get('task', '-')}, {where(e)}, {ago(e)}"
-        head += f" (and {more} more like it)" if more else ""
+        head += f" (and {more_like_it} more like it)" if more_like_it else ""
         out += f"\n\n{head}:\n" + "\n".join("  " + line for line in trace.splitlines())
     return out
 
