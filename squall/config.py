@@ -219,6 +219,29 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
     # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
     "supervisor.worker.shutdown.sleep.secs": (6, (int, float), 0),
+    # -- logs and the logviewer (squall.supervisor.logviewer) --------------------
+    # Each supervisor serves its workers' logs (and its daemons', from storm.log.dir) on this
+    # port, over nimbus's TLS and tokens; 0: one the OS picks (the UI and `squall logs` find
+    # it in ZooKeeper); None: no logviewer.
+    "logviewer.port": (8000, (int, type(None)), 0),
+    # A worker's log (<storm.local.dir>/workers-artifacts/<topology id>/<port>/worker.log)
+    # is rotated past this size: worker.log.1 is the newest of the rotated files.
+    "supervisor.worker.log.max.bytes": (100 * 1024 * 1024, (int,), 1024),
+    # Workers log readable lines (a trace as Python prints it); True: JSON lines, one per
+    # event, for a log shipper.
+    "supervisor.worker.log.json": (False, (bool,), None),
+    # The most one worker's logs (the file and its rotated ones) and all of them may
+    # take (MB), and how long a stopped worker's logs are kept (minutes): Storm's keys.
+    "logviewer.max.per.worker.logs.size.mb": (2048, (int, float), 1),
+    "logviewer.max.sum.worker.logs.size.mb": (4096, (int, float), 1),
+    "logviewer.cleanup.age.mins": (10080, (int, float), 0),
+    "logviewer.cleanup.interval.secs": (300, (int, float), 0.01),
+    # Who may read every topology's logs besides nimbus.admins (a topology's own conf may
+    # name more readers of its logs with the same key, as topology.users may read them).
+    "logs.users": (None, (list, type(None)), None),
+    # The daemons' own log files, which the logviewer serves to nimbus.admins and logs.users
+    # (/api/v1/daemonlog); None: none served.
+    "storm.log.dir": (None, (str, type(None)), None),
     # -- Redis (squall.contrib.redis) -------------------------------------------
     # The Redis that spouts, sinks and stores use when their spec gives no url=
     # ("redis://[:password@]host:port/db"; passwords are redacted in messages).

@@ -250,6 +250,22 @@ def cmd_errors(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_logs(args: argparse.Namespace) -> int:
+    """The workers' logs of a topology, from the nodes' logviewers (squall.cli.logs)."""
+    from squall.cli import logs
+
+    conf = _client_conf(args)
+    page = _client(conf).request("GET", f"topology/{quote(args.name, safe='')}")
+    reader = logs.LogReader(conf)
+    try:
+        logs.show(reader, logs.worker_logs(page, args.component), args.component, args.grep, args.follow)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        reader.close()
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = sub.add_parser(name, help=help_text)
@@ -305,3 +321,6 @@ def add_commands(sub: Any) -> None:
     p = command("errors", cmd_errors, "the last errors of a topology's components, with their traces")
     p.add_argument("name")
     p.add_argument("--brief", action="store_true", help="the table only, no traces")
+    from squall.cli.logs import add_arguments
+
+    add_arguments(command("logs", cmd_logs, "a topology's workers' logs, from the nodes' logviewers"))

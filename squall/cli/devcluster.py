@@ -152,8 +152,9 @@ class DevCluster:
         return self.root / SUPERVISOR_KEYRING_FILE
 
     def ensure_keyring(self) -> None:
-        """The cluster's keyring (nimbus's and the admin's), and the supervisors' own:
-        ZooKeeper's credentials only, no user's token (their workers run user code)."""
+        """The cluster's keyring (nimbus's and the admin's), and the supervisors' own (no
+        user's token: their workers run user code); again after a user is added, for the
+        logviewers to know them."""
         if self.secure and not self.keyring_file.exists():
             keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
@@ -195,6 +196,8 @@ class DevCluster:
             "storm.zookeeper.servers": ["127.0.0.1"],
             "storm.zookeeper.port": zk_port,
             "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
+            # The supervisors' logviewers, on ports of their own; they serve the daemons' logs too.
+            "logviewer.port": 0, "storm.log.dir": str(self.root / "logs"),
             **self.extra,
         }
         _write_private(self.config_file, yaml.safe_dump(self.conf))

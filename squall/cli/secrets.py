@@ -7,7 +7,7 @@
     squall secrets user retire alice                  # ...until retired
     squall secrets user remove alice | user list
     squall secrets rotate-zookeeper                   # a new ZooKeeper password (restart daemons)
-    squall secrets supervisor --out node.json         # a supervisor's keyring: ZooKeeper only
+    squall secrets supervisor --out node.json         # a supervisor's keyring: no user's token
     squall ui [--open]                                # the UI's address, signed in with your token
 
 The keyring is ``squall.keyring.path`` (``--config``), else ``$SQUALL_KEYRING``,
@@ -121,9 +121,10 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 
 def cmd_supervisor(args: argparse.Namespace) -> int:
-    target = _load(args).supervisor_keyring().save(args.out)
-    print(f"supervisor keyring written to {target} (mode 0600): ZooKeeper's credentials and the CA, "
-          "no user's token; copy it to each supervisor node as its squall.keyring.path")
+    target = _load(args).supervisor_keyring(args.host).save(args.out)
+    print(f"supervisor keyring written to {target} (mode 0600): ZooKeeper's credentials, the CA, a "
+          "certificate for its logviewer and the users' token hashes (no token itself); copy it to each "
+          "supervisor node as its squall.keyring.path, and write it again after adding a user")
     return 0
 
 
@@ -149,5 +150,7 @@ def add_commands(sub: Any) -> None:
     command(inner, "rotate-zookeeper", cmd_rotate_zookeeper, "a new ZooKeeper digest password")
     p = command(inner, "supervisor", cmd_supervisor, "write a supervisor's keyring: no user's token")
     p.add_argument("--out", required=True, help="where to write it (0600)")
+    p.add_argument("--host", action="append", default=[],
+                   help="a name or address of the supervisor's node, for its logviewer's certificate")
     p = command(sub, "ui", cmd_ui, "print (or --open) the web UI's address, signed in from the keyring")
     p.add_argument("--open", action="store_true", help="open it in a browser")

@@ -89,10 +89,16 @@ class TopologyViews:
             })
         return out
 
+    def logviewers(self) -> dict[str, str]:
+        """node -> its supervisor's logviewer (squall.supervisor.logviewer), where it runs one."""
+        return {node: info["logviewer"] for node, info in self.state.supervisors().items()
+                if isinstance(info.get("logviewer"), str)}
+
     def info(self, name: str) -> dict[str, Any]:
         record = self.record(name)
         assignment = self.state.assignment(record["id"]) or {}
         beats = self.state.worker_beats()
+        logviewers = self.logviewers()
         stats: dict[str, dict[str, Any]] = {}
         metrics: dict[str, dict[str, Any]] = {}  # component -> task -> the task's own metrics
         workers = []
@@ -100,7 +106,8 @@ class TopologyViews:
             beat = beats.get(w["node"], {}).get(str(w["port"]))
             alive = bool(beat and beat.get("topology_id") == record["id"])
             workers.append({**w, "alive": alive, "beat_age_secs":
-                            round(self.now() - beat["time"], 1) if alive else None})
+                            round(self.now() - beat["time"], 1) if alive else None,
+                            "logviewer": logviewers.get(w["node"])})
             if alive:
                 for component, tasks in (beat.get("metrics") or {}).items():
                     metrics.setdefault(component, {}).update(tasks)
@@ -177,7 +184,8 @@ class TopologyViews:
             conf=plan.conf, components=components,
             workers=[{**w, "host": hosts.get(w["node"], w["node"])} for w in assignment.get("workers", [])],
             # The code lives in ZooKeeper: every nimbus has it.
-            replication=max(len(self.state.nimbuses()), 1), samples=self.samples(record["id"]))
+            replication=max(len(self.state.nimbuses()), 1), samples=self.samples(record["id"]),
+            logviewers=self.logviewers())
         if details:
             view.errors = self.state.errors(record["id"])
             now = self.now()

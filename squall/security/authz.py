@@ -56,3 +56,23 @@ def decide(user: str, action: str, conf: Mapping[str, Any],
     name = topology.get("name", "?")
     return Decision(False, f"user {user!r} may not {action} topology {name!r} "
                            "(not its owner, not in its topology.users, not in nimbus.admins)")
+
+
+def may_read_logs(user: str, conf: Mapping[str, Any], readers: Mapping[str, Any] | None) -> Decision:
+    """May ``user`` read a log?  Storm's logviewer's rule: ``nimbus.admins`` and the
+    cluster's ``logs.users`` read every log; a worker's log also its topology's owner,
+    ``topology.users`` and its own ``logs.users`` (``readers``, kept beside the log when
+    the worker started: the topology may be gone by the time someone reads it).  A
+    daemon's log (``readers`` None) only the first two."""
+    if user in (conf.get("nimbus.admins") or ()) or user in (conf.get("logs.users") or ()):
+        return Decision(True, "admin")
+    if readers is not None:
+        if readers.get("owner") == user:
+            return Decision(True, "owner")
+        if user in (readers.get("users") or ()):
+            return Decision(True, "topology.users")
+        name = readers.get("topology", "?")
+        return Decision(False, f"user {user!r} may not read the logs of topology {name!r} (not its owner, "
+                               "not in its topology.users or logs.users, not in nimbus.admins or logs.users)")
+    return Decision(False, f"user {user!r} may not read the daemons' logs "
+                           "(not in nimbus.admins or logs.users)")

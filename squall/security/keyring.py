@@ -133,13 +133,23 @@ class Keyring:
             out["tls"] = {"ca": self.ca_pem}
         return Keyring(out)
 
-    def supervisor_keyring(self) -> Keyring:
-        """What a supervisor needs: ZooKeeper's credentials (and the public CA), no
-        user's token, no nimbus key: the workers it starts run users' code."""
+    def supervisor_keyring(self, hosts: list[str] | None = None) -> Keyring:
+        """What a supervisor needs: ZooKeeper's credentials, the hashes of the users' tokens
+        (its logviewer checks them as nimbus does; a hash lets no one in) and a certificate
+        of its own for the logviewer, signed by the cluster's CA for the names nimbus's
+        has and ``hosts``.  No user's token, no nimbus or CA key: the workers it starts run
+        users' code."""
         out: dict[str, Any] = {"format": FORMAT, "cluster": self.data.get("cluster"),
-                               "zookeeper": self.data.get("zookeeper")}
+                               "zookeeper": self.data.get("zookeeper"),
+                               "users": {name: {"tokens": list(entry.get("tokens", ()))}
+                                         for name, entry in self.users.items()}}
+        section = self.data.get("tls") or {}
         if self.ca_pem:
             out["tls"] = {"ca": self.ca_pem}
+            if section.get("ca_key"):
+                names = [*section.get("hosts", ()), *(hosts or ())]
+                cert, key = tls.new_server_cert(self.ca_pem, section["ca_key"], list(dict.fromkeys(names)))
+                out["tls"].update(cert=cert, key=key, hosts=names)
         return Keyring(out)
 
     # -- API users ---------------------------------------------------------------

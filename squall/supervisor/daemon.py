@@ -50,6 +50,8 @@ from squall.errors import ConfigError, SquallError
 from squall.runtime import sandbox
 from squall.runtime.package import extract
 from squall.runtime.status import Status
+from squall.supervisor import logfiles, logrotation
+from squall.supervisor.logviewer import Logviewer, start_logviewer
 from squall.supervisor.sync import (
     NOT_RUNNING,
     Action,
@@ -139,6 +141,10 @@ class Supervisor:
         self.run_as_users = False
         self._uids_file = self.local_dir / "uids.json"
         self._uids: dict[str, int] = {}  # topology id -> its workers' uid (and gid) on this node
+        # topology id -> who may read its workers' logs (squall.supervisor.logfiles.readers_record)
+        self._log_readers: dict[str, dict[str, Any]] = {}
+        self.logviewer: Logviewer | None = None
+        self._next_log_cleanup = 0.0
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -147,8 +153,9 @@ class Supervisor:
             return
         # Process-wide, for the daemon's life (restored by stop() for in-process use).
         self._umask = os.umask(UMASK)
-        for sub in ("workers", "code", "state"):
+        for sub in ("workers", "code", "state", logfiles.ARTIFACTS):
             private_dir(self.local_dir / sub)
+        self.logviewer = start_logviewer(self.conf, self.local_dir)
         self.run_as_users = self._decide_run_as()
         if self.spark is not None and self.run_as_users:
             # The node's Spark server runs UDFs of every topology: a user of its own, not root.
@@ -190,6 +197,8 @@ class Supervisor:
             # After the workers: their bolts must not see the server die first.
             # Without them it keeps running for the workers; the next supervisor adopts it.
             self.spark.stop(kill=kill_workers, reason=reason)
+        if self.logviewer is not None:
+            self.logviewer.stop()
         self.session.close()
         disconnect(self.zk)
         if self._umask is not None:
@@ -258,8 +267,10 @@ class Supervisor:
     # -- ZooKeeper -----------------------------------------------------------
 
     def _register(self) -> None:
-        self.state.register_supervisor(self.node, {"node": self.node, "host": self.host, "ports": self.ports,
-                                                   "time": self.now()})
+        info = {"node": self.node, "host": self.host, "ports": self.ports, "time": self.now()}
+        if self.logviewer is not None:
+            info["logviewer"] = self.logviewer.url
+        self.state.register_supervisor(self.node, info)
 
     def _on_session_lost(self) -> None:
         log.warning("zookeeper session lost; workers keep running")
@@ -341,6 +352,8 @@ class Supervisor:
                 self._refuse(topology_id, record, str(e))
                 continue
             self._refused.pop(topology_id, None)
+            self._log_readers[topology_id] = logfiles.readers_record(
+                topology_id, record.get("name", topology_id), record.get("owner"), record["conf"])
             # Storm's worker conf: the cluster's settings, then the topology's own.
             worker_conf = {**self.worker_defaults, **record["conf"]}
             if self.spark is not None:
@@ -365,6 +378,8 @@ class Supervisor:
             write_json(self._uids_file, self._uids)
         for gone in set(self._refused) - set(records):
             del self._refused[gone]
+        for gone in set(self._log_readers) - wanted:
+            del self._log_readers[gone]
         self._remove_stale_code(wanted)
 
     def _refuse(self, topology_id: str, record: dict[str, Any], reason: str) -> None:
@@ -417,6 +432,23 @@ class Supervisor:
                 del self._children[port]  # reaped: no zombie left behind
             for action in self.process_sync.slot(desired.get(port), self._look_at(slot), self.now()):
                 self._execute(slot, action)
+        self.keep_logs()
+
+    def keep_logs(self) -> None:
+        """Rotate the running workers' logs that are due; now and then, remove stopped ones'."""
+        live = []
+        for slot in self.slots.values():
+            topology_id = (read_json(slot.assignment_file) or {}).get("topology_id")
+            if topology_id and slot.process() is not None:
+                live.append((topology_id, slot.port))
+                logrotation.rotate_if_due(logfiles.worker_dir(self.local_dir, topology_id, slot.port),
+                                          self.conf["supervisor.worker.log.max.bytes"],
+                                          int(self.conf["logviewer.max.per.worker.logs.size.mb"] * 2**20))
+        now = self.now()
+        if now >= self._next_log_cleanup:
+            self._next_log_cleanup = now + self.conf["logviewer.cleanup.interval.secs"]
+            logrotation.clean_up(self.local_dir, live, now, self.conf["logviewer.cleanup.age.mins"] * 60,
+                                 int(self.conf["logviewer.max.sum.worker.logs.size.mb"] * 2**20))
 
     @staticmethod
     def _look_at(slot: Slot) -> SlotState:
@@ -437,6 +469,8 @@ class Supervisor:
 
     def worker_env(self, want: dict[str, Any], port: int | None = None) -> dict[str, str]:
         squall = {"SQUALL_NODE": self.node}
+        if self.conf["supervisor.worker.log.json"]:
+            squall["SQUALL_LOG_JSON"] = "1"
         cpu = None if port is None else self.worker_cpu(port)
         if cpu is not None:
             squall["SQUALL_WORKER_CPU"] = str(cpu)
@@ -491,7 +525,11 @@ class Supervisor:
         except SquallError as e:
             log.error("worker not launched", port=slot.port, topology=want["topology_id"], reason=str(e))
             return
+        log_dir = private_dir(logfiles.worker_dir(self.local_dir, want["topology_id"], slot.port))
+        private_dir(log_dir.parent)
+        readers = self._log_readers.get(want["topology_id"]) or {"topology": name}
+        write_json(log_dir / logfiles.READERS, readers)
         slot.launch(self.node, want, self._children, env=self.worker_env(want, slot.port), secrets=secrets,
-                    run_as=run_as)
+                    run_as=run_as, log_dir=log_dir)
         self.launches += 1
 

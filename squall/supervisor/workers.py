@@ -210,11 +210,12 @@ class Slot:
 
     def launch(self, node: str, assignment: dict[str, Any], children: dict[int, subprocess.Popen[bytes]],
                env: dict[str, str] | None = None, secrets: dict[str, Any] | None = None,
-               run_as: RunAs | None = None) -> int:
+               run_as: RunAs | None = None, log_dir: Path | None = None) -> int:
         """Start the worker of ``assignment``.  ``env``: its whole environment
         (None: :func:`worker_env` with the default allow-list); ``secrets``:
         written to secrets.json first (None: no secrets file); ``run_as``: as the
-        topology's own user, in a sandbox (see the module's docstring)."""
+        topology's own user, in a sandbox (see the module's docstring); ``log_dir``:
+        where its worker.log goes (squall.supervisor.logfiles; None: the slot)."""
         self.kill_left_children(grace=0.0)  # a dead predecessor's; must go before its pid record
         previous = (read_json(self.assignment_file) or {}).get("topology_id")
         if run_as is not None and previous != assignment["topology_id"]:
@@ -252,7 +253,7 @@ class Slot:
                                   overlay=who)
             command = sandbox.argv(box, command)
             code_dir = None  # bwrap changes into it, as the worker's user
-        log_path = self.dir / "worker.log"
+        log_path = (log_dir or self.dir) / "worker.log"
         try:
             log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
         except OSError:  # a link where the log was: not ours to follow

@@ -32,9 +32,13 @@ transfer's, cumulative),
 ``queueDepth`` (tuples waiting in its executors' queues) and ``backpressure``
 (whether it has signalled backpressure).
 
+Log links, as Storm's: ``workerLogLink`` of each worker and executor, ``errorWorkerLogLink``
+of each error, to the node's logviewer (squall.supervisor.logviewer; empty where the node
+runs none).
+
 Left out, having no Squall counterpart: memory and CPU figures of Storm's
 resource-aware scheduler (``requestedMem*``, ``assignedMem*``, ``totalMem``,
-``assignedCpu``...), log viewer links (``workerLogLink``, ``logviewerPort``),
+``assignedCpu``...), ``logviewerPort`` (the links carry it),
 profiling and event-log debugging, owners and users, JSONP callbacks.
 """
 
@@ -75,6 +79,7 @@ class TopologyView:
     # (node, port) -> the worker's last two samples {"time", "system", "transfer", "queue_depth"}:
     # [previous or None, latest] (see worker_system)
     samples: dict[tuple[str, int], list[dict[str, Any] | None]] = field(default_factory=dict)
+    logviewers: dict[str, str] = field(default_factory=dict)  # node -> its logviewer's base URL
 
     @property
     def hosts(self) -> dict[str, str]:
@@ -212,7 +217,8 @@ def worker_summaries(view: TopologyView, now: float) -> list[dict[str, Any]]:
                 counts[component] = counts.get(component, 0) + 1
         out.append({"supervisorId": w["node"], "host": w.get("host", w["node"]), "port": w["port"],
                     "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(w["executors"]),
-                    "componentNumTasks": counts, **_uptime(w.get("since"), now),
+                    "componentNumTasks": counts, "workerLogLink": log_link(view, w["node"], w["port"]),
+                    **_uptime(w.get("since"), now),
                     **worker_system(*view.samples.get((w["node"], int(w["port"])), [None, None]))})
     return out
 
@@ -262,16 +268,25 @@ def _component_stats(view: TopologyView, window: str, name: str) -> dict[str, An
 def _last_error(view: TopologyView, name: str, now: float) -> dict[str, Any]:
     errors = [e for e in view.errors if e.get("component") == name]
     if not errors:
-        return {"lastError": "", "errorHost": "", "errorPort": None, "errorTime": None,
-                "errorLapsedSecs": None}
+        return {"lastError": "", "errorHost": "", "errorPort": None, "errorWorkerLogLink": "",
+                "errorTime": None, "errorLapsedSecs": None}
     last = max(errors, key=lambda e: e.get("time", 0))
     return {**_error_fields(view, last, now), "lastError": str(last.get("error", ""))[:MAX_ERROR_CHARS]}
+
+
+def log_link(view: TopologyView, node: str, port: Any) -> str:
+    """The worker's log on its node's logviewer ("" where there is none): Storm's workerLogLink."""
+    base = view.logviewers.get(node)
+    if not base or port is None:
+        return ""
+    return f"{base}/api/v1/log?file={quote(f'{view.id}/{port}/worker.log', safe='')}"
 
 
 def _error_fields(view: TopologyView, error: Mapping[str, Any], now: float) -> dict[str, Any]:
     when = error.get("time")
     node = error.get("node", "")
     return {"errorHost": view.hosts.get(node, node), "errorPort": error.get("port"),
+            "errorWorkerLogLink": log_link(view, node, error.get("port")),
             "errorTime": int(when) if when is not None else None,
             "errorLapsedSecs": int(now - when) if when is not None else None}
 
@@ -429,7 +444,9 @@ def _executor_stats(view: TopologyView, name: str, window: str, kind: str,
         worker = placement.get(executor, {})
         entry = {"id": executor_id(executor), "encodedId": encode(executor_id(executor)),
                  **_uptime(worker.get("since"), now), "host": worker.get("host", worker.get("node")),
-                 "port": worker.get("port"), "emitted": e.get("emitted", 0),
+                 "port": worker.get("port"), "workerLogLink": log_link(view, worker.get("node", ""),
+                                                                       worker.get("port")),
+                 "emitted": e.get("emitted", 0),
                  "transferred": e.get("transferred", 0), "acked": e.get("acked", 0),
                  "failed": e.get("failed", 0)}
         if kind == "spout":

@@ -52,7 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.dir is None:
         parser.error("--dir is required")
-    configure_logging(args.log_level, json=True)
+    # Lines to read, as Storm's worker.log: a trace as the lines Python prints (JSON lines,
+    # one event each with its trace escaped, for a log shipper: supervisor.worker.log.json).
+    configure_logging(args.log_level, json=env.get("SQUALL_LOG_JSON") == "1")
     pin_to_core(env.get("SQUALL_WORKER_CPU"))
     process = WorkerProcess(args.dir, node=args.node)
 

@@ -57,8 +57,9 @@ worker with :data:`EXIT_BAD_ASSIGNMENT`.  Secrets are never logged.
 component error, :meth:`ErrorRecord.to_dict` plus ``topology_id``.  The
 error that kills the worker is written (``"fatal": true``) before it exits.
 
-``worker.log``: the supervisor points stdout and stderr there; the worker
-logs JSON lines to stderr.
+``worker.log``: the supervisor points stdout and stderr there (its logviewer serves it:
+squall.supervisor.logfiles); the worker logs readable lines to stderr, or JSON lines with
+``SQUALL_LOG_JSON=1`` in its environment (supervisor.worker.log.json).
 
 Exit codes: :data:`EXIT_OK` after SIGTERM or SIGINT (an orderly stop within
 ``worker.shutdown.timeout.secs``); :data:`EXIT_WORKER_DIED` when a component

@@ -210,11 +210,13 @@ class Worker:
     def report_error(self, exc: BaseException, component: str, task: int | None, fatal: bool) -> None:
         text, trace = describe(exc)
         record = ErrorRecord(self.plan.name, component, task, text, trace, fatal, self.address, exception=exc)
+        # The trace under the line as Python prints it (structlog's "exception"), as Storm's
+        # worker.log has it: what the logviewer and `squall logs` show.
         if fatal:
             log.error("worker died", worker=self.address, component=component, task=task, error=text,
-                      traceback=trace)
+                      exception=trace)
         else:
-            log.warning("component error", component=component, task=task, error=text)
+            log.warning("component error", component=component, task=task, error=text, exception=trace)
         if self._error_sink is not None:
             self._error_sink(record)
 

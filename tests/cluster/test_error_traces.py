@@ -1,5 +1,7 @@
 """A bolt that raises: the user sees the trace, with file and line, where they look --
-`squall errors`, Storm's REST componentErrors, local mode's output (issue 30)."""
+`squall errors`, Storm's REST componentErrors, the worker's log through its node's logviewer
+(`squall logs`, the REST answer's errorWorkerLogLink: with a token that may read it), local
+mode's output (issue 30).  The UI's side is in tests/ui/test_ui_browser.py."""
 
 from __future__ import annotations
 
@@ -7,6 +9,8 @@ import subprocess
 import sys
 from typing import Any
 
+from squall.cli.client import credentials, http_client
+from squall.security.keyring import Keyring
 from squall.testing import poll_for
 from tests.cluster.conftest import REPO, TOPOLOGIES, squall_cli
 
@@ -26,6 +30,29 @@ def test_a_bolts_trace_reaches_squall_errors_and_the_rest_answer(make_cluster: A
     assert out.count(WHERE) == 1  # each distinct trace once, however many times it was raised
     brief = squall_cli(cluster, "errors", "raising", "--brief").stdout
     assert "ValueError" in brief and WHERE not in brief
+
+    # The worker's log, through its node's logviewer: the trace is there, line by line
+    link = errors[0]["errorWorkerLogLink"]
+    assert link.startswith("https://127.0.0.1:") and "/api/v1/log?file=raising-" in link
+    admin, context = credentials(cluster.conf)
+    with http_client(context) as client:
+        log = client.get(link, headers={"Authorization": f"Bearer {admin}"})
+        assert log.status_code == 200, log.text
+        assert "Traceback (most recent call last):" in log.text and WHERE in log.text
+        # And no one else's token reads it: none at all, or a user's who is not its owner
+        assert client.get(link).status_code == 401
+        keyring = Keyring.load(cluster.keyring_file)
+        bob = keyring.add_user("bob")
+        keyring.save()
+        cluster.ensure_keyring()  # the supervisors' keyring names bob now
+        refused = client.get(link, headers={"Authorization": f"Bearer {bob}"})
+        assert refused.status_code == 403 and "may not read the logs" in refused.json()["error"]
+    # And `squall logs` reads it as the CLI's user, the component's own lines and their traces
+    out = squall_cli(cluster, "logs", "raising", "--component", "picky", "--grep", "multiple of five").stdout
+    assert "ValueError: 0 is a multiple of five" in out or "is a multiple of five" in out
+    lines = squall_cli(cluster, "logs", "raising", "-c", "picky").stdout.splitlines()
+    assert any(WHERE in line for line in lines), lines[-20:]
+    assert all(line.startswith("127.0.0.1:") for line in lines)
 
 
 def test_local_mode_prints_each_distinct_trace_once() -> None:

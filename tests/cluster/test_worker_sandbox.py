@@ -71,7 +71,8 @@ def test_a_hostile_worker_reaches_no_key_no_daemon_and_no_other_topology(make_cl
     secrets = [keyring.client_token, *(p for _u, p in keyring.zookeeper_credentials())]
     written = "".join(p.read_text(errors="replace") for p in shared.iterdir())
     logs = "".join(p.read_text(errors="replace") for p in (cluster.root / "logs").iterdir())
-    logs += "".join(p.read_text(errors="replace") for p in supervisor_dir.glob("workers/*/worker.log"))
+    worker_logs = supervisor_dir.glob("workers-artifacts/*/*/worker.log")
+    logs += "".join(p.read_text(errors="replace") for p in worker_logs)
     for secret in secrets:
         assert secret and secret not in written and secret not in logs
     # and the cluster, and the other topology, keep running

@@ -70,7 +70,7 @@ def test_a_user_keyring_holds_only_their_token_and_the_ca() -> None:
     assert set(theirs.data["tls"]) == {"ca"}
 
 
-def test_a_supervisors_keyring_holds_no_token_and_no_key_of_nimbus(tmp_path: Path) -> None:
+def test_a_supervisors_keyring_holds_no_token_and_no_key_of_nimbus_or_the_ca(tmp_path: Path) -> None:
     # (its workers run users' code: before issue 29 the supervisor held the admin's token)
     import subprocess
     import sys
@@ -80,11 +80,16 @@ def test_a_supervisors_keyring_holds_no_token_and_no_key_of_nimbus(tmp_path: Pat
     out = subprocess.run([sys.executable, "-m", "squall.cli", "secrets", "supervisor", "--keyring",
                           str(tmp_path / "k.json"), "--out", str(tmp_path / "s.json")],
                          capture_output=True, text=True, timeout=60, check=True)
-    assert "no user's token" in out.stdout
+    assert "no token itself" in out.stdout
     theirs = Keyring.load(tmp_path / "s.json")  # 0600, or this refuses it
-    assert set(theirs.data) == {"format", "cluster", "zookeeper", "tls"} and set(theirs.data["tls"]) == {"ca"}
+    assert set(theirs.data) == {"format", "cluster", "zookeeper", "tls", "users"}
+    assert set(theirs.data["tls"]) == {"ca", "cert", "key", "hosts"}  # its logviewer's, not nimbus's
+    assert theirs.data["tls"]["key"] != keyring.data["tls"]["key"]
+    assert "ca_key" not in (tmp_path / "s.json").read_text()
     assert theirs.zookeeper_credentials() == keyring.zookeeper_credentials()
     assert admin not in (tmp_path / "s.json").read_text()
+    # The users' token hashes: its logviewer knows who a token is, and holds none.
+    assert theirs.authenticate(admin) == "admin" and theirs.client_token is None
 
 
 def test_zookeeper_rotation_keeps_the_previous_password() -> None:

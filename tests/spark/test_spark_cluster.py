@@ -65,7 +65,8 @@ def test_supervisor_runs_one_server_shared_by_spark_bolts_in_two_workers(
         remotes = {json.loads(w.read_text())["conf"]["spark.node.remote"] for w in workers}
         token = (cluster.supervisor_dir(0) / "spark-connect" / "token").read_text()
         assert remotes == {f"sc://localhost:{port}/;token={token}"}
-        logs = [(w.parent / "worker.log").read_text() for w in workers]
+        artifacts = cluster.supervisor_dir(0) / "workers-artifacts"
+        logs = [p.read_text() for p in artifacts.glob("*/*/worker.log")]
         assert len(logs) == 2 and all("Spark Connect session opened" in text for text in logs)
         # And the node runs exactly one Spark JVM, the supervisor's; no worker runs one
         assert len(_server_jvms(cluster.root)) == 1

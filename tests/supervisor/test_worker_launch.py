@@ -82,8 +82,9 @@ class FakeState:
         return self.assignments().get(topology_id)
 
     def topology(self, topology_id: str) -> dict[str, Any]:
-        return {"id": topology_id, "name": "t", "definition": {},
-                "conf": {"topology.environment": {"MY_SETTING": "on"}, "squall.secure": False}}
+        return {"id": topology_id, "name": "t", "definition": {}, "owner": "alice",
+                "conf": {"topology.environment": {"MY_SETTING": "on"}, "squall.secure": False,
+                         "topology.users": ["bob"], "logs.users": ["carol"]}}
 
     def topology_secrets(self, topology_id: str) -> Any:
         return self.secrets
@@ -177,7 +178,12 @@ def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, 
                                   **pinned_to_first_core()}
     assert proc.kwargs["umask"] == 0o077
     # And its files are this user's only; the topology cannot turn security off for its workers
-    assert mode(slot.dir) == 0o700 and mode(slot.dir / "worker.log") == 0o600
+    logs = sup.local_dir / "workers-artifacts" / "t-1" / str(port)
+    assert mode(slot.dir) == 0o700 and mode(logs / "worker.log") == 0o600 and mode(logs.parent) == 0o700
+    # And beside its log, who may read it (the logviewer asks, even once the topology is gone)
+    assert mode(logs / "readers.json") == 0o600
+    assert json.loads((logs / "readers.json").read_text()) == {
+        "topology_id": "t-1", "topology": "t", "owner": "alice", "users": ["bob", "carol"]}
     assert mode(slot.assignment_file) == 0o600
     assert mode(sup.local_dir) == 0o700 and mode(sup.local_dir / "node-id") == 0o600
     assert json.loads(slot.assignment_file.read_text())["conf"]["squall.secure"] is True

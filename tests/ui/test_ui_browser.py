@@ -61,7 +61,7 @@ def get_json(url: str) -> Any:
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
-    c = DevCluster(tmp_path_factory.mktemp("ui") / "c", supervisors=1, slots=2,
+    c = DevCluster(tmp_path_factory.mktemp("ui") / "c", supervisors=1, slots=3,  # a third for raising.py
                    conf={"nimbus.stats.freq.secs": 1})
     try:
         c.start()
@@ -185,7 +185,7 @@ def test_cluster_page(cluster: DevCluster, topology: dict[str, Any], browser: An
         By.CSS_SELECTOR, "#supervisors tbody tr[data-row]"))
     assert len(supervisors) == 1
     slots = supervisors[0].find_element(By.CSS_SELECTOR, "td[data-key=slotsTotal]").text
-    assert slots == "2"
+    assert slots == "3"
     nimbus = wait_for("the nimbus", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#nimbuses tbody tr[data-row]"))
     assert "Leader" in nimbus[0].text
@@ -217,6 +217,54 @@ def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: 
                 f"&refresh=1#token={CLIENT['token']}")
     wait_for("the spout's max spout pending", lambda: [c.text for c in browser.find_elements(
         By.CSS_SELECTOR, "#executors td[data-key=maxSpoutPending]")] == ["5000"])
+
+
+RAISING = REPO / "tests" / "cluster" / "topologies" / "raising.py"
+
+
+def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: DevCluster,
+                                                                      topology: dict[str, Any],
+                                                                      browser: Any) -> None:
+    # (issue 30) Given a bolt that raises in process
+    from selenium.webdriver.common.by import By
+
+    line = next(i for i, text in enumerate(RAISING.read_text().splitlines(), 1) if "RAISES HERE" in text)
+    where = f'raising.py", line {line}, in process'
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "submit", str(RAISING), "--name", "raising",
+                           "--config", str(cluster.config_file), "--conf", "topology.workers=1"],
+                          capture_output=True, text=True, timeout=90, cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    try:
+        # When its component page shows the error, its trace opens on a click
+        browser.get(f"{cluster.nimbus_url}/ui/component.html?id=raising&component=picky&refresh=1"
+                    f"#token={CLIENT['token']}")
+        summary = wait_for("the error", lambda: browser.find_element(
+            By.CSS_SELECTOR, "#errors td[data-key=error] details summary"), timeout=90)
+        assert "ValueError" in summary.text and "multiple of five" in summary.text
+        summary.click()
+        assert where in browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=error] details pre").text
+        # And its worker's log opens from the error, through the node's logviewer, signed in
+        ui_window = browser.current_window_handle
+        browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=errorWorkerLogLink] a").click()
+        log_window = wait_for("the log's tab",
+                              lambda: [h for h in browser.window_handles if h != ui_window])[0]
+        browser.switch_to.window(log_window)
+        try:
+            text = wait_for("the trace in the log", lambda: (lambda t: t if where in t else None)(
+                browser.find_element(By.ID, "log").text), timeout=60)
+            assert "Traceback (most recent call last):" in text
+            assert "/api/v1/log?file=raising-" in browser.current_url and "token" not in browser.current_url
+        finally:
+            browser.close()
+            browser.switch_to.window(ui_window)
+        # And the ports of the errors and of the executors link to their worker's log
+        for cell in ("#errors td[data-key=errorPort] a", "#executors td[data-key=port] a"):
+            href = browser.find_element(By.CSS_SELECTOR, cell).get_attribute("href")
+            assert href.startswith("https://127.0.0.1:") and "/api/v1/log?file=raising-" in href
+    finally:
+        cluster.api("POST", "topology/raising/kill/0")
+        wait_for("raising to go", lambda: [t["name"] for t in get_json(
+            cluster.nimbus_url + "/api/v1/topology/summary")["topologies"]] == [topology["name"]], timeout=60)
 
 
 def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topology: dict[str, Any],

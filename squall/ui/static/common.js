@@ -63,6 +63,21 @@ const squall = {
 
   link(href, text) { return squall.el("a", {href: href}, text); },
 
+  /* A worker's log on its node's logviewer (Storm's workerLogLink), opened in a new tab
+     signed in with this tab's token (in the address's fragment, which no server sees);
+     plain text where the node serves no logs. */
+  logLink(href, text) {
+    if (!href) return text === undefined || text === null ? "" : String(text);
+    const a = squall.el("a", {href: href, class: "log-link", target: "_blank", rel: "noopener"}, text);
+    a.addEventListener("click", event => {
+      const token = sessionStorage.getItem("squall.token");
+      if (!token) return;
+      event.preventDefault();
+      window.open(href + "#token=" + encodeURIComponent(token), "_blank", "noopener");
+    });
+    return a;
+  },
+
   topologyHref(id, window) {
     return "/ui/topology.html?id=" + encodeURIComponent(id) + (window ? "&window=" + encodeURIComponent(window) : "");
   },

@@ -35,7 +35,8 @@ async function refreshComponent() {
                              ["Acked", "acked", num], ["Failed", "failed", num]],
                  page.boltStats.map(w => ({...w, _key: w.window})));
   }
-  const executorColumns = [["Id", "id"], ["Uptime", "uptime"], ["Host", "host"], ["Port", "port", num],
+  const executorColumns = [["Id", "id"], ["Uptime", "uptime"], ["Host", "host"],
+                           ["Port", "port", {num: true, render: e => squall.logLink(e.workerLogLink, e.port)}],
                            ...counts];
   if (spout) {
     // Max spout pending: the auto-tuner's current value when it tunes (blank: unbounded).
@@ -60,7 +61,10 @@ async function refreshComponent() {
   }
   squall.table("outputs", outputColumns, page.outputStats.map(o => ({...o, _key: o.stream})));
   squall.table("errors", [["Time", "errorTime", {render: e => squall.time(e.errorTime)}],
-                          ["Host", "errorHost"], ["Port", "errorPort", num], ["Error", "error", {cls: "error", render: e => squall.trace(e.error)}]],
+                          ["Host", "errorHost"],
+                          ["Port", "errorPort", {num: true, render: e => squall.logLink(e.errorWorkerLogLink, e.errorPort)}],
+                          ["Error", "error", {cls: "error", render: e => squall.trace(e.error)}],
+                          ["Log", "errorWorkerLogLink", {render: e => squall.logLink(e.errorWorkerLogLink, e.errorWorkerLogLink ? "worker log" : "")}]],
                page.componentErrors.slice().reverse().map((e, i) => ({...e, _key: String(i)})));
 }
 

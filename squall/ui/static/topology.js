@@ -98,7 +98,8 @@ function renderPage(page) {
   const blank = v => v === null || v === undefined;
   const mb = key => w => blank(w[key]) ? "" : (w[key] / 1048576).toFixed(1) + " MB";
   const pct = key => w => blank(w[key]) ? "" : Number(w[key]).toFixed(1) + " %";
-  squall.table("workers", [["Host", "host"], ["Port", "port", {num: true}], ["Supervisor", "supervisorId"],
+  squall.table("workers", [["Host", "host"], ["Port", "port", {num: true, render: w => squall.logLink(w.workerLogLink, w.port)}],
+                           ["Supervisor", "supervisorId"],
                            ["Uptime", "uptime"], ["RSS", "rssBytes", {num: true, render: mb("rssBytes")}],
                            ["CPU", "cpuPercent", {num: true, render: pct("cpuPercent")}],
                            ["GC", "gcPercent", {num: true, render: pct("gcPercent")}],

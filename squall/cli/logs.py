@@ -1,0 +1,145 @@
+"""``squall logs TOPOLOGY [--component C] [--follow] [--grep TEXT]``: the workers' logs of a
+topology, read from each node's logviewer (squall.supervisor.logviewer) with the keyring's
+token and CA, each line led by the worker it came from.
+
+Nimbus's topology page names every worker and its log link (Storm's ``workerLogLink``);
+``--component`` keeps the workers that run the component and, of their lines, those the
+component logged (``component=C``) with the lines that continue them (a trace).
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from squall.cli.client import credentials, http_client
+from squall.errors import SquallError
+
+TAIL_BYTES = 16 * 1024  # of each worker's log, before following it
+GREP_BYTES = 8 * 1024 * 1024  # searched with --grep
+FOLLOW_BYTES = 1 << 20  # read at most each second
+FOLLOW_SECS = 1.0
+# A line an event starts with: structlog's console lines and JSON lines.
+_EVENT_START = re.compile(rb"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\{)")
+
+
+@dataclass(frozen=True)
+class WorkerLog:
+    worker: str  # host:port
+    link: str  # its workerLogLink
+
+
+def worker_logs(page: dict[str, Any], component: str | None) -> list[WorkerLog]:
+    """The topology page's workers (those running ``component``, if given) and their links;
+    SquallError when one has none, saying why."""
+    out = []
+    for w in page.get("workers") or []:
+        if component is not None and component not in (w.get("componentNumTasks") or {}):
+            continue
+        name = f"{w.get('host')}:{w.get('port')}"
+        if not w.get("workerLogLink"):
+            msg = (f"the node of worker {name} serves no logs (its supervisor runs no logviewer: "
+                   "logviewer.port, and its log says why)")
+            raise SquallError(msg)
+        out.append(WorkerLog(name, w["workerLogLink"]))
+    if not out:
+        where = f"component {component!r} of " if component else ""
+        msg = f"no worker runs {where}topology {page.get('name', '?')!r} now"
+        raise SquallError(msg)
+    return out
+
+
+def component_lines(lines: Iterable[bytes], component: str | None) -> Iterator[bytes]:
+    """The lines ``component`` logged and those continuing them (not starting an event of
+    their own: a trace); every line when ``component`` is None."""
+    if not component:
+        yield from lines
+        return
+    name = re.escape(component.encode())
+    mark = re.compile(rb"\bcomponent=" + name + rb"(\s|$)|\"component\": \"" + name + rb"\"")
+    keep = False
+    for line in lines:
+        if _EVENT_START.match(line):
+            keep = bool(mark.search(line))
+        if keep:
+            yield line
+
+
+class LogReader:
+    """Pages of worker logs from their logviewers, as this user."""
+
+    def __init__(self, conf: dict[str, Any], get: Callable[..., httpx.Response] | None = None) -> None:
+        self.token, context = credentials(conf)
+        self.client = http_client(context, timeout=30)
+        self.get = get or self.client.get
+
+    def close(self) -> None:
+        self.client.close()
+
+    def page(self, log: WorkerLog, start: int | None, length: int) -> tuple[bytes, int, int]:
+        """(bytes, start, size) of the page of ``log``."""
+        url = log.link + f"&length={length}" + (f"&start={start}" if start is not None else "")
+        headers = {"Accept": "text/plain"}
+        if self.token:
+            headers["Authorization"] = f"Bearer {self.token}"
+        try:
+            answer = self.get(url, headers=headers)
+        except httpx.TransportError as e:
+            msg = f"worker {log.worker}'s logviewer did not answer ({type(e).__name__}: {e})"
+            raise SquallError(msg) from e
+        if answer.status_code != 200:
+            try:
+                why = answer.json().get("error")
+            except ValueError:
+                why = answer.reason_phrase
+            msg = f"worker {log.worker}'s log: {why} (HTTP {answer.status_code})"
+            raise SquallError(msg)
+        return answer.content, int(answer.headers["X-Log-Start"]), int(answer.headers["X-Log-Size"])
+
+
+def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any) -> None:
+    for line in component_lines(data.splitlines(), component):
+        if grep is None or grep.encode() in line:
+            out.write(f"{worker}  {line.decode(errors='replace')}\n")
+    out.flush()
+
+
+def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: str | None, follow: bool,
+         out: Any = sys.stdout, sleep: Callable[[float], None] = time.sleep,
+         rounds: int | None = None) -> None:
+    """Each worker's last lines (TAIL_BYTES; GREP_BYTES with ``grep``), then, following, what
+    each log gains, a second at a time (``rounds``: how many, for tests; None: until ^C)."""
+    offsets: dict[str, int] = {}
+    for log in logs:
+        data, start, size = reader.page(log, None, GREP_BYTES if grep else TAIL_BYTES)
+        if start > 0:
+            data = data.split(b"\n", 1)[1] if b"\n" in data else b""  # its first line is cut
+        _print(log.worker, data, component, grep, out)
+        offsets[log.worker] = size
+    done = 0
+    while follow and (rounds is None or done < rounds):
+        sleep(FOLLOW_SECS)
+        done += 1
+        for log in logs:
+            offset = offsets[log.worker]
+            data, _start, size = reader.page(log, offset, FOLLOW_BYTES)
+            if size < offset:  # rotated since: the new file from its start
+                offset = 0
+                data, _start, size = reader.page(log, 0, FOLLOW_BYTES)
+            complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits
+            offsets[log.worker] = offset + len(complete)
+            _print(log.worker, complete, component, grep, out)
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("name", help="the topology's name or id")
+    p.add_argument("-c", "--component", help="only the workers running it, and its own lines")
+    p.add_argument("-f", "--follow", action="store_true", help="keep printing what the logs gain (^C stops)")
+    p.add_argument("--grep", help="only lines holding this text")
