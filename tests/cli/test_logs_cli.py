@@ -20,7 +20,8 @@ PAGE = {"name": "wc", "workers": [
 
 def test_the_workers_of_a_component_and_their_links() -> None:
     assert [w.worker for w in logs.worker_logs(PAGE, None)] == ["10.0.0.1:6700", "10.0.0.2:6701"]
-    assert logs.worker_logs(PAGE, "count") == [logs.WorkerLog("10.0.0.2:6701", PAGE["workers"][1]["workerLogLink"])]
+    link = PAGE["workers"][1]["workerLogLink"]
+    assert logs.worker_logs(PAGE, "count") == [logs.WorkerLog("10.0.0.2:6701", link)]
     with pytest.raises(SquallError, match="no worker runs component 'nope' of topology 'wc'"):
         logs.worker_logs(PAGE, "nope")
     bare = {"name": "wc", "workers": [{**PAGE["workers"][0], "workerLogLink": ""}]}
