@@ -183,6 +183,12 @@ class CoordinatorSpout(Spout):
         return n
 
     def on_committed(self, txid: int) -> None:
+        success = getattr(self.spout, "success", None)  # Storm's ITridentSpout coordinator's
+        if callable(success):
+            try:
+                success(txid)
+            except Exception as e:  # noqa: BLE001 - user code: reported, the commit stands
+                self.report_error(e)
         self.store_current()
         if self.standby or self.dirty_current:
             return  # the rotation waits for the current txid to be stored

@@ -63,6 +63,10 @@ class TransactionalSpout(_TransactionalSpoutBase):
     def cleanup_before(self, txid: int) -> None:
         """Emitter side: transactions before ``txid`` are committed; forget them."""
 
+    def success(self, txid: int) -> None:
+        """Coordinator side: transaction ``txid`` has committed (Storm's ITridentSpout
+        coordinator's ``success``)."""
+
 
 class PartitionedTransactionalSpout(_TransactionalSpoutBase):
     """Storm's IPartitionedTransactionalSpout: batches read from partitions

@@ -1,0 +1,174 @@
+"""A Trident topology compiled onto the transactional core: for each spout (each batch group)
+a coordinator and an emitter (squall.transactional's CoordinatorSpout and EmitterBolt, with
+:class:`~squall.trident.spout.TridentSpout` carrying the user's spout), and for each group of
+operations (squall.trident.planner) one :class:`~squall.trident.bolt.TridentBolt` inside a
+CoordinatedBolt: batches complete by per-task counts, state updates in the commit phase,
+in txid order.  What comes out is an ordinary topology class: ``LocalCluster.submit`` and
+``squall submit`` take it.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from squall.errors import TopologyValidationError
+from squall.topology.component import ComponentSpec, Stream, StreamRef
+from squall.topology.grouping import Grouping
+from squall.topology.topology import Topology, build_definition
+from squall.transactional.coordinated import CoordinatedBolt
+from squall.transactional.coordinator_spout import CoordinatorSpout
+from squall.transactional.emitter import EmitterBolt
+from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, COUNT_STREAM, coordinator_name
+from squall.trident import planner
+from squall.trident.bolt import TridentBolt, TridentCommitterBolt
+from squall.trident.graph import Node
+from squall.trident.spout import TridentSpout, encode
+
+TX = "tx"  # the first field of every stream: the batch's TransactionAttempt
+
+
+def _grouping(kind: str, fields: list[str]) -> Any:
+    if kind == "fields":
+        return Grouping.fields(*fields)
+    if kind in ("identity", "batch_global"):
+        return Grouping.direct()
+    return {"shuffle": Grouping.shuffle, "local_or_shuffle": Grouping.local_or_shuffle,
+            "all": Grouping.all, "global": Grouping.global_}[kind]()
+
+
+def _cut(group: planner.Group) -> list[Node]:
+    """Copies of the group's nodes whose parents outside the group are stand-ins carrying
+    only their fields: a group's options hold its own operations, not the graph above it."""
+    inside = {n.id for n in group.nodes}
+    copies: dict[int, Node] = {}
+    for node in group.nodes:
+        twin = copy.copy(node)
+        twin.options = {k: v for k, v in node.options.items() if k != "local_drpc"}
+        twin.parents = [copies[p.id] if p.id in inside else Node("input", list(p.fields), id=p.id)
+                        for p in node.parents]
+        if node.state is not None:
+            twin.state = copy.copy(node.state)
+            twin.state.updater = None
+        copies[node.id] = twin
+    return [copies[n.id] for n in group.nodes]
+
+
+def _side(target: Node, source: Node) -> int:
+    """Which parent of ``target`` the tuples of ``source`` come in as (through repartitions)."""
+    for i, parent in enumerate(target.parents):
+        node = parent
+        while node.kind == "partition" and node is not source:
+            node = node.parents[0]
+        if node is source:
+            return i
+    return 0
+
+
+def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topology]:
+    leaves = _leaves(topology)
+    plan = planner.plan(topology.spouts, leaves)
+    specs: dict[str, ComponentSpec] = {}
+    names = {g.name: g for g in plan.groups.values()}
+    component_of = {g.name: g.name if g.spout is None else g.spout.options["tx_id"] for g in names.values()}
+    coordinator_of: dict[str, str] = {}
+    for g in plan.spouts:
+        spout_node = g.spout
+        assert spout_node is not None
+        if spout_node.options.get("drpc"):
+            msg = ("TridentTopology.new_drpc_stream: DRPC streams are not compiled yet (issue 31 in "
+                   "progress)")
+            raise TopologyValidationError(msg)
+        tx_id = spout_node.options["tx_id"]
+        component = component_of[g.name]
+        coordinator = coordinator_name(component)
+        coordinator_of[g.name] = coordinator
+        opts = {"spout": TridentSpout, "spout_options": {"spout": encode(spout_node.op)},
+                "transactional_id": tx_id}
+        specs[coordinator] = ComponentSpec(CoordinatorSpout, "spout", name=coordinator, par=1, tasks=1,
+                                           options=opts)
+        streams = [Stream([TX, *spout_node.fields]),
+                   Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
+        specs[component] = ComponentSpec(EmitterBolt, "bolt", name=component,
+                                         inputs={StreamRef(coordinator, BATCH_STREAM): Grouping.all()},
+                                         par=g.parallelism, outputs=streams, options=opts)
+    late = _late_groups(plan)
+    for g in plan.groups.values():
+        if g.spout is not None:
+            continue
+        root = _root(g, names)
+        coordinator = coordinator_of[root.name]
+        inputs: dict[Any, Any] = {}
+        entries: dict[str, tuple[Node, int]] = {}
+        for edge in g.inputs:
+            source = component_of[edge.source]
+            stream = "default" if names[edge.source].spout is not None else _stream(edge)
+            kind, fields = edge.grouping
+            if names[edge.source].spout is not None and kind in ("identity", "batch_global"):
+                kind = "local_or_shuffle"  # the emitter's stream is not a direct one
+            inputs[StreamRef(source, stream)] = _grouping(kind, fields)
+            inputs[StreamRef(source, COUNT_STREAM)] = Grouping.direct()
+            entries[f"{source}/{stream}"] = (edge.target, _side(edge.target, edge.node))
+        if g.committer:  # its batches finish when the coordinator commits them, in txid order
+            inputs[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()
+        exits: dict[int, list[tuple[str, str, str]]] = {}
+        outputs = [Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
+        for edge in g.outputs:
+            exits.setdefault(edge.node.id, []).append((_stream(edge), edge.grouping[0], edge.target_group))
+            outputs.append(Stream([TX, *edge.node.fields], name=_stream(edge),
+                                  direct=edge.grouping[0] in ("identity", "batch_global")))
+        cut = {n.id: n for n in _cut(g)}
+        group_data = {"nodes": list(cut.values()),
+                      "entries": {k: (cut[node.id], side) for k, (node, side) in entries.items()},
+                      "exits": exits, "targets": sorted({e.target_group for e in g.outputs})}
+        bolt = TridentCommitterBolt if g.committer else TridentBolt
+        specs[g.name] = ComponentSpec(
+            CoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
+            options={"bolt": bolt, "bolt_options": {"group": encode(group_data)}, "committer": g.committer,
+                     "coordinator": coordinator, "transactional_id": root.spout.options["tx_id"],  # type: ignore[union-attr]
+                     "late_sources": sorted(component_of[e.source] for e in g.inputs if e.source in late)})
+    definition = build_definition(name, specs, {"topology.max.spout.pending": 1})
+    return _topology_class(name, definition)
+
+
+def _stream(edge: planner.Edge) -> str:
+    return f"s{edge.node.id}-{edge.target.id}"
+
+
+def _root(g: planner.Group, names: dict[str, planner.Group]) -> planner.Group:
+    """The spout group whose batches ``g`` processes."""
+    seen = g
+    while seen.spout is None:
+        seen = names[seen.inputs[0].source]
+    return seen
+
+
+def _late_groups(plan: planner.Plan) -> set[str]:
+    """Committing groups and every group downstream of one: they finish in the commit phase."""
+    late = {g.name for g in plan.groups.values() if g.committer}
+    changed = True
+    while changed:
+        changed = False
+        for g in plan.groups.values():
+            if g.name not in late and any(e.source in late for e in g.inputs):
+                late.add(g.name)
+                changed = True
+    return late
+
+
+def _leaves(topology: Any) -> list[Node]:
+    """The graph's ends: every node no other node has for a parent, reached from the spouts."""
+    from squall.trident.graph import ancestors
+
+    # Children are not linked; every node the user made is reachable down from a spout only
+    # through what was built on it, which the stream objects hold: find them from the registry.
+    everything = ancestors(topology.nodes())
+    has_child = {p.id for n in everything for p in n.parents}
+    return [n for n in everything if n.id not in has_child]
+
+
+def _topology_class(name: str, definition: Any) -> type[Topology]:
+    namespace = {"config": dict(definition.config), "_abstract": True}
+    cls = type(name, (Topology,), namespace)
+    cls._definition = definition
+    return cls

@@ -1,0 +1,233 @@
+"""One bolt's share of a batch: the operations of a group (squall.trident.planner) run over
+the tuples that reach it, by plain calls from operation to operation.  Pure: tuples come in
+through :meth:`BatchRun.receive`, leave through the ``send(stream, values)`` it is given,
+and the states are the objects the task made.
+
+Per tuple, ``each``/``filter``/``map``/``project``/``merge`` pass a tuple on at once; the
+nodes that need the whole batch (aggregations, state queries and updates, joins) keep their
+tuples and run in :meth:`BatchRun.finish`, parents before children, so what one emits there
+reaches the next before it finishes.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from squall.trident.graph import AggSpec, Node
+from squall.trident.operations import Aggregator, CombinerAggregator, ReducerAggregator, TridentTuple
+
+Send = Callable[[Node, list[Any]], None]
+BATCH_KINDS = ("aggregate", "state_query", "partition_persist", "join")
+
+
+def index_of(fields: Sequence[str]) -> dict[str, int]:
+    return {f: i for i, f in enumerate(fields)}
+
+
+class Collector:
+    """What an operation emits with, into a list; ``report_error`` goes to the task's reporter."""
+
+    __slots__ = ("emitted", "reporter")
+
+    def __init__(self, reporter: Callable[[BaseException], None] | None = None) -> None:
+        self.emitted: list[list[Any]] = []
+        self.reporter = reporter
+
+    def emit(self, values: Any) -> None:
+        self.emitted.append(list(values.values) if isinstance(values, TridentTuple) else list(values))
+
+    def report_error(self, exc: BaseException) -> None:
+        if self.reporter is not None:
+            self.reporter(exc)
+
+    def take(self) -> list[list[Any]]:
+        out, self.emitted = self.emitted, []
+        return out
+
+
+class Program:
+    """A group's operations as one task runs them: the nodes, their children inside the
+    group, where each node's tuples leave the group, and the task's states."""
+
+    def __init__(self, nodes: Sequence[Node], exits: dict[int, bool], states: dict[int, Any],
+                 reporter: Callable[[BaseException], None] | None = None) -> None:
+        self.nodes = list(nodes)
+        inside = {n.id for n in self.nodes}
+        self.children: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
+        for n in self.nodes:
+            for p in n.parents:
+                if p.id in inside:
+                    self.children[p.id].append(n)
+        self.exits = exits  # node id -> its tuples leave the group
+        self.states = states  # node id -> the state it reads or updates
+        self.reporter = reporter
+        # The fields each node's input tuples have (its first parent's; a merge's are its own).
+        self.in_index = {n.id: index_of(n.parents[0].fields) if n.parents else {} for n in self.nodes}
+        self.out_index = {n.id: index_of(n.fields) for n in self.nodes}
+
+
+class BatchRun:
+    """One batch (attempt) through one task's group."""
+
+    def __init__(self, program: Program, batch_id: Any, send: Send) -> None:
+        self.p = program
+        self.batch_id = batch_id
+        self.send = send
+        self.kept: dict[int, list[Any]] = {n.id: [] for n in program.nodes if n.kind in BATCH_KINDS}
+        self.collector = Collector(program.reporter)
+
+    # -- tuples in ------------------------------------------------------------------------------
+
+    def receive(self, node: Node, values: list[Any], side: int = 0) -> None:
+        """A tuple into ``node`` (of this group) from outside it; ``side``: which parent it
+        came from (a join's or merge's)."""
+        self._into(node, values, side)
+
+    def _into(self, node: Node, values: list[Any], side: int) -> None:
+        kind = node.kind
+        if kind in BATCH_KINDS:
+            self.kept[node.id].append((side, values) if kind == "join" else values)
+            return
+        if kind == "merge":
+            self._out(node, values)
+            return
+        tup = self._selected(node, values)
+        if kind == "filter":
+            if node.op.is_keep(tup):
+                self._out(node, values)
+        elif kind == "each":
+            node.op.execute(tup, self.collector)
+            for emitted in self.collector.take():
+                self._out(node, [*values, *emitted])
+        elif kind == "map":
+            node.op.execute(tup, self.collector)
+            for emitted in self.collector.take():
+                self._out(node, emitted)
+        elif kind == "project":
+            self._out(node, list(tup.values))
+        else:
+            msg = f"a {kind} node cannot take tuples"
+            raise ValueError(msg)
+
+    def _selected(self, node: Node, values: list[Any]) -> TridentTuple:
+        index = self.p.in_index[node.id]
+        fields = node.in_fields
+        return TridentTuple([values[index[f]] for f in fields], index_of(fields))
+
+    def _out(self, node: Node, values: list[Any]) -> None:
+        if self.p.exits.get(node.id):
+            self.send(node, values)
+        for child in self.p.children[node.id]:
+            self._into(child, values, child.parents.index(node) if child.kind in ("join", "merge") else 0)
+
+    # -- the batch's end ------------------------------------------------------------------------
+
+    def finish(self) -> None:
+        for node in self.p.nodes:
+            if node.kind == "aggregate":
+                self._aggregate(node)
+            elif node.kind == "state_query":
+                self._query(node)
+            elif node.kind == "partition_persist":
+                self._persist(node)
+            elif node.kind == "join":
+                self._join(node)
+
+    def _aggregate(self, node: Node) -> None:
+        phase = node.options.get("phase", "all")
+        specs: list[AggSpec] = node.op
+        group = node.group_fields or []
+        index = self.p.in_index[node.id]
+        key_at = [index[f] for f in group]
+        groups: dict[tuple[Any, ...], list[list[Any]]] = {}
+        for values in self.kept[node.id]:
+            groups.setdefault(tuple(values[i] for i in key_at), []).append(values)
+        if not group and not groups:
+            groups[()] = []  # an ungrouped aggregation answers for an empty batch too
+        for key, rows in groups.items():
+            per_agg = []
+            for i, spec in enumerate(specs):
+                if phase == "final":
+                    at = index[node.options["partials"][i]]
+                    per_agg.append(self._combine_partials(spec.agg, [r[at] for r in rows], bool(group)))
+                else:
+                    per_agg.append(self._run_agg(spec, index, rows, phase))
+            for combo in itertools.product(*per_agg):
+                self._out(node, [*key, *itertools.chain.from_iterable(combo)])
+
+    def _combine_partials(self, agg: CombinerAggregator, partials: list[Any],
+                          grouped: bool) -> list[list[Any]]:
+        if not partials:
+            return [] if grouped else [[agg.zero()]]
+        value = partials[0]
+        for other in partials[1:]:
+            value = agg.combine(value, other)
+        return [[value]]
+
+    def _run_agg(self, spec: AggSpec, index: dict[str, int], rows: list[list[Any]],
+                 phase: str) -> list[list[Any]]:
+        agg = spec.agg
+        fields = spec.in_fields
+        names = index_of(fields)
+        tuples = [TridentTuple([r[index[f]] for f in fields], names) for r in rows]
+        if isinstance(agg, CombinerAggregator):
+            if phase == "partial" and not tuples:
+                return []
+            value = agg.init(tuples[0]) if tuples else agg.zero()
+            for tup in tuples[1:]:
+                value = agg.combine(value, agg.init(tup))
+            return [[value]]
+        if isinstance(agg, ReducerAggregator):
+            value = agg.init()
+            for tup in tuples:
+                value = agg.reduce(value, tup)
+            return [[value]]
+        assert isinstance(agg, Aggregator)
+        collector = Collector(self.p.reporter)
+        state = agg.init(self.batch_id, collector)
+        for tup in tuples:
+            agg.aggregate(state, tup, collector)
+        agg.complete(state, collector)
+        return collector.take()
+
+    def _query(self, node: Node) -> None:
+        rows = self.kept[node.id]
+        if not rows:
+            return
+        tuples = [self._selected(node, values) for values in rows]
+        results = node.op.batch_retrieve(self.p.states[node.id], tuples)
+        for values, tup, result in zip(rows, tuples, results, strict=True):
+            node.op.execute(tup, result, self.collector)
+            for emitted in self.collector.take():
+                self._out(node, [*values, *emitted])
+
+    def _persist(self, node: Node) -> None:
+        state = self.p.states[node.id]
+        tuples = [self._selected(node, values) for values in self.kept[node.id]]
+        txid = getattr(self.batch_id, "txid", self.batch_id)
+        state.begin_commit(txid)
+        node.op.update_state(state, tuples, self.collector)
+        state.commit(txid)
+        for emitted in self.collector.take():
+            self._out(node, emitted)
+
+    def _join(self, node: Node) -> None:
+        left_keys, right_keys = node.options["keys"]
+        left_parent, right_parent = node.parents
+        li, ri = index_of(left_parent.fields), index_of(right_parent.fields)
+        left_rest = [f for f in left_parent.fields if f not in left_keys]
+        right_rest = [f for f in right_parent.fields if f not in right_keys]
+        rights: dict[tuple[Any, ...], list[list[Any]]] = {}
+        lefts = []
+        for side, values in self.kept[node.id]:
+            if side == 0:
+                lefts.append(values)
+            else:
+                rights.setdefault(tuple(values[ri[f]] for f in right_keys), []).append(values)
+        for values in lefts:
+            key = tuple(values[li[f]] for f in left_keys)
+            for other in rights.get(key, ()):
+                self._out(node, [*key, *(values[li[f]] for f in left_rest),
+                                 *(other[ri[f]] for f in right_rest)])
