@@ -105,7 +105,7 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # SQLite state files go here (<dir>/<topology>.sqlite); None: ~/.squall/state, one
     # place per machine and user, which every worker of the topology on the machine shares.
     "squall.state.dir": (None, (str, type(None)), None),
-    # -- security (squall.security; README "Security") -------------------------
+    # -- security (squall.security; docs/security.md) --------------------------
     # On: nimbus speaks TLS and wants a token on every request, workers talk
     # CURVE, ZooKeeper nodes carry digest ACLs; daemons refuse to start without
     # a keyring.  Off only for a dev cluster started with --insecure.
