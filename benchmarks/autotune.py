@@ -12,8 +12,8 @@ alone and with a latency target (``--latency-ms``), the latter also started
 at 10,000.
 Each row is a fresh process, pinned to one core as ``squall local`` and the
 cluster's workers pin themselves (``--unpinned``: free to move between cores,
-where a GIL's threads trade cores and small batches cost more; see the
-README): sentences acked per second and the spout's
+where a GIL's threads trade cores and small batches cost more; see
+docs/monitoring.md): sentences acked per second and the spout's
 complete latency p50/p99 over ``--duration`` seconds after a warm-up; the
 tuner's row also says where it settled (its value at the start and end of the
 measurement).  Nothing here asserts a number.

@@ -105,7 +105,7 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # SQLite state files go here (<dir>/<topology>.sqlite); None: ~/.squall/state, one
     # place per machine and user, which every worker of the topology on the machine shares.
     "squall.state.dir": (None, (str, type(None)), None),
-    # -- security (squall.security; README "Security") -------------------------
+    # -- security (squall.security; docs/security.md) --------------------------
     # On: nimbus speaks TLS and wants a token on every request, workers talk
     # CURVE, ZooKeeper nodes carry digest ACLs; daemons refuse to start without
     # a keyring.  Off only for a dev cluster started with --insecure.
@@ -278,6 +278,212 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
 
 DEFAULTS: dict[str, Any] = {key: spec[0] for key, spec in _SPEC.items()}
 
+# What each key means, one line each: docs/config.md, the configuration reference, is
+# generated from this table and DEFAULTS (`python -m squall.config --markdown docs/config.md`),
+# and tests/test_config_reference.py fails when a key has no line here or the page is stale.
+DESCRIPTIONS: dict[str, str] = {
+    # -- topologies: the engine ---------------------------------------------------------
+    "topology.workers": "Worker processes the topology runs in (one Python process and one GIL each).",
+    "topology.acker.executors": "Acker executors; null: one per worker; 0: no tracking (at most once, "
+                                "spouts are acked at once).",
+    "topology.message.timeout.secs": "A spout tuple's tree not fully acked within this many seconds fails "
+                                     "(and is replayed by a reliable spout).",
+    "topology.max.spout.pending": "Tuple trees a spout task may have in flight before next_tuple stops "
+                                  "being called; null: no limit.",
+    "topology.max.spout.pending.autotune": "Let the Storm@Twitter paper's tuner set each spout's max spout "
+                                           "pending from its progress.",
+    "topology.max.spout.pending.autotune.secs": "The tuner's period (the paper's t): the progress made over "
+                                                "it is what the tuner compares.",
+    "topology.max.spout.pending.autotune.class": "The tuner, \"module:Class\" "
+                                                 "(__init__(initial), auto_tune(delta_progress), get()).",
+    "topology.max.spout.pending.autotune.latency.ms": "A complete latency (ms) the tuner keeps under, "
+                                                      "giving up a few percent of throughput; null: "
+                                                      "throughput only.",
+    "topology.max.spout.pending.autotune.tolerance": "How close two periods' progress must be to count as "
+                                                     "similar, a fraction of the last; raise it where "
+                                                     "throughput is noisy.",
+    "topology.tick.tuple.freq.secs": "Seconds between __tick tuples to each bolt task (process_tick); null: "
+                                     "no ticks.  Per component through spec(config=...).",
+    "topology.debug": "Storm's debug switch; Squall reads it only in its multilang child adapter, whose "
+                      "logger then shows debug lines.",
+    "topology.disable.loadaware.messaging": "true: shuffle spreads evenly over every target task, ignoring "
+                                            "locality and load.",
+    "topology.localityaware.higher.bound": "Shuffle widens from the worker's own tasks to every task when "
+                                           "the local ones' load passes this (0-1).",
+    "topology.localityaware.lower.bound": "Shuffle narrows back to the worker's own tasks when their load "
+                                          "falls below this (0-1).",
+    "topology.executor.receive.buffer.size": "Capacity of an executor's input queue, in tuples; above it "
+                                             "the spouts pause (backpressure).",
+    "topology.transfer.buffer.size": "Capacity of a worker's transfer queue (messages waiting for its send "
+                                     "thread); above it the worker counts as congested.",
+    "topology.spout.yield.queued.tuples": "A spout holds back while its worker's bolts have more than this "
+                                          "many tuples queued; 0: never.",
+    "topology.spout.batch.size": "Times a spout's next_tuple runs in one turn before its output is flushed.",
+    "topology.sleep.spout.wait.strategy.time.ms": "How long a spout sleeps when next_tuple emitted nothing "
+                                                  "(woken at once by acks and fails).",
+    "topology.max.error.report.per.interval": "Errors a task reports per throttle interval; the rest are "
+                                              "only counted.",
+    "topology.error.throttle.interval.secs": "The interval of topology.max.error.report.per.interval.",
+    "topology.testing.always.try.serialize": "Serialize every emitted value as the wire would, not only "
+                                             "values of unusual types (tests).",
+    "topology.auto.task.hooks": "Storm's task hooks: accepted so Storm configs load, but Squall runs no "
+                                "task hooks.",
+    "topology.environment": "Environment variables added to the topology's worker processes.",
+    "topology.users": "Users besides the submitter who may kill, rebalance, activate and deactivate the "
+                      "topology.",
+    "topology.secret.keys": "Config keys whose values are shown as ***** in answers and logs (besides "
+                            "*.password, *.token, *.secret, ...).",
+    "topology.package.include": "Glob patterns (relative to the topology file's directory) of what squall "
+                                "submit packs; null: all but dotfiles, VCS dirs, virtualenvs, key files.",
+    # -- topologies: multilang ----------------------------------------------------------
+    "topology.multilang.serializer": "The multilang children's serializer: Storm's JSON, or "
+                                     "com.yelp.pyleus.serializer.MessagePackSerializer (pystorm's msgpack).",
+    "topology.subprocess.timeout.secs": "A multilang child silent this long (no heartbeat answer) is "
+                                        "killed and restarted; null: supervisor.worker.timeout.secs.",
+    "topology.shellbolt.max.pending": "Tuples a shell bolt sends its child before waiting for it to "
+                                      "catch up.",
+    "topology.multilang.resources.dir": "The directory multilang children run in, unless their spec gives "
+                                        "cwd=; null: resources/ beside the topology file, else its "
+                                        "directory.",
+    "topology.multilang.tap.dir": "A directory where every multilang child's bytes are recorded, for "
+                                  "debugging the protocol; null: none.",
+    "topology.multilang.max.message.bytes": "The largest message a multilang child may send; past it the "
+                                            "child is faulted and restarted.",
+    # -- topologies: transactional and stateful -----------------------------------------
+    "topology.transactional.id": "The key of a transactional topology's state; null: the topology's "
+                                 "name.",
+    "topology.state.provider": "Where stateful bolts' checkpoints live: sqlite (one machine), redis or "
+                               "memory (lost with the worker).",
+    "topology.state.provider.config": "The provider's settings, a map or its JSON text: {\"path\": ...} "
+                                      "for sqlite, {\"url\": ...} for redis.",
+    "topology.state.checkpoint.interval.ms": "How often a checkpoint starts (ms); must stay below the "
+                                             "message timeout.",
+    "transactional.zookeeper.root": "The ZooKeeper node under which transactional topologies keep their "
+                                    "state.",
+    "transactional.zookeeper.servers": "Another ZooKeeper ensemble for transactional state; null: "
+                                       "storm.zookeeper.servers.",
+    "transactional.zookeeper.port": "The port of transactional.zookeeper.servers; null: "
+                                    "storm.zookeeper.port.",
+    "squall.state.dir": "Where SQLite state files go (<dir>/<topology>.sqlite); null: ~/.squall/state.",
+    # -- Redis and Spark ----------------------------------------------------------------
+    "redis.url": "The Redis that spouts, sinks and stores use when their spec gives no url= "
+                 "(redis://[:password@]host:port/db).",
+    "spark.bolt.batch.size": "A Spark bolt sends its batch to Spark when it holds this many tuples.",
+    "spark.bolt.batch.ms": "A Spark bolt sends its batch when its oldest tuple is this old (ms), or on a "
+                           "tick tuple, if it did not fill up first.",
+    "spark.bolt.batch.max.size": "While a Spark job runs, the next batch fills up to this many tuples, then "
+                                 "the bolt waits; null: 4 x spark.bolt.batch.size.",
+    "spark.bolt.expected.job.ms": "What one batch is expected to cost in Spark (ms); submit warns when "
+                                  "batch.ms + 2 x this nears the message timeout.",
+    "spark.remote": "A Spark Connect server of your own (sc://host:port/;token=...); wins over the "
+                    "node's.",
+    "spark.node.remote": "The node's Spark Connect server, set by the supervisor in each worker's config "
+                         "(not by users).",
+    "spark.client.max.retries": "Spark Connect client retries before a call fails (a dead server fails the "
+                                "batch in seconds).",
+    "spark.master": "The master of Spark Connect servers Squall starts (supervisor, local mode).",
+    "spark.connect.server.conf": "Extra --conf settings for the Spark Connect servers Squall starts.",
+    "spark.connect.server.start.timeout.secs": "How long a Spark Connect server Squall starts may take to "
+                                               "answer a first query.",
+    # -- workers --------------------------------------------------------------------------
+    "worker.shutdown.timeout.secs": "How long a stopping worker waits for its executors to finish in "
+                                    "order.",
+    "worker.gc.gen0.threshold": "The garbage collector's generation-0 threshold in workers; 0: Python's "
+                                "own, and no heap freeze.",
+    "worker.heartbeat.frequency.secs": "How often a worker process rewrites its heartbeat for its "
+                                       "supervisor.",
+    "worker.assignment.poll.secs": "How often a worker process checks its assignment for changes.",
+    "worker.backpressure.resend.secs": "How often a congested worker repeats so to its peers (they forget "
+                                       "it after 3 periods).",
+    "squall.worker.dir": "Set by a worker process to its own directory (not by users): multilang pid files "
+                         "go in <dir>/pids.",
+    "zmq.hwm": "Frames a worker's ZeroMQ socket queues for one peer before dropping new ones.",
+    "zmq.max.message.bytes": "The largest frame a worker accepts from a peer; ZeroMQ refuses bigger ones "
+                             "before buffering them.",
+    # -- supervisors ----------------------------------------------------------------------
+    "supervisor.slots.ports": "The supervisor's worker slots: one port per worker process.",
+    "supervisor.worker.restart.backoff.initial.secs": "The first wait before restarting a worker (or "
+                                                      "multilang child) that died; it doubles while it "
+                                                      "keeps dying.",
+    "supervisor.worker.restart.backoff.max.secs": "The longest wait between restarts of a worker (or "
+                                                  "multilang child) that keeps dying.",
+    "supervisor.worker.cpu.affinity": "Pin each worker to one core of supervisor.cpu.cores (slot k to the "
+                                      "k-th).",
+    "supervisor.cpu.cores": "The cores this supervisor may give its workers; null: every core it may use.",
+    "supervisor.run.worker.as.user": "Workers run as the topology's own uid in a sandbox: null whenever "
+                                     "the supervisor can, true or refuse to start, false never.",
+    "supervisor.worker.uids": "[first, last]: the uids (and gids) handed to topologies on a node; no passwd "
+                              "entries needed.",
+    "supervisor.worker.shared.dirs": "Host directories every sandboxed worker of the node sees (a data "
+                                     "mount, say).",
+    "supervisor.worker.env.allow": "Environment variables of the supervisor's that workers inherit.",
+    "supervisor.heartbeat.frequency.secs": "How often the supervisor refreshes its node's heartbeat in "
+                                           "ZooKeeper.",
+    "supervisor.monitor.frequency.secs": "How often the supervisor checks its workers (alive, timed out, "
+                                         "not started) and (re)launches them.",
+    "supervisor.assignments.sync.secs": "How often the supervisor reads its assignments (and fetches new "
+                                        "topologies' code).",
+    "supervisor.worker.timeout.secs": "A worker whose heartbeat is this old is killed and restarted.",
+    "supervisor.worker.start.timeout.secs": "How long a starting worker has to send its first heartbeat.",
+    "supervisor.worker.shutdown.sleep.secs": "How long the supervisor waits for a worker it stops before "
+                                             "killing it.",
+    "supervisor.spark.connect.enabled": "The supervisor runs the node's Spark Connect server (a JVM).",
+    "supervisor.spark.connect.port": "The port of the node's Spark Connect server; 0: a free port, picked "
+                                     "once and kept.",
+    # -- nimbus ---------------------------------------------------------------------------
+    "nimbus.seeds": "Where clients find nimbus: host:port of every nimbus (any one answers).",
+    "nimbus.host": "The address nimbus's HTTPS API and UI listen on.",
+    "nimbus.http.port": "The port of nimbus's HTTPS API and UI.",
+    "nimbus.monitor.freq.secs": "How often the leader compares assignments with heartbeats and reassigns "
+                                "what died.",
+    "nimbus.stats.freq.secs": "How often every nimbus (standbys too) reads the workers' statistics into its "
+                              "windows.",
+    "nimbus.supervisor.timeout.secs": "Storm's key, accepted so Storm configs load; Squall uses "
+                                      "nimbus.task.timeout.secs for a silent supervisor.",
+    "nimbus.task.timeout.secs": "A worker (or a supervisor) silent this long loses its executors to other "
+                                "slots.",
+    "nimbus.task.launch.secs": "How long a newly assigned worker has to send its first heartbeat.",
+    "nimbus.code.max.bytes": "The largest code package nimbus accepts, compressed.",
+    "nimbus.code.max.uncompressed.bytes": "The largest a code package may be once unzipped.",
+    "nimbus.code.max.entries": "The most files a code package may hold.",
+    "nimbus.slots.perTopology": "The most workers one topology may ask for.",
+    "nimbus.executors.perTopology": "The most executors one topology may ask for.",
+    "nimbus.tasks.perTopology": "The most tasks one topology may ask for.",
+    "nimbus.verify.sandbox": "Importing a submitted package to check it: auto (in a sandbox where "
+                             "bubblewrap works, else not at all), required or off.",
+    "nimbus.verify.uids": "[first, last]: the uids nimbus as root runs verifications as.",
+    "nimbus.verify.timeout.secs": "How long one verification may take before its sandbox is killed.",
+    "nimbus.http.max.connections": "Requests with a valid token served at once; the next is answered 503 "
+                                   "at once.",
+    "nimbus.http.timeout.secs": "How long a request may take to send its headers and body.",
+    "nimbus.http.handshake.timeout.secs": "How long a connection without a valid token yet may stay open.",
+    "nimbus.http.max.pending.per.address": "Connections without a valid token yet from one address; past "
+                                           "it the oldest is turned away.",
+    "nimbus.http.max.pending": "Connections without a valid token yet, over all addresses; past it the "
+                               "oldest is turned away.",
+    # -- security ---------------------------------------------------------------------------
+    "squall.secure": "TLS and tokens for nimbus, CURVE between workers, ACLs in ZooKeeper; false only for "
+                     "a dev cluster started with --insecure.",
+    "squall.keyring.path": "The keyring (squall secrets init); null: $SQUALL_KEYRING, else "
+                           "~/.squall/keyring.json.",
+    "nimbus.tls.cert.path": "Nimbus's certificate (PEM); null: the keyring's, signed by its CA.",
+    "nimbus.tls.key.path": "Nimbus's private key (PEM); null: the keyring's.",
+    "nimbus.tls.ca.path": "What clients trust for nimbus's certificate; null: the keyring's CA.",
+    "nimbus.admins": "Users who may do anything.",
+    "nimbus.users": "Users who may submit; null: every user with a token.",
+    "nimbus.readonly.users": "Users who may only read.",
+    # -- ZooKeeper and the node -------------------------------------------------------------
+    "storm.zookeeper.servers": "The ZooKeeper ensemble's hosts.",
+    "storm.zookeeper.port": "The ZooKeeper ensemble's port.",
+    "storm.zookeeper.root": "The node under which Squall keeps the cluster's state.",
+    "storm.zookeeper.session.timeout": "The ZooKeeper session timeout (ms).",
+    "storm.zookeeper.connection.timeout": "How long a daemon waits to connect to ZooKeeper (ms).",
+    "storm.local.dir": "A supervisor's own directory: its node id, topologies' code, its worker "
+                       "slots, sandboxed state, the node's Spark Connect files.",
+    "storm.local.hostname": "The address this node's supervisor registers, where other workers reach "
+                            "its workers.",
+}
+
 
 def validate(conf: Mapping[str, Any]) -> None:
     """Raise :class:`ConfigError` naming the first ill-typed known key."""
@@ -323,3 +529,98 @@ def merge(*layers: Mapping[str, Any] | None) -> dict[str, Any]:
             validate(layer)
             conf.update(layer)
     return conf
+
+
+# -- the reference page (docs/config.md) --------------------------------------------------
+
+REFERENCE_PAGE = "docs/config.md"
+REGENERATE = f"python -m squall.config --markdown {REFERENCE_PAGE}"
+# Sections of the page, by a key's first word, in this order; a new first word gets a
+# section of its own after these.
+_SECTIONS = {
+    "topology": "Topologies (`topology.*`): in a topology's `config`, `spec(config=...)` or `--conf`",
+    "transactional": "Transactional state (`transactional.*`)",
+    "redis": "Redis (`redis.*`)",
+    "spark": "The Spark bolt (`spark.*`)",
+    "worker": "Worker processes (`worker.*`)",
+    "zmq": "Between workers (`zmq.*`)",
+    "supervisor": "Supervisors (`supervisor.*`)",
+    "nimbus": "Nimbus (`nimbus.*`)",
+    "storm": "ZooKeeper and the node (`storm.*`)",
+    "squall": "Squall's own (`squall.*`)",
+}
+_TYPE_NAMES = {int: "int", float: "number", str: "string", bool: "bool", list: "list", dict: "map",
+               type(None): "null"}
+
+
+def _kind(types: tuple[type, ...], lower: float | None) -> str:
+    names = [_TYPE_NAMES[t] for t in types if not (t is int and float in types)]
+    kind = " or ".join(names)
+    if lower is not None:
+        kind += f", >= {int(lower) if float(lower).is_integer() else lower}"
+    return kind
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def reference_markdown() -> str:
+    """docs/config.md: every key with its default, type and meaning, from _SPEC and DESCRIPTIONS."""
+    import json
+
+    by_section: dict[str, list[str]] = {}
+    for key in sorted(_SPEC):
+        by_section.setdefault(key.split(".", 1)[0], []).append(key)
+    order = [s for s in _SECTIONS if s in by_section] + sorted(set(by_section) - set(_SECTIONS))
+    lines = [
+        "# Configuration reference",
+        "",
+        f"<!-- Generated from squall/config.py by `{REGENERATE}`: edit the",
+        "     descriptions there (DESCRIPTIONS), not this page. -->",
+        "",
+        "Every key Squall reads, with its default.  Keys are Storm's names where Storm has the",
+        "setting.  A config is layered: these defaults, then `squall.yaml` (daemons and client",
+        "commands: `--config`, `$SQUALL_CONF`, `./squall.yaml` or the running dev cluster's), then",
+        "the topology class's `config`, then `--conf KEY=VALUE` at `squall submit` or `squall",
+        "local`; a component's `spec(config={...})` wins over all of them for that component.",
+        "A known key with a value of the wrong type or below its bound is refused, naming the",
+        "key; a key Squall does not know is passed through to components (as in Storm), with a",
+        "did-you-mean warning when it is one slip from a known one.  Defaults are written as",
+        "YAML/JSON (`null` is Python's `None`).",
+        "",
+    ]
+    for section in order:
+        lines += [f"## {_SECTIONS.get(section, f'`{section}.*`')}", "",
+                  "| key | default | type | meaning |", "|---|---|---|---|"]
+        for key in by_section[section]:
+            default, types, lower = _SPEC[key]
+            shown = json.dumps(default)
+            lines.append(f"| `{key}` | `{_cell(shown)}` | {_kind(types, lower)} | "
+                         f"{_cell(DESCRIPTIONS.get(key, '(undocumented)'))} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    from pathlib import Path
+
+    parser = argparse.ArgumentParser(prog="python -m squall.config",
+                                     description="Squall's configuration keys and their defaults.")
+    parser.add_argument("--markdown", metavar="PATH", nargs="?", const="-",
+                        help=f"write the reference page to PATH (e.g. {REFERENCE_PAGE}); - or none: stdout")
+    args = parser.parse_args(argv)
+    if args.markdown is None:
+        parser.print_help()
+        return 2
+    page = reference_markdown()
+    if args.markdown == "-":
+        print(page, end="")
+    else:
+        Path(args.markdown).write_text(page)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -62,7 +62,7 @@ def write_users(path: Path, n_users: int) -> None:
     tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex}.tmp")
     pq.write_table(table, tmp)
     # Readable by the node's Spark server, which reads it: as root, a supervisor runs it
-    # as a user of its own, not as this topology's (README, Security).
+    # as a user of its own, not as this topology's (docs/security.md).
     os.chmod(tmp, 0o644)
     os.replace(tmp, path)
 

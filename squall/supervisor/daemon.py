@@ -232,7 +232,7 @@ class Supervisor:
             msg = f"supervisor.run.worker.as.user is true, but workers cannot run as other users here: {why}"
             raise ConfigError(msg)
         log.warning("workers run as the supervisor's own user: a topology's code can read what this "
-                    "supervisor can (README, Security)", why=why)
+                    "supervisor can (docs/security.md)", why=why)
         return False
 
     @property

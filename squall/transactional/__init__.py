@@ -1,7 +1,7 @@
 """Transactional topologies: exactly-once processing on Storm's model.
 
 See squall.transactional.topology for how a TransactionalTopology becomes
-an ordinary topology, and the README's section for users.
+an ordinary topology, and docs/transactional.md for users.
 """
 
 from typing import TYPE_CHECKING

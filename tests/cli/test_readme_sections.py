@@ -1,5 +1,6 @@
-"""The commands of README's windowing, state and Flux sections run as written (from the
-repository's root, as a reader would) and show what the sections say."""
+"""The commands of the windowing, state and compiled hot path pages (docs/, moved there
+from the README) run as written, from the repository's root as a reader would, and show
+what the pages say.  docs/flux.md's commands: tests/flux/test_readme.py."""
 
 from __future__ import annotations
 
@@ -16,13 +17,13 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 
 
-def section_commands(title: str) -> list[str]:
-    text = (REPO / "README.md").read_text()
+def section_commands(page: str, title: str) -> list[str]:
+    text = (REPO / page).read_text()
     section = text[text.index(f"## {title}\n"):]
     end = section.find("\n## ", 3)
     section = section if end < 0 else section[:end]
     blocks = re.findall(r"^```sh\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
-    assert blocks, f"no sh block in README's {title!r}"
+    assert blocks, f"no sh block in {page}'s {title!r}"
     return [line for block in blocks for line in block.splitlines()
             if line.strip() and not line.lstrip().startswith("#")]
 
@@ -36,14 +37,14 @@ def run(line: str, home: Path | None = None) -> str:
 
 @pytest.mark.timeout(90)
 def test_the_windowing_example_runs_and_emits_windows() -> None:
-    (line,) = section_commands("Windowed bolts")
+    (line,) = section_commands("docs/windowing.md", "Windowed bolts")
     out = run(line)
     assert "sliding" in out and "tumbling" in out, out[-2000:]
 
 
 @pytest.mark.timeout(90)
 def test_the_stateful_word_count_runs_and_a_second_run_resumes(tmp_path: Path) -> None:
-    (line,) = section_commands("Stateful bolts with checkpoints")
+    (line,) = section_commands("docs/state.md", "Stateful bolts with checkpoints")
     # HOME: the SQLite state goes to ~/.squall/state, here a directory of the test's own
     run(line, home=tmp_path)
     (db,) = (tmp_path / ".squall" / "state").glob("*.sqlite")
@@ -59,17 +60,9 @@ def committed_words(db: Path) -> int:
     return sum(sum(json.loads(value)["data"].values()) for (value,) in rows if json.loads(value))
 
 
-@pytest.mark.timeout(90)
-def test_the_flux_commands_run() -> None:
-    dry, local = section_commands("Topologies in YAML (Flux)")
-    graph = run(dry)
-    assert "split" in graph and "FIELDS" in graph.upper(), graph
-    run(local)
-
-
 @pytest.mark.timeout(120)
 def test_the_compiled_hot_path_commands_run_and_agree() -> None:
-    build, status, version = section_commands("The compiled hot path")
+    build, status, version = section_commands("docs/performance.md", "The compiled hot path")
     from squall import compiled
 
     n = len(compiled.BUILT)  # the hot-path modules and the accelerators

@@ -138,9 +138,9 @@ def _answers(cluster: Any) -> bool:
         return False
 
 
-def test_the_readme_global_count_example_runs_on_a_cluster(make_cluster: Any, tmp_path: Path) -> None:
-    # Given a dev cluster, when the README's command submits the seed's global count
-    # (with --config before the command, as the README writes it)
+def test_the_documented_global_count_example_runs_on_a_cluster(make_cluster: Any, tmp_path: Path) -> None:
+    # Given a dev cluster, when docs/transactional.md's command submits the seed's global count
+    # (with --config before the command, as the page writes it)
     cluster = make_cluster(supervisors=1, slots=2)
     db = tmp_path / "global-count.sqlite"
     proc = subprocess.run([sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file),

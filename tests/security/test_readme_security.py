@@ -1,4 +1,4 @@
-"""README's "Security" commands, run as written in a fresh directory (with the
+"""docs/security.md's commands (a production cluster's keys), run as written in a fresh directory (with the
 repository's ``.venv`` linked in), and what they leave behind."""
 
 from __future__ import annotations
@@ -10,15 +10,12 @@ from pathlib import Path
 from squall.security.keyring import Keyring
 
 REPO = Path(__file__).resolve().parents[2]
-SECTION = "## Security"
+PAGE = REPO / "docs" / "security.md"
 
 
 def security_lines() -> list[str]:
-    text = (REPO / "README.md").read_text()
-    section = text[text.index(SECTION):]
-    section = section[:section.find("\n## ", len(SECTION))]
-    block = re.search(r"^```sh\n(.*?)^```", section, re.DOTALL | re.MULTILINE)
-    assert block, "no sh block in README's Security section"
+    block = re.search(r"^```sh\n(.*?)^```", PAGE.read_text(), re.DOTALL | re.MULTILINE)
+    assert block, "no sh block in docs/security.md"
     return [line for line in block.group(1).splitlines() if line.strip() and not line.startswith("#")]
 
 

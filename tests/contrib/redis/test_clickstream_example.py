@@ -1,4 +1,4 @@
-"""The README's clickstream example, run as the README says: one command, its own redis-server."""
+"""docs/redis.md's clickstream example, run as the page says: one command, its own redis-server."""
 
 from __future__ import annotations
 
@@ -54,7 +54,7 @@ def test_clickstream_example_is_submitted_to_a_cluster(make_cluster: Any,  # noq
     with redis.Redis.from_url(redis_server.url) as conn:
         tally = push(conn, 1500, seed=4)
     cluster = make_cluster(supervisors=1, slots=2)
-    # When the README's command submits the example with the Redis URL
+    # When docs/redis.md's command submits the example with the Redis URL
     squall_cli(cluster, "submit", str(EXAMPLE), "--conf", f"redis.url={redis_server.url}",
                "--conf", "topology.workers=2")
     # Then its workers count every click exactly once into the hash
