@@ -366,6 +366,21 @@ DESCRIPTIONS: dict[str, str] = {
                                     "storm.zookeeper.port.",
     "squall.state.dir": "Where SQLite state files go (<dir>/<topology>.sqlite); null: ~/.squall/state.",
     # -- Redis and Spark ----------------------------------------------------------------
+    # -- logs and the logviewer ----------------------------------------------------------
+    "logviewer.port": "The port of each supervisor's logviewer, which serves its workers' and daemons' logs "
+                      "over nimbus's TLS and tokens (0: one the OS picks, found through ZooKeeper; null: none).",
+    "supervisor.worker.log.max.bytes": "A worker's log (workers-artifacts/<topology id>/<port>/worker.log) "
+                                       "rotates past this size.",
+    "supervisor.worker.log.json": "Workers log JSON lines, one per event, instead of readable lines.",
+    "logviewer.max.per.worker.logs.size.mb": "The most one worker's log and its rotated files take; the "
+                                             "oldest rotated files go first.",
+    "logviewer.max.sum.worker.logs.size.mb": "The most all stopped workers' logs on a node take; the oldest "
+                                             "go first.",
+    "logviewer.cleanup.age.mins": "A stopped worker's logs are removed this long after their last line.",
+    "logviewer.cleanup.interval.secs": "How often a supervisor looks for logs to remove.",
+    "logs.users": "Who may read every topology's logs besides nimbus.admins (in a topology's conf: who may "
+                  "read its logs).",
+    "storm.log.dir": "The daemons' log files the logviewer serves to nimbus.admins and logs.users.",
     "redis.url": "The Redis that spouts, sinks and stores use when their spec gives no url= "
                  "(redis://[:password@]host:port/db).",
     "spark.bolt.batch.size": "A Spark bolt sends its batch to Spark when it holds this many tuples.",
