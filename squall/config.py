@@ -367,8 +367,9 @@ DESCRIPTIONS: dict[str, str] = {
     "squall.state.dir": "Where SQLite state files go (<dir>/<topology>.sqlite); null: ~/.squall/state.",
     # -- Redis and Spark ----------------------------------------------------------------
     # -- logs and the logviewer ----------------------------------------------------------
-    "logviewer.port": "The port of each supervisor's logviewer, which serves its workers' and daemons' logs "
-                      "over nimbus's TLS and tokens (0: one the OS picks, found through ZooKeeper; null: none).",
+    "logviewer.port": "The port of each supervisor's logviewer, which serves its workers' and daemons' "
+                      "logs over nimbus's TLS and tokens (0: one the OS picks, found through ZooKeeper; "
+                      "null: none).",
     "supervisor.worker.log.max.bytes": "A worker's log (workers-artifacts/<topology id>/<port>/worker.log) "
                                        "rotates past this size.",
     "supervisor.worker.log.json": "Workers log JSON lines, one per event, instead of readable lines.",
