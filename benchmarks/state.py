@@ -81,13 +81,16 @@ def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
             {"url": spec["redis"]} if spec["provider"] == "redis"
             else {"path": os.path.join(spec["dir"], f"state-{os.getpid()}.sqlite")})
 
-    class WordCount(Topology):
-        sentences = spout_cls.spec()
-        split = Split.spec(inputs=[sentences])
-        count = count_cls.spec(inputs={split: Grouping.fields("word")})
+    sentences = spout_cls.spec()
+    split = Split.spec(inputs=[sentences])
+    count = count_cls.spec(inputs={split: Grouping.fields("word")})
+    # Named per run: checkpointed state is keyed by the definition's name, and each run
+    # starts from none (the Redis runs share one server).
+    word_count = Topology.from_specs(f"WordCount{os.getpid()}",
+                                      {"sentences": sentences, "split": split, "count": count})
 
     with LocalCluster() as cluster:
-        runner = cluster.submit(f"bench{os.getpid()}", WordCount, conf)
+        runner = cluster.submit(f"bench{os.getpid()}", word_count, conf)
         time.sleep(warmup)
         before = runner.stats()
         start = time.perf_counter()

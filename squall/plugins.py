@@ -12,8 +12,8 @@ Groups:
 - ``squall.state_providers``: a name for ``topology.state.provider`` ->
   a provider object (see squall.state.providers.StateProvider);
 - ``squall.submit_checks``: a check nimbus and local mode run on every
-  topology submitted, ``check(plan, hosts) -> list of warnings``, raising
-  ConfigError or TopologyValidationError to refuse it.
+  topology submitted (squall.worker.admission), ``check(plan, hosts) -> list
+  of warnings``, raising ConfigError or TopologyValidationError to refuse it.
 """
 
 from __future__ import annotations

@@ -7,26 +7,22 @@
 
 from __future__ import annotations
 
-import re
 import socket
 import threading
 from typing import Any
 
 import structlog
 
-from squall import plugins
 from squall.clock import Clock
 from squall.cluster.fenced_state import BACKEND_RESOURCE, MemoryBackend
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
 from squall.topology.topology import Topology, TopologyDef
 from squall.topology.verify import verify_loadable
-from squall.worker.plan import plan_topology
+from squall.worker.admission import check_name, plan_submission
 from squall.worker.reporting import ErrorRecord
 
 log = structlog.get_logger("squall.local.LocalCluster")
-
-_NAME = re.compile(r"^[A-Za-z0-9_\-]+$")
 
 
 def definition_of(topology: Any) -> TopologyDef:
@@ -62,14 +58,14 @@ class LocalCluster:
 
     def submit(self, name: str, topology: Any, conf: dict[str, Any] | None = None,
                capture: Any = None) -> LocalTopology:
-        if not isinstance(name, str) or not _NAME.match(name):
-            msg = f"topology name {name!r} must be letters, digits, '_' or '-'"
-            raise TopologyValidationError(msg)
+        check_name(name)
         defn = definition_of(topology)
         verify_loadable(defn)
-        plan = plan_topology(defn, self.conf, conf)
+        # Nimbus's checks (squall.worker.admission): a conf a cluster refuses is refused here,
+        # at submit, not by a worker crash-looping on it.  One host: this one.
+        plan, _warnings = plan_submission(name, defn, {} if conf is None else conf, [socket.gethostname()],
+                                          log, base=self.conf)
         plan.name = name
-        plugins.run_submit_checks(plan, [socket.gethostname()], log)  # one host: this one
         with self._lock:
             if name in self._topologies:
                 msg = f"a topology named {name!r} is already running"

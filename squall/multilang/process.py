@@ -37,7 +37,14 @@ import structlog
 from squall.affinity import release_child
 from squall.multilang import protocol
 from squall.multilang.codec import JsonCodec, MsgpackCodec
-from squall.multilang.errors import ChildDied, ChildWentAway, MultilangError, ProtocolError
+from squall.multilang.errors import (
+    ChildDied,
+    ChildWentAway,
+    MultilangError,
+    OutputClosed,
+    ProtocolError,
+    stderr_lead,
+)
 from squall.multilang.protocol import ShellConnection
 from squall.multilang.tap import Tap
 
@@ -343,7 +350,7 @@ class ShellProcess:
         if out in ready:
             data = out.read(protocol.CHUNK)  # type: ignore[union-attr]
             if not data:
-                raise ChildWentAway("Pipe to subprocess seems to be broken! No output read.")
+                raise OutputClosed
             if self.tap is not None:
                 self.tap.record(b"C", data)
             messages = self.conn.decoder.feed(data)
@@ -494,8 +501,13 @@ class ShellProcess:
         code = self._reap()
         tail = "\n".join(self.stderr_tail)
         who = f"component: {self.component}, " if self.component else ""
-        msg = (f"{what}: {cause}\n{who}command: {' '.join(self.argv)}, cwd: {self.cwd}, pid: {self.pid}, "
-               f"{_describe_exit(code)}\nstderr (last {len(self.stderr_tail)} lines):\n{tail}")
+        # A child that closed its output exited or crashed: what it said last on stderr (a
+        # syntax error, a missing module) is why, and leads.  A child killed for a timeout or
+        # a protocol fault is not described by its old stderr lines: Storm's words alone.
+        lead = stderr_lead(list(self.stderr_tail)) if isinstance(cause, OutputClosed) else None
+        msg = (f"{f'{lead} -- ' if lead else ''}{what}: {cause}\n{who}command: {' '.join(self.argv)}, "
+               f"cwd: {self.cwd}, pid: {self.pid}, {_describe_exit(code)}\n"
+               f"stderr (last {len(self.stderr_tail)} lines):\n{tail}")
         died = ChildDied(msg)
         died.__cause__ = cause
         died.exit_code = code  # type: ignore[attr-defined]

@@ -18,7 +18,7 @@ import random
 from typing import Any, BinaryIO
 
 from squall.multilang.codec import CHUNK, JsonCodec, MsgpackCodec
-from squall.multilang.errors import ChildWentAway, ProtocolError
+from squall.multilang.errors import OutputClosed, ProtocolError
 
 HEARTBEAT_STREAM = "__heartbeat"
 
@@ -205,7 +205,7 @@ class ShellConnection:
     def read_available(self) -> list[Any]:
         """One read: the messages it completed (maybe none).
 
-        Raises :class:`ChildWentAway` at end of file and
+        Raises :class:`OutputClosed` (a ChildWentAway) at end of file and
         :class:`ProtocolError` on bytes that are not the protocol.
         """
         if self._pending:
@@ -213,7 +213,7 @@ class ShellConnection:
             return out
         data = self.reader.read(CHUNK)
         if not data:
-            raise ChildWentAway("Pipe to subprocess seems to be broken! No output read.")
+            raise OutputClosed
         return self.decoder.feed(data)
 
     def read(self) -> Any:
@@ -225,7 +225,7 @@ class ShellConnection:
     def _read_some(self) -> bytes:
         data = self.reader.read(CHUNK)
         if not data:
-            raise ChildWentAway("Pipe to subprocess seems to be broken! No output read.")
+            raise OutputClosed
         return data
 
     def take_pending(self) -> list[Any]:

@@ -21,9 +21,10 @@ from squall.cluster.state import ClusterState
 from squall.metrics.book import StatsBook
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.errors import ApiError, bad_request
-from squall.nimbus.submission import NAME, Submission
+from squall.nimbus.submission import Submission
 from squall.nimbus.views import TopologyViews, worker_sample
 from squall.ui.storm_api import TopologyView
+from squall.worker.admission import NAME
 
 __all__ = ["NAME", "ApiError", "NimbusService", "bad_request", "worker_sample"]
 
@@ -86,9 +87,6 @@ class NimbusService:
         return self.views.prometheus_snapshot()
 
     # -- submission ----------------------------------------------------------
-
-    def check_size(self, defn: Any, conf: dict[str, Any]) -> None:
-        self.submission.check_size(defn, conf)
 
     def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]:
         return self.submission.submit(body, owner)

@@ -12,7 +12,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import re
 import secrets
 import time
 from collections.abc import Callable
@@ -21,7 +20,6 @@ from typing import Any
 import structlog
 
 from squall import config as config_mod
-from squall import plugins
 from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
 from squall.errors import ConfigError, TopologyValidationError
@@ -29,11 +27,10 @@ from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.verifier import Verifier
 from squall.security.curve import new_keypair
 from squall.topology.topology import definition_from_dict
-from squall.worker.plan import plan_topology
+from squall.worker.admission import check_name, plan_submission
 
 log = structlog.get_logger("squall.nimbus.submission")
 
-NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
     """The ZooKeeper nodes a topology's transactional state may live under: one
     per transactional id it can use (a component's own, topology.transactional.id,
@@ -67,40 +64,19 @@ class Submission:
         nimbus.verify.sandbox is 'required' and no sandbox works)."""
         self.verifier.start()
 
-    def check_size(self, defn: Any, conf: dict[str, Any]) -> None:
-        """Refuse what would exhaust the cluster (or nimbus, planning it) before planning it."""
-        limits = self.conf
-        merged = {**defn.config, **conf}
-        workers = merged.get("topology.workers", 1)
-        ackers = merged.get("topology.acker.executors")
-        executors = sum(c.par for c in defn.components.values()) + (ackers if ackers is not None else workers)
-        tasks = sum(c.tasks for c in defn.components.values()) + (ackers if ackers is not None else workers)
-        for what, n, key in (("workers", workers, "nimbus.slots.perTopology"),
-                             ("executors", executors, "nimbus.executors.perTopology"),
-                             ("tasks", tasks, "nimbus.tasks.perTopology")):
-            if isinstance(n, int) and n > limits[key]:
-                raise bad_request(f"the topology asks for {n} {what}, over this cluster's {key} "
-                                  f"({limits[key]})")
-
     def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
             raise bad_request("the request body must be a JSON object")
         name = body.get("name")
-        if not isinstance(name, str) or not NAME.match(name):
-            raise bad_request(f"topology name {name!r} must be 1-100 letters, digits, '_' or '-'")
         conf = body.get("conf") or {}
-        if not isinstance(conf, dict):
-            raise bad_request("'conf' must be a JSON object")
         try:
+            check_name(name)  # first: the rest of a request under a bad name is not read
             defn = definition_from_dict(body.get("topology"))
-            config_mod.validate(conf)
-            config_mod.validate(defn.config)
-            self.check_size(defn, conf)
-            plan = plan_topology(defn, overrides=conf)
-            # The features' own checks (squall.plugins): e.g. checkpointed state in a node-local
-            # store is refused when workers may span hosts; Spark bolts near the timeout warned of.
-            warnings = plugins.run_submit_checks(
-                plan, [s.get("host", node) for node, s in self.state.supervisors().items()], log)
+            # The checks local mode runs too (squall.worker.admission), the cluster's size
+            # caps among them: e.g. checkpointed state in a node-local store is refused when
+            # workers may span hosts; Spark bolts near the timeout warned of.
+            hosts = [s.get("host", node) for node, s in self.state.supervisors().items()]
+            plan, warnings = plan_submission(name, defn, conf, hosts, log, limits=self.conf)
         except (TopologyValidationError, ConfigError) as e:
             raise bad_request(str(e)) from e
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):

@@ -111,9 +111,19 @@ def sqlite_path(conf: dict[str, Any], topology: str) -> str:
     return os.path.join(base, f"{topology}.sqlite")
 
 
-def open_store(conf: dict[str, Any], topology: str) -> Any:
-    """A new store for ``topology``'s bolt state (namespace: the topology's name)."""
-    return provider_of(conf).open(conf, provider_config(conf), topology, f"checkpointed:{topology}")
+def state_key(context: Any) -> str:
+    """The name a topology's checkpointed state is kept under: its definition's name
+    (the Topology class's, a Flux file's ``name:``), never the name it was submitted
+    under, in local mode and on a cluster alike, so that a resubmission under another
+    name resumes from the same state.  It names the SQLite file, the store's namespace
+    and, on a cluster, the checkpoint record's ZooKeeper node (which nimbus grants the
+    topology: squall.nimbus.submission.transactional_paths)."""
+    return str(context.definition_name)
+
+
+def open_store(conf: dict[str, Any], key: str) -> Any:
+    """A new store for the bolt state kept under ``key`` (:func:`state_key`)."""
+    return provider_of(conf).open(conf, provider_config(conf), key, f"checkpointed:{key}")
 
 
 STORE_RESOURCE = "squall.state.store"
@@ -121,5 +131,5 @@ STORE_RESOURCE = "squall.state.store"
 
 def worker_store(conf: dict[str, Any], context: Any) -> Any:
     """The store the worker's stateful tasks share: one connection per worker process."""
-    return shared_resource(context.resources, f"{STORE_RESOURCE}:{context.topology_name}",
-                           lambda: open_store(conf, context.topology_name))
+    key = state_key(context)
+    return shared_resource(context.resources, f"{STORE_RESOURCE}:{key}", lambda: open_store(conf, key))

@@ -38,7 +38,7 @@ from squall.state.checkpoint import (
     Restore,
     Save,
 )
-from squall.state.providers import check_state_conf, worker_store
+from squall.state.providers import check_state_conf, state_key, worker_store
 from squall.state.store import StoreError
 from squall.topology.component import DEFAULT_STREAM, Spout, Stream
 from squall.transactional.lease import EpochLease
@@ -67,7 +67,7 @@ class CheckpointSpout(Spout):
             # (SQLite) resumes where it was in the next `squall local` run too.
             self.store: Any = RecordInStore(worker_store(conf, context))
         else:
-            self.store = backend.open(context.topology_name, CHECKPOINT_SUBDIR, owner=CHECKPOINT_SUBDIR)
+            self.store = backend.open(state_key(context), CHECKPOINT_SUBDIR, owner=CHECKPOINT_SUBDIR)
             # Claimed before the record is read: whatever an instance before this one
             # stored is in it, and from now on nothing that instance stores can be.
             self.lease = EpochLease(self.store, self.clock, self.logger, self.metrics, "checkpoint spout")

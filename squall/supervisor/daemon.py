@@ -35,7 +35,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -240,7 +240,9 @@ class Supervisor:
         last = self.conf["supervisor.worker.uids"][1]  # never a topology's (see _run_as)
         return sandbox.Identity(last, last)
 
-    def _run_as(self, topology_id: str, name: str) -> RunAs | None:
+    def _run_as(self, topology_id: str, definition: Mapping[str, Any]) -> RunAs | None:
+        """``definition``: the topology's, whose name its checkpointed state is kept
+        under (squall.state.providers.state_key), so its state directory is that name's."""
         if not self.run_as_users:
             return None
         uid = self._uids.get(topology_id)
@@ -252,7 +254,7 @@ class Supervisor:
                 raise SquallError(msg)
             self._uids[topology_id] = uid
             write_json(self._uids_file, self._uids)
-        return RunAs(sandbox.Identity(uid, uid), self.local_dir / "state" / name,
+        return RunAs(sandbox.Identity(uid, uid), self.local_dir / "state" / str(definition["name"]),
                      tuple(str(Path(d).resolve()) for d in self.conf["supervisor.worker.shared.dirs"]))
 
     def _share_code(self, code_dir: Path, gid: int) -> None:
@@ -345,7 +347,7 @@ class Supervisor:
                     self._secrets[topology_id] = worker_secrets(
                         topology_id, self.state.topology_secrets(topology_id), self.zk_credentials or [])
                 code_dir = self._ensure_code(topology_id)
-                run_as = self._run_as(topology_id, record.get("name", topology_id))
+                run_as = self._run_as(topology_id, record["definition"])
                 if run_as is not None:
                     self._share_code(code_dir, run_as.identity.gid)
             except SquallError as e:
@@ -520,14 +522,13 @@ class Supervisor:
                       topology=want["topology_id"])
             return
         try:
-            name = want["conf"].get("topology.name") or want["topology_id"]
-            run_as = self._run_as(want["topology_id"], name)
+            run_as = self._run_as(want["topology_id"], want["topology"])
         except SquallError as e:
             log.error("worker not launched", port=slot.port, topology=want["topology_id"], reason=str(e))
             return
         log_dir = private_dir(logfiles.worker_dir(self.local_dir, want["topology_id"], slot.port))
         private_dir(log_dir.parent)
-        readers = self._log_readers.get(want["topology_id"]) or {"topology": name}
+        readers = self._log_readers.get(want["topology_id"]) or {"topology": want["topology_id"]}
         write_json(log_dir / logfiles.READERS, readers)
         slot.launch(self.node, want, self._children, env=self.worker_env(want, slot.port), secrets=secrets,
                     run_as=run_as, log_dir=log_dir)

@@ -13,6 +13,7 @@ class TopologyContext:
         # a transactional state backend, one ZooKeeper client per worker process.
         self.resources: dict[str, Any] = resources if resources is not None else {}
         self.topology_name: str = plan.name
+        self.definition_name: str = plan.definition_name  # what checkpointed state is keyed by
         self.component_id = component
         self.task_id = task_id
         self.component_tasks: dict[str, list[int]] = plan.component_tasks

@@ -38,6 +38,10 @@ class TopologyPlan:
     acker_tasks: list[int]
     # component -> stream -> list of (subscriber component, grouping InputDef)
     subscribers: dict[str, dict[str, list[Any]]] = field(default_factory=dict)
+    # The definition's own name (a Topology class's name, a Flux file's `name:`).  ``name``
+    # is the submitted one in local mode; checkpointed state is keyed by this one in both
+    # modes, so a resubmission under another name finds its state (docs/state.md).
+    definition_name: str = ""
 
     @property
     def tracking(self) -> bool:
@@ -87,6 +91,7 @@ def plan_topology(topology: TopologyDef, base: dict[str, Any] | None = None,
         executors=executors,
         acker_tasks=component_tasks.get(ACKER_COMPONENT, []),
         subscribers=subscribers,
+        definition_name=topology.name,
     )
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import sys
 import time
 from typing import Any
 
@@ -17,6 +18,7 @@ from squall.testing import poll_for
 from tests.helpers import stay
 from tests.multilang.harness import (
     ADAPTERS,
+    NODE,
     Probe,
     bolt_topology,
     captured_logs,
@@ -231,6 +233,41 @@ def test_23_a_child_that_exits_is_reported_with_its_stderr_and_replaced(name: st
         poll_for(lambda: bolt.proc is not None
                  and os.path.exists(os.path.join(bolt.pid_dir, str(bolt.proc.pid))),
                  5, "the new pid file")
+
+
+BROKEN_CHILDREN = {
+    # a file that does not parse: the child dies before its handshake
+    "python": ("split.py", "import sys\nprint('starting', file=sys.stderr)\ndef split(line:\n    pass\n",
+               "SyntaxError: ", "split.py:3"),
+    "node": ("split.js", "const storm = 1;\nfunction split(line) {\n  return line +;\n}\n",
+             "SyntaxError: Unexpected token ';'", "split.js:3"),
+}
+
+
+@pytest.mark.parametrize(("language", "kind"), [("python", "bolt"), ("python", "spout"), ("node", "bolt")])
+def test_a_child_that_dies_at_start_is_reported_with_its_own_error_first(
+        language: str, kind: str, tmp_path: Any) -> None:
+    # Given a shell component whose script has a syntax error
+    command = sys.executable if language == "python" else NODE
+    if command is None:
+        pytest.fail("node is required for the Node.js multilang tests")
+    script, source, error, where = BROKEN_CHILDREN[language]
+    (tmp_path / script).write_text(source)
+    adapter, probe = ADAPTERS["squall-json"], Probe()
+    options = {"command": command, "args": [script], "cwd": str(tmp_path)}
+    topology = (bolt_topology(adapter, probe, FAST, **options) if kind == "bolt"
+                else spout_topology(adapter, probe, [], FAST, **options))
+    # When it starts
+    with running(topology) as runner:
+        poll_for(lambda: errors(runner, "ChildDied"), 10, "the death at start")
+        report = errors(runner, "ChildDied")[0].error
+    # Then the report leads with the child's own error and where it is, Storm's words after it
+    first = report.splitlines()[0]
+    assert first.startswith(f"ChildDied: {error}"), report
+    assert f"{tmp_path / where} -- " in first, report
+    assert first.endswith("Error when launching multilang subprocess: "
+                          "Pipe to subprocess seems to be broken! No output read."), report
+    assert "exit code 1" in report and "starting" not in first
 
 
 @pytest.mark.parametrize("name", ["pystorm-json", "squall-json"])

@@ -87,10 +87,11 @@ def committed(db: Path) -> Counter[str]:
         return Counter()
 
 
-def topology(db: Path) -> type[Topology]:
+def topology(db: Path | None) -> type[Topology]:
+    """``db``: the SQLite file; None: the default one, ``<squall.state.dir>/LocalCount.sqlite``."""
     class LocalCount(Topology):
         config = {"topology.state.checkpoint.interval.ms": 100,
-                  "topology.state.provider.config": {"path": str(db)}}
+                  **({"topology.state.provider.config": {"path": str(db)}} if db else {})}
         sentences = Sentences.spec()
         split = Split.spec(inputs=[sentences], par=2)
         count = Count.spec(inputs={split: Grouping.fields("word")}, par=2)
@@ -143,6 +144,26 @@ def test_a_second_run_resumes_from_the_committed_position(tmp_path: Path) -> Non
     assert committed(db) == EXPECTED
 
 
+def test_a_restart_under_another_name_resumes_the_same_state(tmp_path: Path) -> None:
+    # Given a run of LocalCount, submitted as "count", that committed part of its input
+    # to the default SQLite file
+    conf = {"squall.state.dir": str(tmp_path)}
+    db = tmp_path / "LocalCount.sqlite"  # named after the definition, not the submitted name
+    with LocalCluster(conf) as cluster:
+        cluster.submit("count", topology(None))
+        poll_for(lambda: sum(committed(db).values()) > 500, timeout=30, message="a commit")
+    # When the same definition is submitted again under another name
+    with LocalCluster(conf) as cluster:
+        cluster.submit("count-renamed", topology(None))
+        poll_for(lambda: sum(committed(db).values()) >= sum(EXPECTED.values()), timeout=30,
+                 message="every word committed")
+    # Then it resumed from the first run's committed position and state (state is keyed by
+    # the definition's name, as on a cluster): every word counted once, none twice
+    assert Probe.restores[0] is None and Probe.restores[1] > 0
+    assert committed(db) == EXPECTED
+    assert sorted(p.name for p in tmp_path.glob("*.sqlite")) == ["LocalCount.sqlite"]
+
+
 def test_the_redis_provider_keeps_the_same_exact_state(tmp_path: Path) -> None:
     from squall.contrib.redis.devserver import DevRedis
     from squall.contrib.redis.store import RedisStore
@@ -151,7 +172,7 @@ def test_the_redis_provider_keeps_the_same_exact_state(tmp_path: Path) -> None:
         conf = {"topology.state.provider": "redis", "topology.state.provider.config": {"url": redis.url}}
         with LocalCluster() as cluster:
             cluster.submit("count", topology(tmp_path / "unused.sqlite"), conf)
-            store = RedisStore(redis.url, "checkpointed:count")
+            store = RedisStore(redis.url, "checkpointed:LocalCount")  # the definition's name
             keys = [f"count/{task}/committed" for task in range(1, 40)]
 
             def counts() -> Counter[str]:

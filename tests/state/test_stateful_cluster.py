@@ -102,6 +102,16 @@ def test_a_checkpointed_spout_makes_the_state_exact_through_kills(make_cluster: 
     # and the checkpoint record in ZooKeeper has the spout's position committed at the end
     poll_for(lambda: checkpoint_record(cluster, "ExactWordCount").get("position") == run.n, timeout=20,
              message="the final position committed in ZooKeeper")
+    # When the topology is killed and its definition submitted again under another name
+    squall_cli(cluster, "kill", "exact", "-w", "0")
+    poll_for(lambda: not cluster.worker_pids(), timeout=30, message="the killed topology's workers gone")
+    restored = len(run.restores())
+    run.submit(cluster, "exact-renamed", "ExactWordCount", "topology.workers=4")
+    # Then it resumes from the committed position and state (both keyed by the definition's
+    # name): nothing is read or counted again
+    poll_for(lambda: len(run.restores()) > restored, timeout=60, message="the renamed topology restored")
+    assert run.restores()[-1] == str(run.n)
+    assert run.committed() == run.expected
 
 
 def checkpoint_record(cluster: Any, topology: str) -> dict[str, Any]:

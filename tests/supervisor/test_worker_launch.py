@@ -302,6 +302,22 @@ def test_workers_as_their_own_user_asked_for_and_impossible_refuse_to_start(
         sharing._decide_run_as()
 
 
+def test_a_sandboxed_topologys_state_directory_is_named_after_its_definition(tmp_path: Path) -> None:
+    # Given a supervisor that runs workers as their topology's own user
+    local = tmp_path / "local"
+    local.mkdir()
+    sup = Supervisor(config_mod.merge({"storm.local.dir": str(local), "squall.secure": False}))
+    sup.run_as_users = True
+    # When one definition runs as "wc", then again as "wc-2" (a new topology id, a new uid)
+    first = sup._run_as("wc-1-100", {"name": "WordCount"})
+    second = sup._run_as("wc-2-200", {"name": "WordCount"})
+    # Then both get the definition's state directory, where the second finds the
+    # first's SQLite state (checkpointed state is keyed by the definition's name)
+    assert first is not None and second is not None
+    assert first.state_dir == second.state_dir == local / "state" / "WordCount"
+    assert first.identity != second.identity
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root (CI runs as root)")
 def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Path) -> None:
     from squall.runtime import sandbox

@@ -22,6 +22,7 @@ _EXPORTS = {
     "RedisMap": "squall.contrib.redis.store",
     "RedisStore": "squall.contrib.redis.store",
     "RedisStreamSpout": "squall.contrib.redis.stream_spout",
+    "MalformedEntry": "squall.contrib.redis.entries",
     "RedisKeysCommitter": "squall.contrib.redis.sink",
     "RedisKeysSink": "squall.contrib.redis.sink",
     "RedisStreamCommitter": "squall.contrib.redis.sink",
@@ -35,6 +36,7 @@ __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = [
     "Backoff",
     "DevRedis",
+    "MalformedEntry",
     "RedisKeysCommitter",
     "RedisKeysSink",
     "RedisMap",
@@ -53,6 +55,7 @@ __all__ = [
 if TYPE_CHECKING:
     from squall.contrib.redis.client import Backoff, RedisUnavailable, connect, redact
     from squall.contrib.redis.devserver import DevRedis
+    from squall.contrib.redis.entries import MalformedEntry
     from squall.contrib.redis.sink import (
         RedisKeysCommitter,
         RedisKeysSink,

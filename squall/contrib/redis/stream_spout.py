@@ -14,8 +14,10 @@ Storm's reliability model wants.  So the spout
   idle time, so no other task takes it meanwhile);
 * every ``claim_every_secs`` takes over, with ``XAUTOCLAIM``, entries idle
   longer than ``claim_idle_secs``: those of a consumer that died for good;
-* reports a malformed entry (its scheme raised) as a component error, then
-  acks it, after copying it to the ``dead_letter`` stream if one is set.
+* skips a malformed entry (not UTF-8, or its scheme raised): counts it,
+  reports it as a component error, copies it to the ``dead_letter`` stream if
+  one is set, and acks it -- as every Redis spout does
+  (:mod:`squall.contrib.redis.entries`).
 
 Redis down (at start or later) never kills the worker: the spout reports the
 error, emits nothing, and tries again after an exponential backoff measured
@@ -53,7 +55,8 @@ Options of :meth:`RedisStreamSpout.spec` (defaults in :data:`DEFAULTS`):
     Default: ``[stream, id, fields]``.  Give ``outputs=`` to match.
 ``decode``
     Field names and values are UTF-8 decoded for the scheme (an entry that
-    is not UTF-8 is malformed).  False: the scheme gets bytes.
+    is not UTF-8 is malformed, never turned into replacement characters).
+    False: the scheme (or the default tuple) gets bytes.
 ``dead_letter``
     A stream receiving malformed entries: their fields, plus ``squall.stream``,
     ``squall.id`` and ``squall.error``.
@@ -74,6 +77,7 @@ from squall.contrib.redis.client import (
     connection_errors,
     redact,
 )
+from squall.contrib.redis.entries import dead_letter, decode_fields, malformed
 from squall.errors import SquallError, TopologyValidationError
 from squall.topology.component import ComponentSpec, Spout, spout_spec
 
@@ -98,10 +102,6 @@ Entry = tuple[str, str, Any]  # (stream, entry id, fields)
 MsgId = tuple[str, str]
 
 
-class MalformedEntry(SquallError):
-    """A stream entry the spout's scheme could not turn into a tuple."""
-
-
 def default_scheme(stream: str, entry_id: str, fields: Any) -> list[Any]:
     return [stream, entry_id, fields]
 
@@ -117,10 +117,6 @@ def _resolve_scheme(scheme: Any) -> Callable[[str, str, Any], Any]:
         msg = f"a RedisStreamSpout scheme must be callable or 'module:function', not {scheme!r}"
         raise TopologyValidationError(msg)
     return scheme
-
-
-def _decode(fields: Mapping[bytes, bytes]) -> dict[str, str]:
-    return {k.decode(): v.decode() for k, v in fields.items()}
 
 
 class RedisStreamSpout(Spout):
@@ -236,7 +232,7 @@ class RedisStreamSpout(Spout):
                 if self._default_scheme:  # the common case, inlined: it runs for every entry
                     values = [stream, entry_id, {k.decode(): v.decode() for k, v in fields.items()}]
                 else:
-                    values = self.scheme(stream, entry_id, _decode(fields) if self.decode else fields)
+                    values = self.scheme(stream, entry_id, decode_fields(fields) if self.decode else fields)
             except Exception as e:  # noqa: BLE001 - a bad entry is reported and set aside, never fatal
                 self._malformed(stream, entry_id, fields, e)
                 continue
@@ -466,11 +462,7 @@ class RedisStreamSpout(Spout):
 
     def _malformed(self, stream: str, entry_id: str, fields: Any, error: Exception) -> None:
         self._malformed_count.inc()
-        where = f" (copied to dead-letter stream {self.dead_letter!r})" if self.dead_letter else ""
-        msg = f"{self.what}: malformed entry {entry_id} of stream {stream!r}{where}: {error!r}"
-        self.report_error(MalformedEntry(msg))
+        self.report_error(malformed(self.what, stream, entry_id, error, self.dead_letter))
         if self.dead_letter:
-            letter = dict(fields)
-            letter.update({"squall.stream": stream, "squall.id": entry_id, "squall.error": repr(error)})
-            self._dead.append((self.dead_letter, letter))
+            self._dead.append((self.dead_letter, dead_letter(fields, stream, entry_id, error)))
         self._ack(stream, entry_id)

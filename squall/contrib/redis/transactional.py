@@ -28,13 +28,23 @@ topology conf's ``redis.url``), ``streams`` (a list) or ``stream`` (a
 pattern with ``{}``) and ``partitions``, ``batch_size`` (entries per
 partition per batch), ``start_id`` (where a partition never read starts:
 ``"-"``, the oldest entry), ``scheme`` and ``fields``, ``tx_field``,
-``poll_interval`` and ``idle_batch_secs`` (coordinator pacing, below).
+``decode`` and ``dead_letter`` (below), ``poll_interval`` and
+``idle_batch_secs`` (coordinator pacing, below).
 
 Tuples are ``[attempt, stream, id, fields]`` (``fields`` a dict of str),
 or with ``scheme`` -- a function, or ``"module:function"`` -- ``[attempt,
 *scheme(fields)]`` declared as ``[tx_field, *fields]``.  A scheme that
-raises or returns None skips the entry (an error is reported for a raise);
-it must be deterministic, so that a replay skips the same entries.
+returns None skips the entry; it must be deterministic, so that a replay
+skips the same entries.  ``decode=False`` leaves field names and values
+bytes (for the scheme, or in the default tuple).
+
+An entry that is not UTF-8, or on which the scheme raises, is malformed and
+handled as by every Redis spout (:mod:`squall.contrib.redis.entries`): left
+out of the batch (and of every replay of it: the batch's metadata still
+covers it, so a replay reads the same range and leaves out the same
+entry), counted in ``redis.malformed``, reported once per task with its id,
+and copied to the ``dead_letter`` stream if the spec names one.  Redis not
+answering that copy fails the batch, which is replayed and copies it then.
 
 One connection per spout instance, opened on first use; one ``XRANGE`` per
 partition per batch.  When Redis does not answer, the batch fails (a
@@ -60,6 +70,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from squall.contrib.redis.client import Backoff, client, connection_errors, import_redis, redact
+from squall.contrib.redis.entries import dead_letter, decode_fields, malformed
 from squall.errors import FailedException, SquallError, TopologyValidationError
 from squall.topology.component import ComponentSpec, spout_spec
 from squall.topology.loading import resolve_class
@@ -70,6 +81,7 @@ from squall.transactional.spouts import (
 )
 
 DEFAULT_FIELDS = ["stream", "id", "fields"]
+SetAside = tuple[str, dict[Any, Any], Exception]  # a malformed entry: id, fields as read, why
 
 
 class ReplayLost(SquallError):
@@ -134,7 +146,8 @@ def _positive(value: Any, name: str, where: str, kind: type | tuple[type, ...] =
 
 
 def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    """An entry id or an XINFO field: ASCII, always."""
+    return value.decode("ascii") if isinstance(value, bytes) else str(value)
 
 
 def _id_key(entry_id: str) -> tuple[int, int]:
@@ -158,7 +171,8 @@ class _RedisStreams:
              config: Mapping[str, Any] | None = None, *, url: str | None = None,
              streams: Any = None, stream: str | None = None, partitions: int | None = None,
              batch_size: int = 1000, start_id: str = "-", scheme: Any = None, fields: Any = None,
-             tx_field: str = "tx", poll_interval: float = 0.1, idle_batch_secs: float = 5.0,
+             tx_field: str = "tx", decode: bool = True, dead_letter: str | None = None,
+             poll_interval: float = 0.1, idle_batch_secs: float = 5.0,
              **options: Any) -> ComponentSpec:
         """Place the spout; ``par`` is the emitters' parallelism (partition p goes to emitter p mod par)."""
         where = f"{cls.__name__}.spec"  # type: ignore[attr-defined]
@@ -168,6 +182,12 @@ class _RedisStreams:
         _positive(idle_batch_secs, "idle_batch_secs", where, (int, float))
         if url is not None and not isinstance(url, str):
             msg = f"{where}: url must be a redis:// URL, got {url!r}"
+            raise TopologyValidationError(msg)
+        if not isinstance(decode, bool):
+            msg = f"{where}: decode must be True or False, got {decode!r}"
+            raise TopologyValidationError(msg)
+        if dead_letter is not None and (not isinstance(dead_letter, str) or not dead_letter):
+            msg = f"{where}: dead_letter must be a stream name, got {dead_letter!r}"
             raise TopologyValidationError(msg)
         path = scheme_path(scheme, where)
         if path is None:
@@ -180,7 +200,8 @@ class _RedisStreams:
             raise TopologyValidationError(msg)
         fields = [fields] if isinstance(fields, str) else list(fields)
         options = {**options, "url": url, "streams": names, "batch_size": batch_size, "start_id": start_id,
-                   "scheme": path, "poll_interval": poll_interval, "idle_batch_secs": idle_batch_secs}
+                   "scheme": path, "decode": decode, "dead_letter": dead_letter,
+                   "poll_interval": poll_interval, "idle_batch_secs": idle_batch_secs}
         return spout_spec(cls, f"transactional spout {cls.__name__}", name, par, tasks, config,  # type: ignore[attr-defined]
                           options, outputs=[tx_field, *fields])
 
@@ -197,7 +218,13 @@ class _RedisStreams:
         self.start_id: str = opts.get("start_id") or "-"
         self.scheme: Callable[[dict[str, str]], Any] | None = (
             resolve_class(opts["scheme"]) if opts.get("scheme") else None)
+        self.decode: bool = opts.get("decode", True)
+        self.dead_letter: str | None = opts.get("dead_letter")
         self.what = f"{type(self).__name__} task {getattr(context, 'task_id', '?')}"
+        self._malformed = self.metrics.counter("redis.malformed")
+        # Per partition, the id of the last malformed entry reported (and copied): one at
+        # or before it is met again only in a replay, and not reported again.
+        self._set_aside_upto: dict[int, str] = {}
         self._conn: Any = None
         self._redis = import_redis()
         self.backoff = Backoff(attempts=None)  # Redis not answering
@@ -306,25 +333,60 @@ class _RedisStreams:
             return []
         self.logger.warning("stream ends before the last id read: recreated; reading it from the start",
                             stream=name, last_read=last, last_generated=_text(info["last-generated-id"]))
+        self._set_aside_upto.pop(partition, None)  # its ids begin again: new entries
         entries = self.call(partition, lambda c: c.xrange(name, "-", "+", count=self.batch_size))
         return [(_text(i), f) for i, f in entries]
 
     def emit_entries(self, attempt: Any, emit: Emit, partition: int,
                      entries: list[tuple[str, dict[Any, Any]]]) -> None:
         name = self.streams[partition]
+        scheme, decode = self.scheme, self.decode
+        bad: list[SetAside] = []
         for entry_id, raw in entries:
-            fields = {_text(k): _text(v) for k, v in raw.items()}
-            if self.scheme is None:
-                emit([attempt, name, entry_id, fields])
-                continue
             try:
-                values = self.scheme(fields)
-            except Exception as e:  # noqa: BLE001 - a malformed entry is reported and skipped, in every replay
-                msg = f"{self.what}: stream {name!r} entry {entry_id}: scheme failed ({e!r}); entry skipped"
-                self.report_error(SquallError(msg))
+                fields = decode_fields(raw) if decode else raw
+                values = [name, entry_id, fields] if scheme is None else scheme(fields)
+            except Exception as e:  # noqa: BLE001 - a malformed entry is skipped, in every replay
+                bad.append((entry_id, raw, e))
                 continue
             if values is not None:
                 emit([attempt, *values])
+        if bad:
+            self.set_aside(attempt, partition, bad)
+
+    def set_aside(self, attempt: Any, partition: int, bad: list[SetAside]) -> None:
+        """Count, report and copy to the dead-letter stream the malformed entries of a
+        batch not met before (see the module's docstring)."""
+        name = self.streams[partition]
+        upto = self._set_aside_upto.get(partition)
+        new = [b for b in bad if upto is None or _id_key(b[0]) > _id_key(upto)]
+        if not new:
+            return  # a replay: reported (and copied) when first read
+        refused: Exception | None = None
+        if self.dead_letter:
+            letters = [dead_letter(raw, name, entry_id, e) for entry_id, raw, e in new]
+            replies = self.call(partition, lambda c: self._copy(c, letters))  # Redis down: batch replayed
+            refused = next((r for r in replies if isinstance(r, Exception)), None)
+        self._set_aside_upto[partition] = new[-1][0]
+        self._malformed.inc(len(new))
+        copied = self.dead_letter if refused is None else None
+        skipped = f", left out of txid {getattr(attempt, 'txid', attempt)}'s batch"
+        for entry_id, _raw, e in new:
+            self.report_error(malformed(self.what, name, entry_id, e, copied, skipped))
+        if refused is not None:
+            msg = (f"{self.what}: Redis refused to add {len(new)} malformed entries of stream {name!r} "
+                   f"to dead-letter stream {self.dead_letter!r}: {refused}")
+            self.report_error(SquallError(msg))
+
+    def _copy(self, conn: Any, letters: list[dict[Any, Any]]) -> list[Any]:
+        pipe = conn.pipeline(transaction=False)
+        for letter in letters:
+            pipe.xadd(self.dead_letter, letter)
+        replies = pipe.execute(raise_on_error=False)
+        for reply in replies:
+            if isinstance(reply, connection_errors()):
+                raise reply
+        return replies
 
     @staticmethod
     def metadata(entries: list[tuple[str, Any]], last: str | None) -> dict[str, Any]:

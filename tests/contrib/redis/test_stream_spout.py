@@ -147,6 +147,7 @@ def test_a_malformed_entry_goes_to_the_dead_letter_stream_and_is_acked(redis_ser
     r = redis.Redis.from_url(redis_server.url)
     added = add(r, "s", 50)
     bad = r.xadd("s", {"n": "not a number", "why": "test"}).decode()
+    not_utf8 = r.xadd("s", {"n": b"caf\xe9"}).decode()  # as every Redis spout does: never U+FFFD text
     added += add(r, "s", 50, start=50)
 
     class Reader(Topology):
@@ -156,18 +157,23 @@ def test_a_malformed_entry_goes_to_the_dead_letter_stream_and_is_acked(redis_ser
 
     with LocalCluster() as cluster:
         runner = cluster.submit("reader", Reader)
-        poll_for(lambda: group_settled(r, ["s"], "g") and r.exists("s:dead"), timeout=30,
+        poll_for(lambda: group_settled(r, ["s"], "g") and r.xlen("s:dead") == 2, timeout=30,
                  message="group settled")
         poll_for(lambda: set(JOURNAL.processed) == set(added), timeout=10, message="all good ones processed")
         errors = cluster.errors("reader")
+        malformed = cluster.metrics("reader")["events"]
         assert runner.restarts == 0
-    [(_dead_id, letter)] = r.xrange("s:dead")
+    [(_dead_id, letter), (_id2, letter2)] = r.xrange("s:dead")
     assert letter[b"squall.stream"] == b"s"
     assert letter[b"squall.id"] == bad.encode()
     assert b"ValueError" in letter[b"squall.error"]
     assert letter[b"n"] == b"not a number" and letter[b"why"] == b"test"
-    assert len(errors) == 1 and not errors[0].fatal
+    assert letter2[b"squall.id"] == not_utf8.encode() and letter2[b"n"] == b"caf\xe9"
+    assert b"UnicodeDecodeError" in letter2[b"squall.error"]
+    assert len(errors) == 2 and not any(e.fatal for e in errors)
     assert "malformed entry" in errors[0].error and bad in errors[0].error
+    assert "malformed entry" in errors[1].error and not_utf8 in errors[1].error
+    assert sum(task["counters"]["redis.malformed"] for task in malformed.values()) == 2
     r.close()
 
 

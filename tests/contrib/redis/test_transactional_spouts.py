@@ -28,6 +28,7 @@ from squall.contrib.redis.transactional import (
     stream_names,
 )
 from squall.errors import TopologyValidationError
+from squall.metrics.registry import MetricsRegistry
 from squall.state import OpaqueMap, TransactionalMap
 from squall.testing import poll_for
 from squall.transactional import BatchBolt, Committer, TransactionalTopology
@@ -281,6 +282,39 @@ def test_partitioned_spout_refuses_to_replay_a_trimmed_range(redis_server: DevRe
         assert 3 not in {t for t, _a in run.commits}
 
 
+class DeadLetteringCount(TransactionalTopology):
+    config = {"topology.max.spout.pending": 3, "topology.message.timeout.secs": 10}
+    spout = ProbedPartitioned.spec(streams=STREAMS, batch_size=7, par=2, poll_interval=0.02,
+                                   dead_letter="dead")
+    count = CountKeys.spec(inputs=[spout], par=2)
+    commit = CommitCounts.spec(inputs={count: Grouping.fields("key")}, par=2)
+
+
+def test_an_entry_that_is_not_utf8_is_left_out_exactly_once_through_a_replay(
+        redis_server: DevRedis, runs: Any) -> None:
+    # Given 3 streams of 30 entries and one more at the end of s0 that is not UTF-8,
+    # and every batch failing once (so the one that reads it is replayed)
+    expected = fill(redis_server.url, 30)
+    with redis.Redis.from_url(redis_server.url) as r:
+        r.xadd("s0", NOT_UTF8, id="30-1")
+    run = Run(redis_server.url, fail_finish=range(1, 6))  # 5 batches of 7 read s0's 31
+    with LocalCluster() as cluster:
+        cluster.submit("pc", DeadLetteringCount, {"test.run": run.name, "redis.url": redis_server.url})
+        poll_for(lambda: run.counts() == dict(expected), timeout=60,
+                 message=f"exact counts (now {run.counts()}, fired {run.fired})")
+        errors = cluster.errors("pc")
+    # Then the good entries are counted exactly once, the bad one never (in no attempt)
+    assert run.fired == {("fail_finish", t) for t in range(1, 6)}
+    assert len([key for key, ids in run.seen.items() if ("s0", "30-0") in ids]) >= 2  # its batch replayed
+    assert all(("s0", "30-1") not in ids for ids in run.seen.values())
+    # and it was reported once, and copied once to the dead-letter stream, replay or not
+    assert len(errors) == 1 and "malformed entry 30-1 of stream 's0'" in errors[0].error, errors
+    assert not errors[0].fatal
+    with redis.Redis.from_url(redis_server.url) as r:
+        [(_id, letter)] = r.xrange("dead")
+    assert letter[b"squall.id"] == b"30-1" and letter[b"k"] == b"caf\xe9"
+
+
 def test_redis_down_at_start_and_in_the_middle_loses_nothing(tmp_path: Path, runs: Any) -> None:
     # Given a Redis with data (append-only file on) that is down when the topology starts
     server = DevRedis(tmp_path / "redis", aof=True)
@@ -327,6 +361,7 @@ def bare(cls: Any, url: str, errors: list[BaseException], **options: Any) -> Any
     spout.logger = structlog.get_logger("test")
     spout.stopping = lambda: False
     spout.report_error = errors.append
+    spout.metrics = MetricsRegistry()
     spout.initialize({}, SimpleNamespace(task_id=1))
     return spout
 
@@ -369,13 +404,70 @@ def test_scheme_values_and_malformed_entries_skipped_alike_on_replay(redis_serve
         meta = spout.emit_new_batch("tx1", first.append, 0, None)
         assert meta == {"first": "1-0", "last": "4-0", "count": 4}
         assert first == [["tx1", "x", 1], ["tx1", "z", 4]]
-        assert len(errors) == 1 and "entry 2-0" in str(errors[0]) and "skipped" in str(errors[0])
+        assert len(errors) == 1 and "entry 2-0" in str(errors[0]) and "left out of txid tx1" in str(errors[0])
         again: list[Any] = []
         spout.emit_batch("tx1", again.append, 0, meta)
         assert again == first
+        assert len(errors) == 1  # reported once, not in every replay
         # an empty batch keeps the position
         empty = spout.emit_new_batch("tx2", first.append, 0, meta)
         assert empty == {"first": None, "last": "4-0", "count": 0}
+    finally:
+        spout.close()
+
+
+NOT_UTF8 = {b"k": b"caf\xe9", b"n": b"2"}  # Latin-1, as a producer that forgot to encode might send
+
+
+@pytest.mark.parametrize("cls", [RedisStreamPartitionedSpout, RedisStreamOpaqueSpout])
+def test_an_entry_that_is_not_utf8_is_set_aside_as_the_at_least_once_spout_does(
+        redis_server: DevRedis, cls: Any) -> None:
+    # Given a stream holding an entry that is not UTF-8 between two good ones
+    errors: list[BaseException] = []
+    spout = bare(cls, redis_server.url, errors, streams=["a"], batch_size=10, dead_letter="a:dead")
+    r = redis.Redis.from_url(redis_server.url)
+    r.xadd("a", {"k": "x", "n": "1"}, id="1-0")
+    r.xadd("a", NOT_UTF8, id="2-0")
+    r.xadd("a", {"k": "z", "n": "3"}, id="3-0")
+    try:
+        # When a batch reads it, and is replayed
+        first: list[Any] = []
+        new_batch = spout.emit_new_batch if cls is RedisStreamPartitionedSpout else spout.emit_batch
+        meta = new_batch("tx1", first.append, 0, None)
+        again: list[Any] = []
+        if cls is RedisStreamPartitionedSpout:
+            spout.emit_batch("tx1", again.append, 0, meta)
+        else:
+            spout.emit_batch("tx1", again.append, 0, None)
+        # Then it is left out of the batch and of its replay alike (no U+FFFD text), the
+        # batch's range still covers it
+        assert [t[2] for t in first] == ["1-0", "3-0"] and again == first
+        assert "\ufffd" not in repr(first)
+        assert meta == {"first": "1-0", "last": "3-0", "count": 3}
+        # and it is counted, reported once with its id, and copied to the dead-letter stream once
+        assert spout.metrics.counter("redis.malformed").value == 1
+        assert len(errors) == 1, errors
+        assert type(errors[0]).__name__ == "MalformedEntry"
+        said = str(errors[0])
+        assert "malformed entry 2-0 of stream 'a'" in said and "UnicodeDecodeError" in said
+        assert "copied to dead-letter stream 'a:dead'" in said
+        [(_id, letter)] = r.xrange("a:dead")
+        assert letter[b"k"] == b"caf\xe9" and letter[b"n"] == b"2"
+        assert letter[b"squall.stream"] == b"a" and letter[b"squall.id"] == b"2-0"
+        assert b"UnicodeDecodeError" in letter[b"squall.error"]
+    finally:
+        spout.close()
+        r.close()
+
+
+def test_with_decode_off_the_fields_stay_bytes(redis_server: DevRedis) -> None:
+    spout = bare(RedisStreamOpaqueSpout, redis_server.url, [], streams=["a"], batch_size=10, decode=False)
+    with redis.Redis.from_url(redis_server.url) as r:
+        r.xadd("a", NOT_UTF8, id="2-0")
+    try:
+        got: list[Any] = []
+        spout.emit_batch("t", got.append, 0, None)
+        assert got == [["t", "a", "2-0", NOT_UTF8]]
     finally:
         spout.close()
 

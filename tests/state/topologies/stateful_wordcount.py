@@ -1,7 +1,7 @@
 """Stateful word counts for the cluster tests: SQLite state, workers killed mid-run.
 
 ``squall.test.dir`` holds ``sentences.json``; the counts live in the
-topology's checkpointed state (``<squall.state.dir>/<name>.sqlite``), which
+topology's checkpointed state (``<squall.state.dir>/<definition name>.sqlite``), which
 the test reads.  The counter reads two splitters, one of them slow, so its
 two inputs deliver each checkpoint far apart.  A file ``kill-in-prepare`` in
 the test directory makes a counter task SIGKILL its own worker in
@@ -119,7 +119,7 @@ class CountWords(StatefulBolt):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.dir = conf["squall.test.dir"]
-        self.db = os.path.join(conf["squall.state.dir"], f"{context.topology_name}.sqlite")
+        self.db = os.path.join(conf["squall.state.dir"], f"{context.definition_name}.sqlite")
         self.me = f"{context.component_id}/{context.task_id}"
 
     def init_state(self, state: Any) -> None:

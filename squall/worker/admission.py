@@ -1,0 +1,75 @@
+"""What a topology must pass to be submitted: one set of checks for nimbus and
+local mode alike, so that a conf local mode accepts is one a cluster accepts,
+and a conf either refuses is refused at submit with a message naming the key,
+not by a worker crash-looping on it later.
+
+Nimbus also imports the topology's code in a sandbox (squall.nimbus.verifier),
+where local mode imports it in its own process (squall.topology.verify); both
+then call :func:`plan_submission`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from squall import config as config_mod
+from squall import plugins
+from squall.errors import ConfigError, TopologyValidationError
+from squall.topology.topology import TopologyDef
+from squall.worker.plan import TopologyPlan, plan_topology
+
+NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
+
+# The caps a cluster puts on one submit (Storm's nimbus.slots.perTopology and
+# nimbus.executors.perTopology; tasks is Squall's).
+SIZE_LIMITS = (("workers", "nimbus.slots.perTopology"), ("executors", "nimbus.executors.perTopology"),
+               ("tasks", "nimbus.tasks.perTopology"))
+
+
+def check_name(name: Any) -> None:
+    """A topology's name becomes a ZooKeeper node, a directory and a URL path segment."""
+    if not isinstance(name, str) or not NAME.match(name):
+        msg = f"topology name {name!r} must be 1-100 letters, digits, '_' or '-'"
+        raise TopologyValidationError(msg)
+
+
+def check_size(defn: TopologyDef, conf: Mapping[str, Any], limits: Mapping[str, Any]) -> None:
+    """Refuse what would exhaust the cluster (or nimbus, planning it) before planning it.
+    ``conf``: the topology's own settings merged; ``limits``: the cluster's config."""
+    workers = conf.get("topology.workers", 1)
+    ackers = conf.get("topology.acker.executors")
+    extra = ackers if ackers is not None else workers
+    asked = {"workers": workers,
+             "executors": sum(c.par for c in defn.components.values()) + extra,
+             "tasks": sum(c.tasks for c in defn.components.values()) + extra}
+    for what, key in SIZE_LIMITS:
+        cap = limits.get(key, config_mod.DEFAULTS[key])
+        n = asked[what]
+        if isinstance(n, int) and n > cap:
+            msg = f"the topology asks for {n} {what}, over this cluster's {key} ({cap})"
+            raise TopologyValidationError(msg)
+
+
+def plan_submission(name: Any, defn: TopologyDef, conf: Any, hosts: list[str], log: Any,
+                    base: Mapping[str, Any] | None = None,
+                    limits: Mapping[str, Any] | None = None) -> tuple[TopologyPlan, list[str]]:
+    """Check a topology submitted as ``name`` with ``conf`` (the submit's overrides) and
+    plan it: its name, the types of its config (its own and ``conf``), its size against
+    ``limits`` (a cluster's; None: no caps), then every feature's submit check
+    (squall.plugins: checkpointed state's interval against the message timeout, a
+    node-local store across ``hosts``, ...) on the merged config, ``base`` (the cluster's
+    settings) under the topology's own under ``conf``.  Raises TopologyValidationError or
+    ConfigError naming what is wrong; returns the plan and the checks' warnings."""
+    check_name(name)
+    if not isinstance(conf, Mapping):
+        msg = f"a topology's conf must be a JSON object of config keys, got {type(conf).__name__}: {conf!r}"
+        raise ConfigError(msg)
+    config_mod.validate(defn.config)
+    config_mod.validate(conf)
+    if limits is not None:
+        check_size(defn, {**(base or {}), **defn.config, **conf}, limits)
+    plan = plan_topology(defn, base, dict(conf))
+    warnings = plugins.run_submit_checks(plan, hosts, log)
+    return plan, warnings

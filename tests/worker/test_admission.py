@@ -1,0 +1,89 @@
+"""The checks a submitted topology passes (squall.worker.admission): local mode
+refuses at submit what nimbus refuses, with the same message, before any
+worker starts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import structlog
+
+from squall import Spout, Topology
+from squall.errors import ConfigError, TopologyValidationError
+from squall.local.cluster import LocalCluster
+from squall.state import StatefulBolt
+from squall.worker.admission import plan_submission
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def next_tuple(self) -> None:
+        self.emit(["w"])
+
+
+class Count(StatefulBolt):
+    def init_state(self, state: Any) -> None:
+        self.counts = state
+
+    def process(self, tup: Any) -> None:
+        self.counts.put(tup.values.word, self.counts.get(tup.values.word, 0) + 1)
+
+
+class Counting(Topology):
+    words = Words.spec()
+    count = Count.spec(inputs=[words])
+
+
+BAD = [
+    # (the issue's case) an interval the message timeout cannot cover, given at submit:
+    # accepted, a worker would crash-loop on it
+    ({"topology.state.checkpoint.interval.ms": 30000}, ConfigError,
+     r"checkpoint\.interval\.ms \(30000\) must be below topology\.message\.timeout\.secs \(30 s\)"),
+    ({"topology.message.timeout.secs": 1}, ConfigError,
+     r"interval\.ms \(1000\) must be below topology\.message\.timeout\.secs \(1 s\)"),
+    ({"topology.workers": "2"}, ConfigError, r"config 'topology\.workers' must be int, got '2'"),
+    ({"topology.state.provider": "zookeeper"}, ConfigError, r"topology\.state\.provider must be one of"),
+    ([("topology.workers", 2)], ConfigError, r"conf must be a JSON object of config keys, got list"),
+]
+
+
+@pytest.mark.parametrize(("conf", "error", "message"), BAD)
+def test_local_mode_refuses_a_bad_conf_at_submit_as_nimbus_does(conf: Any, error: type[Exception],
+                                                                 message: str) -> None:
+    # Given a local cluster
+    with LocalCluster() as cluster:
+        # When a topology is submitted with a conf nimbus refuses
+        with pytest.raises(error, match=message):
+            cluster.submit("counting", Counting, conf=conf)
+        # Then nothing runs
+        assert cluster.topologies() == {}
+    # and nimbus's checks (the same function, with the cluster's caps) say the same
+    with pytest.raises(error, match=message):
+        plan_submission("counting", Counting.definition(), conf, ["node-a"], structlog.get_logger(),
+                        limits={})
+
+
+def test_the_cluster_settings_count_in_local_mode_as_a_clusters_do() -> None:
+    # Given a local cluster whose own conf sets a short message timeout
+    with LocalCluster({"topology.message.timeout.secs": 2}) as cluster:
+        # Then an interval the topology's submit conf sets above it is refused at submit
+        with pytest.raises(ConfigError, match=r"\(2500\) must be below topology\.message\.timeout\.secs"):
+            cluster.submit("counting", Counting, conf={"topology.state.checkpoint.interval.ms": 2500})
+        assert cluster.topologies() == {}
+
+
+def test_names_nimbus_refuses_are_refused_in_local_mode_too() -> None:
+    with LocalCluster() as cluster:
+        with pytest.raises(TopologyValidationError, match=r"must be 1-100 letters, digits, '_' or '-'"):
+            cluster.submit("x" * 101, Counting)
+        assert cluster.topologies() == {}
+
+
+def test_a_clusters_size_caps_are_checked_before_planning() -> None:
+    # (4 executors: the spout, the bolt, the checkpoint spout, one acker)
+    with pytest.raises(TopologyValidationError,
+                       match=r"asks for 4 executors, over this cluster's nimbus\.executors\.perTopology \(3"):
+        plan_submission("counting", Counting.definition(), {}, ["node-a"], structlog.get_logger(),
+                        limits={"nimbus.executors.perTopology": 3})
