@@ -45,6 +45,7 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
     found = {obj.__name__: obj for obj in vars(module).values()
              if isinstance(obj, type) and issubclass(obj, Topology) and obj is not Topology
              and obj.__module__ == module_name}
+    found.update(_trident_topologies(module))
     if name is not None:
         if name not in found:
             msg = f"{path} defines no topology {name!r} (it defines: {sorted(found) or 'none'})"
@@ -55,6 +56,15 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
                if found else f"{path} defines no Topology subclass")
         raise SquallError(msg)
     return next(iter(found.values()))
+
+
+def _trident_topologies(module: Any) -> dict[str, type[Topology]]:
+    """The TridentTopology instances a module defines at top level, built, by variable name."""
+    trident = sys.modules.get("squall.trident.stream")
+    if trident is None:
+        return {}  # the module made none: it never imported Trident
+    return {name: obj.build(name) for name, obj in vars(module).items()
+            if isinstance(obj, trident.TridentTopology)}
 
 
 def parse_conf(pairs: list[str]) -> dict[str, Any]:

@@ -91,7 +91,7 @@ class LocalBackend:
         components = {c_name: {"kind": c.kind, "tasks": plan.component_tasks.get(c_name, []),
                                "executors": [e.id for e in plan.executors if e.component == c_name],
                                "inputs": [(i.component, i.stream) for i in c.inputs],
-                               "streams": list(c.streams)}
+                               "streams": list(c.streams), "trident": c.options.get("trident")}
                       for c_name, c in plan.components.items()}
         wall, mono = time.time(), runner.clock.now()
         workers = [{"node": runner.node, "host": HOST, "port": slot["index"],

@@ -177,7 +177,7 @@ class TopologyViews:
         components = {name: {"kind": c.kind, "tasks": plan.component_tasks.get(name, []),
                              "executors": [e.id for e in plan.executors if e.component == name],
                              "inputs": [(i.component, i.stream) for i in c.inputs],
-                             "streams": list(c.streams)}
+                             "streams": list(c.streams), "trident": c.options.get("trident")}
                       for name, c in plan.components.items()}
         view = TopologyView(
             id=record["id"], name=record["name"], status=record["status"], submitted=record["submitted"],

@@ -85,13 +85,15 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         coordinator_of[g.name] = coordinator
         opts = {"spout": TridentSpout, "spout_options": {"spout": encode(spout_node.op)},
                 "transactional_id": tx_id}
+        shown = {"batchGroup": tx_id, "spout": type(spout_node.op).__name__}
         specs[coordinator] = ComponentSpec(CoordinatorSpout, "spout", name=coordinator, par=1, tasks=1,
-                                           options=opts)
+                                           options={**opts, "trident": {**shown, "role": "coordinator"}})
         streams = [Stream([TX, *spout_node.fields]),
                    Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
         specs[component] = ComponentSpec(EmitterBolt, "bolt", name=component,
                                          inputs={StreamRef(coordinator, BATCH_STREAM): Grouping.all()},
-                                         par=g.parallelism, outputs=streams, options=opts)
+                                         par=g.parallelism, outputs=streams,
+                                         options={**opts, "trident": {**shown, "role": "emitter"}})
     late = _late_groups(plan)
     for g in plan.groups.values():
         if g.spout is not None:
@@ -126,9 +128,27 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
             CoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
             options={"bolt": bolt, "bolt_options": {"group": encode(group_data)}, "committer": g.committer,
                      "coordinator": coordinator, "transactional_id": root.spout.options["tx_id"],  # type: ignore[union-attr]
-                     "late_sources": sorted(component_of[e.source] for e in g.inputs if e.source in late)})
+                     "late_sources": sorted(component_of[e.source] for e in g.inputs if e.source in late),
+                     "trident": {"batchGroup": root.spout.options["tx_id"],  # type: ignore[union-attr]
+                                 "operations": [describe_node(n) for n in g.nodes],
+                                 "committer": g.committer}})
     definition = build_definition(name, specs, {"topology.max.spout.pending": 1})
     return _topology_class(name, definition)
+
+
+def describe_node(node: Node) -> str:
+    """One operation as the UI shows it: ``each(Split: sentence -> word)``."""
+    op = type(node.op).__name__ if node.op is not None else ""
+    if node.kind == "aggregate":
+        op = ", ".join(type(s.agg).__name__ for s in node.op)
+        phase = node.options.get("phase")
+        op += "" if phase in (None, "all") else f" {phase}"
+    inputs = node.in_fields
+    if node.kind == "aggregate":
+        inputs = list(dict.fromkeys(f for s in node.op for f in s.in_fields))
+    fields = f"{', '.join(inputs)} -> {', '.join(node.fields)}"
+    label = f"{node.kind}({op + ': ' if op else ''}{fields})"
+    return f"{node.name}: {label}" if node.name else label
 
 
 def _stream(edge: planner.Edge) -> str:

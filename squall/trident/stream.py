@@ -384,11 +384,12 @@ class TridentTopology:
         right = stream2.partition_by(f2).node
         return Stream(self, Node("join", out, parents=[left, right], options={"keys": [f1, f2]}))
 
-    def build(self) -> Any:
-        """The topology that runs this (squall.trident.compiler)."""
+    def build(self, name: str = "TridentTopology") -> Any:
+        """The topology that runs this (squall.trident.compiler): what ``LocalCluster.submit``
+        and ``squall submit`` take.  ``name``: its definition's (its states' key)."""
         from squall.trident.compiler import compile_topology
 
-        return compile_topology(self)
+        return compile_topology(self, name)
 
 
 def _spout_fields(spout: Any) -> list[str]:

@@ -303,7 +303,7 @@ def _spout_entry(view: TopologyView, name: str, window: str, now: float) -> dict
             "tasks": len(c["tasks"]), "emitted": s["emitted"], "transferred": s["transferred"],
             "acked": s["acked"], "failed": s["failed"], "completeLatency": s["completeLatency"],
             "timedOut": s.get("timedOut", 0),  # Squall's own: of failed, not acked in time
-            **_last_error(view, name, now)}
+            **_trident_fields(c), **_last_error(view, name, now)}
 
 
 def _bolt_entry(view: TopologyView, name: str, window: str, now: float) -> dict[str, Any]:
@@ -312,7 +312,28 @@ def _bolt_entry(view: TopologyView, name: str, window: str, now: float) -> dict[
             "tasks": len(c["tasks"]), "emitted": s["emitted"], "transferred": s["transferred"],
             "acked": s["acked"], "failed": s["failed"], "executed": s["executed"],
             "executeLatency": s["executeLatency"], "processLatency": s["processLatency"],
-            "capacity": _ms(s["capacity"]), **_last_error(view, name, now)}
+            "capacity": _ms(s["capacity"]), **_trident_fields(c), **_last_error(view, name, now)}
+
+
+def _trident_fields(component: Mapping[str, Any]) -> dict[str, Any]:
+    """A Trident topology's component (Squall's own fields): its batch group (the spout's
+    transactional id) and the Trident operations it runs."""
+    trident = component.get("trident")
+    if not trident:
+        return {}
+    return {"batchGroup": trident.get("batchGroup"),
+            "tridentOperations": list(trident.get("operations") or []),
+            "tridentRole": trident.get("role") or ("committer" if trident.get("committer") else "operations")}
+
+
+def batch_groups(view: TopologyView) -> dict[str, list[str]]:
+    """A Trident topology's batch groups: transactional id -> its components, in order."""
+    out: dict[str, list[str]] = {}
+    for name, c in sorted(view.components.items()):
+        group = (c.get("trident") or {}).get("batchGroup")
+        if group:
+            out.setdefault(group, []).append(name)
+    return out
 
 
 def topology_stats(view: TopologyView, sys: bool = False) -> list[dict[str, Any]]:
@@ -341,7 +362,8 @@ def topology_page(view: TopologyView, window: str, now: float, sys: bool = False
             "topologyStats": topology_stats(view, sys), "workers": worker_summaries(view, now),
             "spouts": [_spout_entry(view, n, window, now) for n in _visible(view, "spout", sys)],
             "bolts": [_bolt_entry(view, n, window, now) for n in _visible(view, "bolt", sys)],
-            "configuration": view.conf, "debug": False, "schedulerDisplayResource": False}
+            "configuration": view.conf, "debug": False, "schedulerDisplayResource": False,
+            **({"batchGroups": groups} if (groups := batch_groups(view)) else {})}
 
 
 # -- one component ---------------------------------------------------------------
@@ -394,7 +416,7 @@ def component_page(view: TopologyView, name: str, window: str, now: float,
         "id": name, "encodedId": encode(name), "name": view.name, "executors": len(c["executors"]),
         "tasks": len(c["tasks"]), "topologyId": view.id, "encodedTopologyId": encode(view.id),
         "topologyStatus": storm_status(view.status), "window": window, "windowHint": window_hint(window),
-        "componentType": kind, "debug": False, "schedulerDisplayResource": False,
+        "componentType": kind, "debug": False, "schedulerDisplayResource": False, **_trident_fields(c),
         # Storm's "error" is the whole stack trace (lastError elsewhere stays the one line).
         "componentErrors": [{**_error_fields(view, e, now), "error": e.get("trace") or e.get("error", "")}
                             for e in errors],

@@ -247,3 +247,32 @@ def test_fields_are_checked_where_the_call_is_made() -> None:
         t.merge(s, words)
     with pytest.raises(TopologyValidationError, match="two streams with the transactional id 's'"):
         t.new_stream("s", FeederBatchSpout(["x"]))
+
+
+def test_the_rest_api_shows_batch_groups_and_each_bolts_operations(cluster: LocalCluster) -> None:
+    import httpx
+
+    from squall.local.ui import LocalUiServer
+
+    t = TridentTopology()
+    feeder = FeederBatchSpout(["sentence"])
+    (t.new_stream("tester", feeder).each(["sentence"], Split(), ["word"])
+     .group_by(["word"]).persistent_aggregate(DictFactory("counts"), Count(), ["count"]))
+    cluster.submit("wc", t.build("WordCountTrident"))
+    server = LocalUiServer(cluster, "127.0.0.1", 0).start()
+    try:
+        with httpx.Client(base_url=server.url, timeout=30, trust_env=False,
+                          headers={"Authorization": f"Bearer {server.gate.token}"}) as ui:
+            page = ui.get("/api/v1/topology/wc").json()
+            assert page["batchGroups"] == {"tester": ["b-0", "b-1", "tester", "tester/coordinator"]}
+            bolts = {b["boltId"]: b for b in page["bolts"]}
+            assert bolts["b-0"]["tridentOperations"] == [
+                "each(Split: sentence -> sentence, word)",
+                "aggregate(Count partial: sentence, word -> word, trident_partial0)"]
+            assert bolts["b-1"]["tridentRole"] == "committer"
+            assert bolts["b-1"]["tridentOperations"] == [
+                "partition_persist(MapAggUpdater: word, trident_partial0 -> word, count)"]
+            component = ui.get("/api/v1/topology/wc/component/b-0").json()
+            assert component["batchGroup"] == "tester" and component["tridentRole"] == "operations"
+    finally:
+        server.stop()

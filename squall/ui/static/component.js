@@ -21,6 +21,8 @@ async function refreshComponent() {
     ["Topology", squall.link(squall.topologyHref(page.topologyId, windowId), page.name)],
     ["Status", squall.status(page.topologyStatus)], ["Type", page.componentType],
     ["Executors", page.executors], ["Tasks", page.tasks],
+    ...(page.batchGroup ? [["Batch group", page.batchGroup],
+                           ["Trident operations", (page.tridentOperations || []).join("; ") || page.tridentRole]] : []),
   ].map(([label, value]) => squall.el("div", {}, label, squall.el("b", {"data-key": label}, value))));
   for (const node of document.querySelectorAll(".window-hint")) node.textContent = page.windowHint;
   const counts = [["Emitted", "emitted", num], ["Transferred", "transferred", num]];

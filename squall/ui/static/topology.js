@@ -86,15 +86,20 @@ function renderPage(page) {
     ["Failed", "failed", {num: true}], ["of which timed out", "timedOut", {num: true}],
     ["Last error", "lastError", {cls: "error"}]],
   page.spouts.map(s => ({...s, _key: s.spoutId})));
-  squall.table("bolts", [
+  const boltColumns = [
     ["Id", "boltId", {render: b => squall.link(href(b.boltId), b.boltId)}],
     ["Executors", "executors", {num: true}], ["Tasks", "tasks", {num: true}],
     ["Emitted", "emitted", {num: true}], ["Transferred", "transferred", {num: true}],
     ["Capacity", "capacity", {num: true}], ["Execute latency (ms)", "executeLatency", {num: true}],
     ["Executed", "executed", {num: true}], ["Process latency (ms)", "processLatency", {num: true}],
     ["Acked", "acked", {num: true}], ["Failed", "failed", {num: true}],
-    ["Last error", "lastError", {cls: "error"}]],
-  page.bolts.map(b => ({...b, _key: b.boltId})));
+    ["Last error", "lastError", {cls: "error"}]];
+  if (page.batchGroups) {
+    /* A Trident topology: which batch group (spout) each bolt serves, and the operations it fuses. */
+    boltColumns.splice(1, 0, ["Batch group", "batchGroup"],
+                       ["Trident operations", "tridentOperations", {render: b => (b.tridentOperations || []).join("; ")}]);
+  }
+  squall.table("bolts", boltColumns, page.bolts.map(b => ({...b, _key: b.boltId})));
   const blank = v => v === null || v === undefined;
   const mb = key => w => blank(w[key]) ? "" : (w[key] / 1048576).toFixed(1) + " MB";
   const pct = key => w => blank(w[key]) ? "" : Number(w[key]).toFixed(1) + " %";
