@@ -20,6 +20,7 @@ from types import FrameType
 import structlog
 
 from squall.affinity import pin_to
+from squall.runtime.log_levels import LogLevels
 from squall.runtime.logging import configure_logging
 from squall.worker.process import StartupError, WorkerProcess
 
@@ -52,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.dir is None:
         parser.error("--dir is required")
-    configure_logging(args.log_level, json=True)
+    levels = LogLevels()  # squall set_log_level's, from assignment.json
+    configure_logging(args.log_level, json=True, levels=levels)
     pin_to_core(env.get("SQUALL_WORKER_CPU"))
-    process = WorkerProcess(args.dir, node=args.node)
+    process = WorkerProcess(args.dir, node=args.node, levels=levels)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         process.post("signal", signum)
