@@ -349,7 +349,7 @@ class Supervisor:
             if run_as is not None and not worker_conf.get("squall.state.dir"):
                 worker_conf["squall.state.dir"] = str(run_as.state_dir)  # the one its sandbox may write
             desired.update(workers_of_node(self.node, self.host, topology_id, assignment, record,
-                                           worker_conf, str(code_dir)))
+                                           worker_conf, str(code_dir), self.state.log_levels(topology_id)))
         with self._lock:
             self._desired = desired
         self._synced.set()
