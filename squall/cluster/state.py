@@ -40,7 +40,7 @@ from kazoo.security import ACL, Id, Permissions
 from squall.clock import Clock
 from squall.cluster.election import LeaderElection
 from squall.cluster.session import Session
-from squall.cluster.watches import ChildrenWatch
+from squall.cluster.watches import ChildrenWatch, DataWatch
 
 # ZooKeeper's default jute.maxbuffer is 1 MiB per node; stay well under.
 CODE_CHUNK = 512 * 1024
@@ -241,6 +241,10 @@ class ClusterState:
 
     def put_log_levels(self, topology_id: str, levels: dict[str, Any]) -> None:
         self._put(self.path("logconfigs", topology_id), levels)
+
+    def watch_log_levels(self, topology_id: str, on_change: Callable[[], None]) -> DataWatch:
+        """``on_change()`` now and whenever the topology's log levels are written or removed."""
+        return DataWatch(self.zk, self.path("logconfigs", topology_id), lambda _data: on_change())
 
     # -- code ----------------------------------------------------------------
 

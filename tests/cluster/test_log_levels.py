@@ -13,6 +13,8 @@ from tests.cluster.conftest import TOPOLOGIES, squall_cli
 
 DEBUG, PROGRESS = '"chatty debug"', '"chatty progress"'
 TIMEOUT_SECS = 8  # long beside the second or two a change takes to reach the worker
+# Longer than any wait here: a change reaches the worker because the supervisor watches it.
+SYNC_SECS = 300
 
 
 def worker_log(cluster: DevCluster) -> str:
@@ -30,7 +32,7 @@ def quiet_after(cluster: DevCluster, said: str, count: int) -> None:
 
 def test_a_components_level_set_reset_and_expired_on_a_running_worker(make_cluster: Any) -> None:
     # Given a running topology whose bolt logs every tuple at debug, which its worker hides
-    cluster = make_cluster(supervisors=1, slots=1)
+    cluster = make_cluster(supervisors=1, slots=1, conf={"supervisor.assignments.sync.secs": SYNC_SECS})
     squall_cli(cluster, "submit", str(TOPOLOGIES / "chatty.py"), "--name", "chatty")
     poll_for(lambda: worker_log(cluster).count(PROGRESS) >= 3, timeout=90, message="the bolt's progress")
     assert DEBUG not in worker_log(cluster)
