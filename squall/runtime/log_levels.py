@@ -168,6 +168,7 @@ class LogLevels:
         self.wall = wall
         self._table = _Table(0, {})
         self._lock = threading.Lock()  # writers only: readers take whichever table is current
+        self.active = False  # any level set: read on every call below the process's own level
 
     @property
     def version(self) -> int:
@@ -199,6 +200,7 @@ class LogLevels:
         with self._lock:
             if levels != self._table.levels:
                 self._table = _Table(self._table.version + 1, levels)
+                self.active = bool(levels)
 
     def threshold(self, component: str | None, logger: str) -> int | None:
         """The level a line must reach: of ``component``'s own logger (None: not a component's

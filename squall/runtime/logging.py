@@ -75,10 +75,31 @@ def level_filter(engine: int, user: int, levels: LogLevels | None = None) -> Any
     return drop_below
 
 
+def bound_logger_class(floor: int, levels: LogLevels) -> type:
+    """structlog's bound logger letting every level through to the filter while ``levels``
+    has any set; while it has none, a call below ``floor`` (the process's own level) returns
+    at once as structlog's own filtering logger's does: a component's per-tuple debug line
+    costs nothing until someone asks for it."""
+    base: Any = structlog.make_filtering_bound_logger(logging.DEBUG)
+
+    def gated(method: Any) -> Any:
+        def call(self: Any, event: Any = None, *args: Any, **kw: Any) -> Any:
+            if not levels.active:
+                return None
+            return method(self, event, *args, **kw)
+
+        call.__name__ = method.__name__
+        return call
+
+    below = {name: gated(getattr(base, name)) for name, number in _METHOD_LEVELS.items()
+             if number < floor and hasattr(base, name)}
+    return type("BoundLoggerWithLevels", (base,), below)
+
+
 def configure_logging(level: str = "info", json: bool = False, stream: IO[str] | None = None,
                       levels: LogLevels | None = None) -> None:
-    """``levels``: changed while the process runs (a worker's): every line then reaches the
-    filter, which asks them (a debug line below the level costs a call, not nothing)."""
+    """``levels``: changed while the process runs (a worker's): while any is set every line
+    reaches the filter, which asks them."""
     numeric = logging.getLevelName(level.upper())
     if not isinstance(numeric, int):
         msg = f"unknown log level {level!r}"
@@ -88,9 +109,11 @@ def configure_logging(level: str = "info", json: bool = False, stream: IO[str] |
         colors=False)
     # Files name each line's logger (what set_log_level takes); the console stays terse.
     named: list[Any] = [add_logger_name] if json else []
-    # Below this a call is dropped before any processor: loggers bound now (a component's)
-    # keep it, so with levels that may change it must let everything through.
-    floor = logging.DEBUG if levels is not None else min(numeric, user)
+    # Below this a call is dropped before any processor. Loggers bound now (a component's)
+    # keep their class: with levels that may change, it lets them through when any is set.
+    floor = min(numeric, user)
+    wrapper = (structlog.make_filtering_bound_logger(floor) if levels is None
+               else bound_logger_class(floor, levels))
     structlog.configure(
         processors=[
             level_filter(numeric, user, levels),
@@ -105,7 +128,7 @@ def configure_logging(level: str = "info", json: bool = False, stream: IO[str] |
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             renderer,
         ],
-        wrapper_class=structlog.make_filtering_bound_logger(floor),
+        wrapper_class=wrapper,
         logger_factory=NamedPrintLoggerFactory(stream or sys.stderr),
         cache_logger_on_first_use=False,
     )

@@ -164,3 +164,16 @@ def test_root_raises_the_bar_for_every_line(
     structlog.get_logger("squall.worker").warning("hidden too")
     own.error("shown")
     assert [e["event"] for e in events(stream)] == ["shown"]
+
+
+def test_while_no_level_is_set_a_debug_call_reaches_no_processor(
+        levels_and_stream: tuple[LogLevels, FakeClock, io.StringIO]) -> None:
+    levels, _clock, _stream = levels_and_stream
+    asked: list[str] = []
+    structlog.get_config()["processors"].insert(0, lambda _l, method, event: asked.append(method) or event)
+    own = structlog.get_logger("squall.component.Split").bind(_user_code=True, component="split")
+    own.debug("costs nothing")  # a per-tuple debug line in user code, as cheap as before
+    assert asked == []
+    levels.apply(wire(count=("ERROR", None)))
+    own.debug("asked about")
+    assert asked == ["debug"]
