@@ -149,6 +149,8 @@ class TopologyControl:
         """Storm's POST /topology/:id/logconfig: ``changes`` made, each timeout counted from
         now; the supervisors carry them to the topology's running workers."""
         record = resolve(self.state, ident)
+        if record["status"] == "killing":  # its levels would outlive it in ZooKeeper
+            raise ApiError(409, f"topology {record['name']!r} is being killed")
         with self._log_levels_lock:
             try:
                 levels = merge(self.state.log_levels(record["id"]), changes, self.now())

@@ -74,3 +74,6 @@ def test_a_components_level_set_reset_and_expired_on_a_running_worker(make_clust
     typo = squall_cli(cluster, "set_log_level", "-l", "chaty=DEBUG:1", "chatty")
     assert ("warning: 'chaty' is not a component of topology 'chatty' (its components: chatty, ticks)"
             in typo.stderr)
+    squall_cli(cluster, "kill", "chatty", "-w", "60")  # levels set now would outlive it
+    killing = squall_cli(cluster, "set_log_level", "-l", "ROOT=DEBUG", "chatty", check=False)
+    assert killing.returncode == 1 and "is being killed" in killing.stderr
