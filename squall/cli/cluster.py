@@ -266,14 +266,20 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_command(sub: Any, name: str, func: Any, help_text: str,
+                aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
+    """A cluster command's parser, reading ``--config`` after the command too."""
+    p = sub.add_parser(name, help=help_text, aliases=list(aliases))
+    # SUPPRESS: a --config given before the subcommand (squall --config F submit) is kept.
+    p.add_argument("--config", default=argparse.SUPPRESS,
+                   help="squall.yaml to read (default: $SQUALL_CONF or ./squall.yaml)")
+    p.set_defaults(func=func)
+    return p
+
+
 def add_commands(sub: Any) -> None:
     def command(name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
-        p = sub.add_parser(name, help=help_text)
-        # SUPPRESS: a --config given before the subcommand (squall --config F submit) is kept.
-        p.add_argument("--config", default=argparse.SUPPRESS,
-                       help="squall.yaml to read (default: $SQUALL_CONF or ./squall.yaml)")
-        p.set_defaults(func=func)
-        return p
+        return add_command(sub, name, func, help_text)
 
     command("nimbus", cmd_nimbus, "run a nimbus daemon in the foreground")
     command("supervisor", cmd_supervisor, "run a supervisor daemon in the foreground")

@@ -11,6 +11,9 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
                            per supervisor heartbeat whatever the executor count
     errors/<id>/e-<seq>    the last errors of a topology's components
     secrets/<id>           the topology's secrets: {"curve": {"public", "secret"}}
+    logconfigs/<id>        its log levels set while it runs (Storm's path; the form is
+                           squall.runtime.log_levels'): apart from the topology record, as
+                           a change of them must not relaunch a worker
     nimbus/election/...    leader election (squall.cluster.election)
     nimbus/hosts/<id>      ephemeral: {"url"} of every running nimbus
 
@@ -37,7 +40,7 @@ from kazoo.security import ACL, Id, Permissions
 from squall.clock import Clock
 from squall.cluster.election import LeaderElection
 from squall.cluster.session import Session
-from squall.cluster.watches import ChildrenWatch
+from squall.cluster.watches import ChildrenWatch, DataWatch
 
 # ZooKeeper's default jute.maxbuffer is 1 MiB per node; stay well under.
 CODE_CHUNK = 512 * 1024
@@ -47,7 +50,7 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "nimbus/election", "nimbus/hosts")
+         "logconfigs", "nimbus/election", "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
 
@@ -183,7 +186,7 @@ class ClusterState:
         self._put(self.path("topologies", record["id"]), record)
 
     def remove_topology(self, topology_id: str) -> None:
-        for part in ("assignments", "code", "errors", "secrets", "topologies"):
+        for part in ("assignments", "code", "errors", "secrets", "logconfigs", "topologies"):
             self._delete(self.path(part, topology_id))
 
     # -- secrets -------------------------------------------------------------
@@ -229,6 +232,19 @@ class ClusterState:
                 except NoAuthError:  # made by a client that did not name the cluster: left, said
                     log.error("zookeeper node not reachable with the cluster's credentials", path=node)
             level = below
+
+    # -- log levels ----------------------------------------------------------
+
+    def log_levels(self, topology_id: str) -> dict[str, Any]:
+        """The levels set on the topology's workers (squall set_log_level): {} when none are."""
+        return self._get(self.path("logconfigs", topology_id)) or {}
+
+    def put_log_levels(self, topology_id: str, levels: dict[str, Any]) -> None:
+        self._put(self.path("logconfigs", topology_id), levels)
+
+    def watch_log_levels(self, topology_id: str, on_change: Callable[[], None]) -> DataWatch:
+        """``on_change()`` now and whenever the topology's log levels are written or removed."""
+        return DataWatch(self.zk, self.path("logconfigs", topology_id), lambda _data: on_change())
 
     # -- code ----------------------------------------------------------------
 

@@ -42,6 +42,8 @@ log = structlog.get_logger("squall.local.ui")
 
 HOST = "localhost"
 INGEST_EVERY_SECS = 1.0
+LOCAL_LOG_LEVELS = ("log levels are set on a cluster's running workers (squall set_log_level); "
+                    "local mode's are its --log-level")
 
 
 class LocalBackend:
@@ -77,6 +79,14 @@ class LocalBackend:
             msg = f"no topology with id or name {ident!r} is running"
             raise ApiError(404, msg)
         return ident
+
+    def log_config(self, ident: str) -> dict[str, Any]:
+        self.resolve(ident)
+        raise ApiError(404, LOCAL_LOG_LEVELS)
+
+    def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
+        self.resolve(ident)
+        raise ApiError(404, LOCAL_LOG_LEVELS)
 
     def _runner(self, name: str) -> LocalTopology:
         runner = self.cluster.topologies().get(name)

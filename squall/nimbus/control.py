@@ -1,6 +1,6 @@
 """What nimbus changes: a topology's status (activate, deactivate, kill), its
-size (rebalance), and the reconciliation that follows every change and runs
-each monitor round.
+size (rebalance), its workers' log levels (set_log_level), and the reconciliation
+that follows every change and runs each monitor round.
 
 The decisions of a reconciliation are :class:`squall.nimbus.reconcile.Reconciler`'s;
 here they are fed what ZooKeeper holds and carried out.
@@ -28,7 +28,8 @@ from squall.nimbus.reconcile import (
     WriteAssignment,
 )
 from squall.nimbus.views import record_named, resolve
-from squall.ui import storm_api
+from squall.runtime.log_levels import merge
+from squall.ui import logconfig, storm_api
 
 log = structlog.get_logger("squall.nimbus.control")
 
@@ -52,6 +53,7 @@ class TopologyControl:
         # the topology before a kill removed it wrote its assignment back after, and the
         # slots of a topology that no longer exists stayed taken for ever.
         self._reconcile_lock = threading.RLock()
+        self._log_levels_lock = threading.Lock()  # two changes at once: neither lost
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -135,6 +137,31 @@ class TopologyControl:
             msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
             raise ApiError(404, msg)
         return storm_api.op_response(record["id"], action)
+
+    # -- log levels ----------------------------------------------------------
+
+    def log_config(self, ident: str) -> dict[str, Any]:
+        """Storm's GET /topology/:id/logconfig: the levels set, those whose time has passed left out."""
+        record = resolve(self.state, ident)
+        return logconfig.logconfig_answer(merge(self.state.log_levels(record["id"]), {}, self.now()))
+
+    def set_log_config(self, ident: str, changes: logconfig.Changes) -> dict[str, Any]:
+        """Storm's POST /topology/:id/logconfig: ``changes`` made, each timeout counted from
+        now; the supervisors carry them to the topology's running workers."""
+        record = resolve(self.state, ident)
+        if record["status"] == "killing":  # its levels would outlive it in ZooKeeper
+            raise ApiError(409, f"topology {record['name']!r} is being killed")
+        with self._log_levels_lock:
+            try:
+                levels = merge(self.state.log_levels(record["id"]), changes, self.now())
+            except ValueError as e:
+                raise bad_request(str(e)) from e
+            self.state.put_log_levels(record["id"], levels)
+        log.info("log levels set", topology=record["name"],
+                 changes={name: level or "reset" for name, (level, _secs) in changes.items()})
+        answer = logconfig.logconfig_answer(levels)
+        warnings = logconfig.unmatched(changes, record["name"], logconfig.components_of(record))
+        return {**answer, "warnings": warnings} if warnings else answer
 
     # -- reconciliation ------------------------------------------------------
 

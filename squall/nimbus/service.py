@@ -7,7 +7,7 @@ done by one object per job:
   Storm's UI views, the statistics windows, the Prometheus snapshot);
 * :class:`squall.nimbus.submission.Submission`: taking a topology in;
 * :class:`squall.nimbus.control.TopologyControl`: activate, deactivate, kill,
-  rebalance, and the reconciliation (its decisions in
+  rebalance, log levels, and the reconciliation (its decisions in
   :mod:`squall.nimbus.reconcile`).
 """
 
@@ -104,6 +104,12 @@ class NimbusService:
 
     def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
         return self.control.storm_action(ident, action, wait, body)
+
+    def log_config(self, ident: str) -> dict[str, Any]:
+        return self.control.log_config(ident)
+
+    def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
+        return self.control.set_log_config(ident, changes)
 
     def reconcile_all(self) -> None:
         self.control.reconcile_all()

@@ -58,6 +58,12 @@ class NimbusBackend:
     def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
         return self.service.storm_action(ident, action, wait, body)
 
+    def log_config(self, ident: str) -> dict[str, Any]:
+        return self.service.log_config(ident)
+
+    def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
+        return self.service.set_log_config(ident, changes)
+
     def summary(self, head: str) -> Any:
         state, service, now = self.nimbus.state, self.service, self.service.now()
         supervisors = state.supervisors()

@@ -7,7 +7,8 @@ Storm's SimpleACLAuthorizer shape, on identities the keyring authenticated:
 * anyone else authenticated may read; may submit if ``nimbus.users`` is None
   (the default) or names them;
 * a topology's owner (who submitted it) and the users its conf lists in
-  ``topology.users`` may kill, rebalance, activate and deactivate it.
+  ``topology.users`` may kill, rebalance, activate and deactivate it, and set
+  its log levels (Storm's setLogConfig).
 
 Reading never shows a secret (squall.security.redact does that for everyone).
 """
@@ -20,7 +21,8 @@ from typing import Any
 
 READ = "read"
 SUBMIT = "submit"
-MANAGE = ("kill", "rebalance", "activate", "deactivate")
+SET_LOG_LEVEL = "set_log_level"
+MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL)
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,7 @@ import structlog
 
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
-from squall.cluster.watches import ChildrenWatch
+from squall.cluster.watches import ChildrenWatch, DataWatch
 from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, is_secure, make_client
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, SquallError
@@ -118,6 +118,8 @@ class Supervisor:
         self.session = Session(self.zk, "supervisor", on_lost=self._on_session_lost,
                                on_connected=self._on_connected)
         self._assignments_watch: ChildrenWatch | None = None
+        # Per topology run here: a change of its log levels syncs at once, not a round later.
+        self._log_level_watches: dict[str, DataWatch] = {}
         self.process_sync = ProcessSync(conf["supervisor.worker.timeout.secs"],
                                         conf["supervisor.worker.start.timeout.secs"])
         self._desired: dict[int, dict[str, Any]] = {}
@@ -188,6 +190,8 @@ class Supervisor:
         self._sync_now.set()
         if self._assignments_watch is not None:
             self._assignments_watch.stop()
+        for watch in self._log_level_watches.values():
+            watch.stop()
         for thread in self._threads:
             thread.join(10)
         if kill_workers:
@@ -364,7 +368,7 @@ class Supervisor:
             if run_as is not None and not worker_conf.get("squall.state.dir"):
                 worker_conf["squall.state.dir"] = str(run_as.state_dir)  # the one its sandbox may write
             desired.update(workers_of_node(self.node, self.host, topology_id, assignment, record,
-                                           worker_conf, str(code_dir)))
+                                           worker_conf, str(code_dir), self.state.log_levels(topology_id)))
         with self._lock:
             self._desired = desired
         self._synced.set()
@@ -383,6 +387,14 @@ class Supervisor:
         for gone in set(self._log_readers) - wanted:
             del self._log_readers[gone]
         self._remove_stale_code(wanted)
+        self._watch_log_levels(wanted)
+
+    def _watch_log_levels(self, topology_ids: set[str]) -> None:
+        for gone in set(self._log_level_watches) - topology_ids:
+            self._log_level_watches.pop(gone).stop()
+        for topology_id in topology_ids - set(self._log_level_watches):
+            watch = self.state.watch_log_levels(topology_id, self._sync_now.set)
+            self._log_level_watches[topology_id] = watch
 
     def _refuse(self, topology_id: str, record: dict[str, Any], reason: str) -> None:
         """Not launching this topology's workers: said once (log and topology errors) per reason."""

@@ -17,7 +17,7 @@ Storm's classification of a slot's worker:
   of its launch, or none within ``supervisor.worker.timeout.secs`` of its last
   one: killed and launched again;
 * **valid**: left alone, its assignment file brought up to date (a change of
-  ``active``, of the version, of where the other tasks run).
+  ``active``, of the version, of where the other tasks run, of the log levels).
 """
 
 from __future__ import annotations
@@ -102,11 +102,12 @@ class ProcessSync:
 
 def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],
                     record: Mapping[str, Any], worker_conf: dict[str, Any],
-                    code_dir: str) -> dict[int, dict[str, Any]]:
+                    code_dir: str, log_levels: Mapping[str, Any] | None = None) -> dict[int, dict[str, Any]]:
     """Port -> what its worker runs, for the workers of one topology's assignment that
     ``node`` (reached at ``host``) runs: the worker's own address, its executors, and
     where every task of the topology listens (Storm's worker reads the same from its
-    assignment).  Empty when the assignment puts nothing on ``node``."""
+    assignment), and the log levels set on the topology.  Empty when the assignment
+    puts nothing on ``node``."""
     mine = [w for w in assignment["workers"] if w["node"] == node]
     if not mine:
         return {}
@@ -121,4 +122,5 @@ def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[
         "code_dir": code_dir, "address": f"zmq+tcp://{host}:{w['port']}",
         "executors": w["executors"], "task_address": task_address,
         "active": assignment["active"], "version": assignment["version"],
+        "log_levels": dict(log_levels or {}),
     } for w in mine}

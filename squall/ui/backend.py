@@ -26,6 +26,12 @@ class Backend(Protocol):
 
     def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]: ...
 
+    def log_config(self, ident: str) -> dict[str, Any]:
+        """Storm's ``GET /topology/:id/logconfig`` answer (squall.ui.logconfig)."""
+
+    def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """``changes`` (squall.ui.logconfig.logconfig_request's) made; the answer as a GET's."""
+
     def summary(self, head: str) -> Any:
         """Storm's ``/api/v1/<head>/summary`` for head in cluster, supervisor, nimbus, topology."""
 

@@ -12,6 +12,9 @@ Squall approximates are in squall.ui.storm_api), Squall's own API, ``/metrics`` 
     GET  /api/v1/topology-workers/:id
     POST /api/v1/topology/:id/activate | deactivate | rebalance/:wait | kill/:wait
          rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
+    GET  /api/v1/topology/:id/logconfig           the log levels set on its workers
+    POST /api/v1/topology/:id/logconfig           set or reset them (squall.ui.logconfig):
+         {"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "timeout": 30}}}
 
 Squall's own (nimbus only; local mode answers 404):
 
@@ -45,7 +48,7 @@ from starlette.staticfiles import StaticFiles
 from squall.errors import ApiError
 from squall.metrics.book import window_id
 from squall.security import authz
-from squall.ui import STATIC, storm_api
+from squall.ui import STATIC, logconfig, storm_api
 from squall.ui.answers import JsonAnswer, call, json_body, raw_body, target
 
 STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
@@ -165,6 +168,25 @@ async def topology_action(request: Request) -> Response:
     return JsonAnswer(await call(request, act))
 
 
+async def topology_logconfig(request: Request) -> Response:
+    """Storm's ``/api/v1/topology/:id/logconfig``: anyone may read it; a POST sets or resets
+    levels, as the owner, topology.users or an admin may."""
+    backend, ident = request.app.state.backend, request.path_params["id"]
+    if request.method == "GET":
+        return JsonAnswer(await call(request, backend.log_config, ident))
+    try:
+        changes = logconfig.logconfig_request(await json_body(request))
+    except ValueError as e:
+        raise ApiError(400, str(e)) from e
+
+    def change() -> Any:
+        backend.require_leader()
+        _authorize(request, authz.SET_LOG_LEVEL, backend.resolve(ident))
+        return backend.set_log_config(ident, changes)
+
+    return JsonAnswer(await call(request, change))
+
+
 STORM: list[BaseRoute] = [
     *(_summary(head) for head in SUMMARIES),
     Route("/api/v1/cluster/configuration", configuration, methods=["GET"]),
@@ -172,6 +194,7 @@ STORM: list[BaseRoute] = [
     Route("/api/v1/topology/{id:seg}/metrics", _page("metrics"), methods=["GET"]),
     Route("/api/v1/topology/{id:seg}/visualization", _page("visualization"), methods=["GET"]),
     Route("/api/v1/topology/{id:seg}/component/{component:seg}", _page("component"), methods=["GET"]),
+    Route("/api/v1/topology/{id:seg}/logconfig", topology_logconfig, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}/{wait:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology-workers/{id:seg}", topology_workers, methods=["GET"]),

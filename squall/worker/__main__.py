@@ -20,6 +20,7 @@ from types import FrameType
 import structlog
 
 from squall.affinity import pin_to
+from squall.runtime.log_levels import LogLevels
 from squall.runtime.logging import configure_logging
 from squall.worker.process import StartupError, WorkerProcess
 
@@ -54,9 +55,10 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--dir is required")
     # Lines to read, as Storm's worker.log: a trace as the lines Python prints (JSON lines,
     # one event each with its trace escaped, for a log shipper: supervisor.worker.log.json).
-    configure_logging(args.log_level, json=env.get("SQUALL_LOG_JSON") == "1")
+    levels = LogLevels()  # squall set_log_level's, from assignment.json
+    configure_logging(args.log_level, json=env.get("SQUALL_LOG_JSON") == "1", levels=levels)
     pin_to_core(env.get("SQUALL_WORKER_CPU"))
-    process = WorkerProcess(args.dir, node=args.node)
+    process = WorkerProcess(args.dir, node=args.node, levels=levels)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         process.post("signal", signum)

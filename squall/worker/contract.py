@@ -17,12 +17,15 @@ rewritten while the worker runs)::
      "executors": [[1, 1], [4, 5]],             # this worker's [first task, last task]
      "task_address": {"1": "zmq+tcp://host:6700", ...},   # every task of the topology
      "active": true,
-     "version": 7}
+     "version": 7,
+     "log_levels": {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1718000030.0}}}
+                                   # set_log_level's (squall.runtime.log_levels); may be absent
 
 The worker re-reads it when it changes (checked every
 ``worker.assignment.poll.secs``, 0.5 s): a new ``active`` activates or
 deactivates the spouts; new addresses of other workers' tasks re-route the
-tuples sent to them; any other change (topology_id, topology, conf, code_dir,
+tuples sent to them; new ``log_levels`` apply at once (and each expires by the
+worker's clock); any other change (topology_id, topology, conf, code_dir,
 address, or this worker's executors) makes the worker exit with
 :data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
 unreadable rewrite is ignored until the next one.
@@ -191,6 +194,7 @@ class Assignment:
     task_address: dict[int, str]
     active: bool
     version: int
+    log_levels: dict[str, Any] = field(default_factory=dict)  # not in identity(): applied live
 
     @classmethod
     def from_dict(cls, data: Any) -> Assignment:
@@ -213,6 +217,10 @@ class Assignment:
         except ValueError as e:
             msg = f"{ASSIGNMENT}: 'task_address' keys must be task ids: {e}"
             raise AssignmentError(msg) from e
+        log_levels = data.get("log_levels") or {}
+        if not isinstance(log_levels, dict):
+            msg = f"{ASSIGNMENT}: 'log_levels' has the wrong type ({type(log_levels).__name__})"
+            raise AssignmentError(msg)
         return cls(
             topology_id=need("topology_id", str),
             topology=need("topology", dict),
@@ -223,6 +231,7 @@ class Assignment:
             task_address=task_address,
             active=need("active", bool),
             version=need("version", int),
+            log_levels=log_levels,
         )
 
     def identity(self) -> tuple[Any, ...]:

@@ -26,6 +26,7 @@ from squall.cluster.fenced_state import BACKEND_RESOURCE
 from squall.errors import SquallError, TransportError
 from squall.lazy import Lazy
 from squall.metrics.system import ProcessSampler
+from squall.runtime.log_levels import LogLevels
 from squall.runtime.status import Status
 from squall.topology.topology import definition_from_dict
 from squall.worker.contract import (
@@ -63,6 +64,19 @@ PERCENTILE_SAMPLES = 10_000
 # An orderly stop lets senders deliver what they queued for this long at most
 # (and never past worker.shutdown.timeout.secs).
 ORDERLY_LINGER_SECS = 1.0
+
+
+def _describe_level(entry: Any) -> str:
+    """``DEBUG until 2026-01-02T12:00:30Z`` or ``INFO until reset``, from the wire form."""
+    if not isinstance(entry, dict):
+        return repr(entry)
+    expires = entry.get("expires_at")
+    if isinstance(expires, (int, float)) and not isinstance(expires, bool):
+        try:
+            return f"{entry.get('level')} until {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(expires))}"
+        except (OverflowError, OSError, ValueError):
+            return f"{entry.get('level')} until {expires}"
+    return f"{entry.get('level')} until reset"
 
 
 class StartupError(SquallError):
@@ -110,10 +124,13 @@ class WorkerProcess:
     death callback only enqueue an event; the loop acts on it.
     """
 
-    def __init__(self, directory: Path, *, node: str, clock: Clock | None = None) -> None:
+    def __init__(self, directory: Path, *, node: str, clock: Clock | None = None,
+                 levels: LogLevels | None = None) -> None:
         self.dir = directory
         self.node = node
         self.clock = clock or Clock()
+        # set_log_level's levels, asked by this process's log filter (configure_logging).
+        self.levels = levels if levels is not None else LogLevels()
         self.status = Status.INIT
         self.assignment: Assignment | None = None
         self.plan: TopologyPlan | None = None
@@ -157,6 +174,7 @@ class WorkerProcess:
         self.assignment = assignment
         structlog.contextvars.bind_contextvars(node=self.node, topology=assignment.topology_id,
                                                worker=assignment.address, pid=os.getpid())
+        self._set_levels(assignment.log_levels)
         if assignment.code_dir and assignment.code_dir not in sys.path:
             sys.path.insert(0, assignment.code_dir)
         try:
@@ -228,6 +246,7 @@ class WorkerProcess:
             now = time.monotonic()
             if now >= next_poll:
                 next_poll = now + poll_every
+                self._expire_levels()
                 code = self._follow_assignment()
                 if code is not None:
                     self.stop("reassigned", orderly=True)
@@ -318,8 +337,27 @@ class WorkerProcess:
         if _remote(new, worker) != _remote(old, worker):
             log.info("peer workers moved, re-routing", version=new.version)
             worker.update_task_address(new.task_address)
+        if new.log_levels != old.log_levels:
+            self._set_levels(new.log_levels)
         self.assignment = new
         return None
+
+    # -- log levels (set_log_level) ------------------------------------------
+
+    def _set_levels(self, named: dict[str, Any]) -> None:
+        before = self.levels.in_force()
+        if not named and not before:
+            return
+        # Said before they apply: a level raised to ERROR would hide its own announcement.
+        log.info("log levels set", levels={name: _describe_level(entry) for name, entry in named.items()},
+                 **({"were": {n: e.level for n, e in before.items()}} if before else {}))
+        for name, error in self.levels.apply(named).items():
+            log.warning("log level ignored", name=name, error=error)
+
+    def _expire_levels(self) -> None:
+        for name, entry in self.levels.expire().items():
+            log.info("log level expired: back to the worker's own", name=name, level=entry.level,
+                     timeout_secs=entry.timeout_secs)
 
     # -- files out -----------------------------------------------------------
 

@@ -25,6 +25,7 @@ from squall.security.keyring import Keyring
 TOPOLOGY = {"id": "t-1", "name": "t", "status": "active", "definition": {}, "conf": {}}
 ASSIGNMENT = {"version": 1, "workers": [], "hosts": {}, "time": 0}
 SECRETS = {"curve": {"public": "cHVibGlj", "secret": "c2VjcmV0"}}
+LOG_LEVELS = {"ROOT": {"level": "DEBUG", "timeout_secs": 0, "expires_at": None}}
 
 
 @pytest.fixture
@@ -67,6 +68,7 @@ def populate(state: ClusterState) -> None:
     state.put_code("t-1", b"PK" * 1000)
     state.put_assignment("t-1", ASSIGNMENT)
     state.put_topology_secrets("t-1", SECRETS)
+    state.put_log_levels("t-1", LOG_LEVELS)
 
 
 def walk(zk: KazooClient, path: str) -> Iterator[str]:
@@ -112,11 +114,13 @@ def test_only_the_clusters_credentials_read_or_write_squalls_nodes(
     assert state.code("t-1") == b"PK" * 1000
     assert state.assignment("t-1") == ASSIGNMENT
     assert state.topology_secrets("t-1") == SECRETS
+    assert state.log_levels("t-1") == LOG_LEVELS
     state.put_assignment("t-1", {**ASSIGNMENT, "version": 2})
     assert state.assignment("t-1")["version"] == 2
-    # And removing the topology removes its secrets
+    # And removing the topology removes its secrets and log levels
     state.remove_topology("t-1")
     assert state.topology_secrets("t-1") is None
+    assert state.log_levels("t-1") == {}
     assert state.topology("t-1") is None
 
 

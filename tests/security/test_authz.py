@@ -16,7 +16,9 @@ TOPOLOGY = {"name": "t", "owner": "alice", "conf": {"topology.users": ["carol"]}
     ("root", "kill", True), ("root", authz.SUBMIT, True),
     ("alice", "kill", True), ("alice", "rebalance", True),   # the owner
     ("carol", "deactivate", True),                            # topology.users
+    ("alice", authz.SET_LOG_LEVEL, True), ("carol", authz.SET_LOG_LEVEL, True),
     ("bob", "kill", False), ("bob", "activate", False),       # anyone else
+    ("bob", authz.SET_LOG_LEVEL, False), ("auditor", authz.SET_LOG_LEVEL, False),
     ("bob", authz.SUBMIT, True), ("bob", authz.READ, True),
     ("auditor", authz.READ, True), ("auditor", authz.SUBMIT, False), ("auditor", "kill", False),
 ])

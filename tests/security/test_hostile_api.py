@@ -202,10 +202,21 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
             assert refused.returncode == 1 and reason in refused.stderr, refused.stderr
         refused = cli(cluster, "bob", "kill", "alices")
         assert refused.returncode == 1 and "may not kill" in refused.stderr, refused.stderr
+        # Nor its log levels (Storm's setLogConfig), by the CLI or the REST API; reading them is anyone's.
+        refused = cli(cluster, "bob", "set_log_level", "-l", "ROOT=DEBUG:5", "alices")
+        assert refused.returncode == 1 and "may not set_log_level" in refused.stderr, refused.stderr
+        status, answer = call(cluster, "POST", "/api/v1/topology/alices/logconfig",
+                              b'{"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "timeout": 5}}}',
+                              token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+        assert status == 403 and "may not set_log_level" in answer["error"], answer
+        status, answer = call(cluster, "GET", "/api/v1/topology/alices/logconfig",
+                              token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+        assert (status, answer) == (200, {"namedLoggerLevels": {}})
         # A read-only user may not submit either.
         assert "read-only" in cli(cluster, "auditor", "submit", str(WORDCOUNT), "--name", "aud").stderr
         # topology.users and the admin may; the topology is still there and active.
         assert cli(cluster, "carol", "deactivate", "alices").returncode == 0
+        assert cli(cluster, "carol", "set_log_level", "-l", "ROOT=DEBUG:5", "alices").returncode == 0
         assert cli(cluster, "admin", "activate", "alices").returncode == 0
         info = cluster.api("GET", "topologies/alices")
         assert info["status"] == "active"
@@ -224,6 +235,8 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
         audit
     )
     assert any("user=carol" in line and "outcome=ok" in line and "deactivate" in line for line in audit)
+    assert any("user=bob" in line and "outcome=refused" in line and "/logconfig" in line for line in audit)
+    assert any("user=carol" in line and "outcome=ok" in line and "/logconfig" in line for line in audit)
     assert any("user=alice" in line and "outcome=ok" in line and "/kill" in line for line in audit)
     workers = "".join(p.read_text(errors="replace") for p in cluster.root.rglob("worker.log"))
     assert "hunter2" not in logs + workers and "pw@h" not in logs + workers

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -94,6 +95,12 @@ class FakeState:
 
     def add_error(self, topology_id: str, error: dict[str, Any]) -> None:
         self.errors.append((topology_id, error))
+
+    def log_levels(self, topology_id: str) -> dict[str, Any]:
+        return {}
+
+    def watch_log_levels(self, topology_id: str, on_change: Any) -> Any:
+        return SimpleNamespace(stop=lambda: None)
 
 
 REAL_POPEN = subprocess.Popen

@@ -135,6 +135,9 @@ def check_the_api_and_pages(ui: httpx.Client) -> None:
     assert status(ui) == "INACTIVE"
     missing = ui.get("/api/v1/topology/Nothing?window=600")
     assert missing.status_code == 404, missing.text
+    # Log levels are set on a cluster's workers: local mode says where its own are set.
+    levels = ui.get("/api/v1/topology/WordCount/logconfig")
+    assert levels.status_code == 404 and "--log-level" in levels.json()["error"], levels.text
 
 
 # -- who may use it (issue 29, finding 5) ------------------------------------------------

@@ -93,6 +93,7 @@ class Sink(Bolt):
     def process(self, tup):
         if self.delay:
             time.sleep(self.delay)
+        self.logger.debug("sink saw", n=tup.values[0])  # shown only when set_log_level says so
         self.seen.write(f"{tup.values[0]}\\n")
         self.seen.flush()
 
@@ -162,7 +163,8 @@ class Workers:
         with open(directory / "worker.log", "ab") as log:
             proc = subprocess.Popen([sys.executable, "-m", "squall.worker", "--dir", str(directory)],
                                     stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                    env={**os.environ, "SQUALL_NODE": "test-node"})
+                                    # JSON lines (supervisor.worker.log.json), which these tests read
+                                    env={**os.environ, "SQUALL_NODE": "test-node", "SQUALL_LOG_JSON": "1"})
         self.procs.append(proc)
         return proc
 
@@ -403,3 +405,28 @@ def test_a_missing_or_invalid_assignment_exits_with_its_own_code(workers: Worker
     proc = workers.launch(d)
     assert exit_code(proc, 10) == EXIT_BAD_ASSIGNMENT, log_of(d)
     assert json.loads((d / "errors.jsonl").read_text().splitlines()[0])["component"] == "__worker"
+
+
+def test_log_levels_in_the_assignment_apply_without_a_restart_and_expire(workers: Workers) -> None:
+    # Given a running worker whose sink logs every tuple at debug, hidden by default
+    d = one_worker(workers, {"test.count": -1, "topology.max.spout.pending": 5, "test.sink.delay": 0.01})
+    proc = workers.launch(d)
+    poll_for(lambda: len(workers.lines("seen")) > 20, timeout=10, message="tuples to flow")
+    assert '"sink saw"' not in log_of(d)
+    assignment = json.loads((d / "assignment.json").read_text())
+
+    # When the supervisor rewrites its assignment with the sink at DEBUG for a moment
+    levels = {"sink": {"level": "DEBUG", "timeout_secs": 2, "expires_at": time.time() + 2}}
+    write_json_atomic(d / "assignment.json", {**assignment, "log_levels": levels, "version": 2})
+
+    # Then the same process shows the sink's debug lines, naming its component and logger...
+    line = poll_for(lambda: next((json.loads(text) for text in log_of(d).splitlines()
+                                  if '"sink saw"' in text), None), timeout=5, message="a debug line")
+    assert line["component"] == "sink" and line["logger"] == "squall.component.Sink"
+    # ...until its time has come, when the worker says so and shows no more
+    poll_for(lambda: "log level expired" in log_of(d), timeout=10, message="the level to expire")
+    settled = len(log_of(d))  # a line under way as the level went may land just after the notice
+    seen = len(workers.lines("seen"))
+    poll_for(lambda: len(workers.lines("seen")) > seen + 20, timeout=10, message="more tuples")
+    assert '"sink saw"' not in log_of(d)[settled:]
+    assert proc.poll() is None

@@ -1,0 +1,79 @@
+"""`squall set_log_level` on a real dev cluster: a component's debug lines appear in its
+worker's log and go again -- on reset, or when their time has come -- with the worker
+never relaunched; Storm's REST logconfig shows what is set (issue 30)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from squall.cli.devcluster import DevCluster
+from squall.testing import poll_for
+from tests.cluster.conftest import TOPOLOGIES, squall_cli
+
+DEBUG, PROGRESS = "chatty debug", "chatty progress"  # events, as a worker's log shows them
+TIMEOUT_SECS = 8  # long beside the second or two a change takes to reach the worker
+# Longer than any wait here: a change reaches the worker because the supervisor watches it.
+SYNC_SECS = 300
+
+
+def worker_log(cluster: DevCluster) -> str:
+    return "".join(p.read_text(errors="replace") for p in sorted(cluster.root.glob("**/worker.log")))
+
+
+def quiet_after(cluster: DevCluster, said: str, count: int) -> None:
+    """Once the worker has said ``said`` ``count`` times: several tuples later, no debug line."""
+    poll_for(lambda: worker_log(cluster).count(said) >= count, timeout=60,
+             message=f"the worker to say {said}")
+    mark = len(worker_log(cluster))  # a line under way as the level went may land just after
+    poll_for(lambda: worker_log(cluster)[mark:].count(PROGRESS) >= 3, timeout=60, message="30 more tuples")
+    assert DEBUG not in worker_log(cluster)[mark:]
+
+
+def test_a_components_level_set_reset_and_expired_on_a_running_worker(make_cluster: Any) -> None:
+    # Given a running topology whose bolt logs every tuple at debug, which its worker hides
+    cluster = make_cluster(supervisors=1, slots=1, conf={"supervisor.assignments.sync.secs": SYNC_SECS})
+    squall_cli(cluster, "submit", str(TOPOLOGIES / "chatty.py"), "--name", "chatty")
+    poll_for(lambda: worker_log(cluster).count(PROGRESS) >= 3, timeout=90, message="the bolt's progress")
+    assert DEBUG not in worker_log(cluster)
+    pids = cluster.worker_pids()
+
+    # When its level is set until reset: the bolt's debug lines appear, the same worker's
+    out = squall_cli(cluster, "set_log_level", "-l", "chatty=DEBUG", "chatty").stdout
+    assert "chatty: DEBUG until reset" in out
+    poll_for(lambda: DEBUG in worker_log(cluster), timeout=60, message="a debug line")
+    assert cluster.api("GET", "topology/chatty/logconfig") == {"namedLoggerLevels": {"chatty": {
+        "target_level": "DEBUG", "reset_level": None, "timeout": 0, "timeout_epoch": 0}}}
+    # ...and reset, they stop
+    out = squall_cli(cluster, "set-log-level", "-r", "chatty", "chatty").stdout
+    assert "chatty: back to the workers' own level" in out and "no log levels set" in out
+    quiet_after(cluster, "log levels set", 2)
+
+    # When it is set for a while: they appear again, and stop once its time has come
+    asked = time.time()
+    out = squall_cli(cluster, "set_log_level", "-l", f"chatty=DEBUG:{TIMEOUT_SECS}", "chatty").stdout
+    assert "chatty: DEBUG until" in out and f"({TIMEOUT_SECS} s)" in out
+    shown = worker_log(cluster).count(DEBUG)
+    poll_for(lambda: worker_log(cluster).count(DEBUG) > shown, timeout=60, message="debug lines again")
+    level = cluster.api("GET", "topology/chatty/logconfig")["namedLoggerLevels"]["chatty"]
+    assert level["timeout"] == TIMEOUT_SECS
+    assert asked + TIMEOUT_SECS <= level["timeout_epoch"] / 1000 <= time.time() + TIMEOUT_SECS
+    quiet_after(cluster, "log level expired", 1)
+    assert cluster.api("GET", "topology/chatty/logconfig") == {"namedLoggerLevels": {}}
+    assert "no log levels set on topology chatty" in squall_cli(cluster, "set_log_level", "chatty").stdout
+
+    # Then it was the same worker throughout
+    assert cluster.worker_pids() == pids
+
+    # And what cannot be is refused, saying why; a name that matches no component is warned about
+    refused = cluster.request("POST", "/api/v1/topology/chatty/logconfig",
+                              b'{"namedLoggerLevels": {"ROOT": {"target_level": "LOUD"}}}')
+    assert refused.status_code == 400 and "unknown log level 'LOUD'" in refused.json()["error"]
+    missing = squall_cli(cluster, "set_log_level", "-l", "ROOT=DEBUG", "nothere", check=False)
+    assert missing.returncode == 1 and "nothere" in missing.stderr
+    typo = squall_cli(cluster, "set_log_level", "-l", "chaty=DEBUG:1", "chatty")
+    assert ("warning: 'chaty' is not a component of topology 'chatty' (its components: chatty, ticks)"
+            in typo.stderr)
+    squall_cli(cluster, "kill", "chatty", "-w", "60")  # levels set now would outlive it
+    killing = squall_cli(cluster, "set_log_level", "-l", "ROOT=DEBUG", "chatty", check=False)
+    assert killing.returncode == 1 and "is being killed" in killing.stderr
