@@ -29,10 +29,10 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from squall.cli.args import load_topology  # noqa: E402
-from squall.cli.cluster import portable  # noqa: E402
 from squall.cli.devcluster import DevCluster  # noqa: E402
+from squall.cli.packing import plan, portable  # noqa: E402
 from squall.config import DEFAULTS  # noqa: E402
-from squall.runtime.package import package_dir  # noqa: E402
+from squall.runtime.package import pack  # noqa: E402
 from squall.testing import poll_for  # noqa: E402
 
 WORDCOUNT = REPO / "examples" / "wordcount.py"
@@ -41,7 +41,9 @@ WORDCOUNT = REPO / "examples" / "wordcount.py"
 def submit_body(name: str) -> bytes:
     """What ``squall submit examples/wordcount.py --name NAME`` sends."""
     topology = load_topology(str(WORDCOUNT))
-    code = package_dir(WORDCOUNT.parent, DEFAULTS["nimbus.code.max.bytes"])
+    topology_conf = topology.config
+    code = pack(plan(str(WORDCOUNT), topology.definition(), topology_conf).entries,
+                DEFAULTS["nimbus.code.max.bytes"])
     return json.dumps({"name": name, "conf": {},
                        "topology": portable(topology.definition().to_dict(), WORDCOUNT.parent),
                        "code": base64.b64encode(code).decode()}).encode()

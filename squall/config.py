@@ -172,8 +172,8 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # The largest message a multilang child may send; past it the child is
     # faulted and restarted.
     "topology.multilang.max.message.bytes": (64 * 1024 * 1024, (int,), 1),
-    # What `squall submit` packs from the topology's directory: glob patterns relative
-    # to it (None: everything but dotfiles, VCS dirs, virtualenvs and key files).
+    # Files `squall submit` packs besides what the topology imports and its shell
+    # components run: glob patterns relative to the project root (`--include` adds more).
     "topology.package.include": (None, (list, type(None)), None),
     # -- cluster daemons (squall.yaml) --------------------------------------
     "storm.zookeeper.servers": (["127.0.0.1"], (list,), None),

@@ -14,10 +14,7 @@ from urllib.parse import quote
 from squall.cli import tables
 from squall.cli.client import NimbusClient
 from squall.errors import ConfigError, SquallError
-from squall.runtime.package import manifest, package_dir
 from squall.runtime.settings import config_path, forget_dev_cluster, load_conf, point_at_dev_cluster
-
-MANIFEST_LINES = 40  # of the code package, printed at submit
 
 
 def _conf(args: argparse.Namespace, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -125,6 +122,8 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     from squall.cli.args import load_topology, parse_conf
+    from squall.cli.packing import describe, plan, portable
+    from squall.runtime.package import pack
     from squall.topology.verify import verify_loadable
 
     conf = _client_conf(args)
@@ -132,42 +131,26 @@ def cmd_submit(args: argparse.Namespace) -> int:
     # Every class loads here, with the whole error, before anything is sent: nimbus imports
     # the package only in a sandbox, where there is one, and tells less of what went wrong.
     verify_loadable(topology.definition())
-    root = Path(args.file).resolve().parent
     overrides = parse_conf(args.conf)
-    include = ({**topology.config, **overrides}.get("topology.package.include")
-               or conf["topology.package.include"])
-    files = manifest(root, include)
-    code = package_dir(root, conf["nimbus.code.max.bytes"], include,
-                       max_uncompressed_bytes=conf["nimbus.code.max.uncompressed.bytes"],
-                       max_entries=conf["nimbus.code.max.entries"])
-    how = "topology.package.include" if include else "dotfiles, VCS dirs, virtualenvs, keys left out"
-    print(f"code package of {root}: {len(files)} files, {sum(size for _, size in files)} bytes ({how})")
-    for path, size in files[:MANIFEST_LINES]:
-        print(f"  {size:>10}  {path}")
-    if len(files) > MANIFEST_LINES:
-        print(f"  ... and {len(files) - MANIFEST_LINES} more")
+    topology_conf = {**topology.config, **overrides}
+    configured = topology_conf.get("topology.package.include") or conf["topology.package.include"] or []
+    package = plan(args.file, topology.definition(), topology_conf, args.root, [*configured, *args.include])
+    code = pack(package.entries, conf["nimbus.code.max.bytes"],
+                max_uncompressed_bytes=conf["nimbus.code.max.uncompressed.bytes"],
+                max_entries=conf["nimbus.code.max.entries"], what=f"the code package of {args.file}")
+    print(describe(package))
+    for note in package.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if args.dry_run:
+        print(f"not submitted (--dry-run): {len(code):,} bytes zipped")
+        return 0
     name = args.name or topology.__name__
-    result = _client(conf).submit(name, portable(topology.definition().to_dict(), root),
+    result = _client(conf).submit(name, portable(topology.definition().to_dict(), package.root),
                                   overrides, base64.b64encode(code).decode())
     print(f"submitted topology {result['name']} (id {result['id']})")
     for warning in result.get("warnings") or []:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
-
-
-def portable(definition: dict[str, Any], root: Path) -> dict[str, Any]:
-    """Paths of this machine in component options (where a shell component's
-    spec was written) made relative to the code package: on the cluster the
-    package is unpacked elsewhere, and workers run in its directory."""
-    for component in definition["components"]:
-        options = component.get("options") or {}
-        where = options.get("defined_in")
-        if isinstance(where, str) and Path(where).is_absolute():
-            try:
-                options["defined_in"] = Path(where).relative_to(root).as_posix() or "."
-            except ValueError:
-                pass  # outside the package: left as it is
-    return definition
 
 
 def cmd_kill(args: argparse.Namespace) -> int:
@@ -297,6 +280,13 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--name")
     p.add_argument("--topology", help="which Topology subclass, if the file has several")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--root", default=None, metavar="DIR",
+                   help="the project's root: imported modules under it are packed, include patterns "
+                        "and resources are relative to it (default: the topology file's directory)")
+    p.add_argument("--include", action="append", default=[], metavar="PATH_OR_GLOB",
+                   help="also pack these files (data, configs), relative to the root; '**/*.csv', "
+                        "'data' (a directory); repeatable, added to topology.package.include")
+    p.add_argument("--dry-run", action="store_true", help="print what would be packed, send nothing")
     from squall.cli.flux import add_filter_flags
 
     add_filter_flags(p)

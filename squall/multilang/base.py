@@ -54,6 +54,13 @@ class ShellComponent:
     clock: Any
     report_error: Callable[[BaseException], None]
 
+    @classmethod
+    def launch_options(cls, options: dict[str, Any]) -> dict[str, Any]:
+        """The class's own ``command``, ``script``... under the options given to ``spec``."""
+        merged = {k: getattr(cls, k) for k in SHELL_OPTIONS if getattr(cls, k) is not None}
+        merged.update(options)
+        return merged
+
     # -- start and stop ------------------------------------------------------
 
     def _shell_start(self) -> None:
@@ -63,8 +70,7 @@ class ShellComponent:
         self._scheduled = False
         self._wake = Wakeup()
         self._closed = threading.Event()
-        options = {k: getattr(self, k) for k in SHELL_OPTIONS if getattr(self, k) is not None}
-        options.update(self.options)
+        options = self.launch_options(self.options)
         component = self.context.component_id
         self.settings = settings_mod.resolve(options, self.conf, component)
         self.codec = self.settings.codec

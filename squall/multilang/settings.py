@@ -86,7 +86,8 @@ def _number(conf: Mapping[str, Any], key: str, default: float, minimum: float) -
     return float(value)
 
 
-def _argv(options: Mapping[str, Any], component: str) -> list[str]:
+def command_line(options: Mapping[str, Any], component: str) -> list[str]:
+    """The child's argv: ``command`` (a string or a list), then ``script``, then ``args``."""
     command = options.get("command")
     if command is None:
         msg = f"shell component {component!r} needs command= (e.g. command='node', script='split.js')"
@@ -148,7 +149,7 @@ def resolve(options: Mapping[str, Any], conf: Mapping[str, Any], component: str)
         raise ConfigError(msg)
     metrics = options.get("metrics")
     return ShellSettings(
-        argv=_argv(options, component),
+        argv=command_line(options, component),
         cwd=working_dir(options, conf),
         env=child_env(options.get("env"), codec.name),
         codec=codec,

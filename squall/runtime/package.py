@@ -1,143 +1,61 @@
-"""Topology code packages: the directory of a topology file, zipped.
+"""Topology code packages: the files of a manifest (squall.runtime.manifest), zipped,
+and unzipped on the other side.
 
-Storm ships a jar; Squall ships the topology file's directory (sources and
-a ``resources/`` folder, if any) so workers on other machines can import the
-components by "module:Class".
+Storm ships a jar; Squall ships the topology file, the project's modules it
+imports, its shell components' resources and what its include list names,
+so workers on other machines can import the components by "module:Class".
 
-What is left out, whatever the topology says: dotfiles and dot-directories
-(``.env``, ``.aws/``, ``.ssh/``, ``.git/``...), other VCS directories,
-virtualenvs (any directory holding a ``pyvenv.cfg``), ``__pycache__``,
-``node_modules``, ``squall-local``, private-key-looking files (``id_rsa*``,
-``*.pem``, ``*.key``...), the Squall keyring, and symlinks leading out of the
-directory.  An ``include`` list (``topology.package.include``) narrows the
-package to the files its glob patterns match (``*.py``: at the top;
-``**/*.py``: anywhere; ``resources``: a whole directory); a pattern naming
-one file exactly, with no wildcard, ships that file even if it would be
-left out (that is how a certificate a topology needs gets in).
-
-:func:`manifest` lists what :func:`package_dir` would pack, for the CLI to
-show at submit.  Both sides cap a package's size once unzipped and its
-number of files (``nimbus.code.max.uncompressed.bytes``,
-``nimbus.code.max.entries``); :func:`extract` checks the sizes a zip declares
-and counts the bytes it really writes, so a lying header gets no further.
+Both sides cap a package's size once unzipped and its number of files
+(``nimbus.code.max.uncompressed.bytes``, ``nimbus.code.max.entries``);
+:func:`extract` checks the sizes a zip declares and counts the bytes it
+really writes, so a lying header gets no further.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import io
 import os
 import stat
 import zipfile
 import zlib
-from collections.abc import Iterable
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
 
 from squall.config import DEFAULTS
 from squall.errors import SquallError
+from squall.runtime.manifest import Entry
 
-# Besides every dot-directory and any virtualenv (a directory holding pyvenv.cfg).
-SKIP_DIRS = {"__pycache__", "node_modules", "squall-local", "venv", "site-packages", "CVS", "_darcs", "_MTN"}
-SECRET_FILES = ("id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", "*.pem", "*.key", "*.p12", "*.pfx",
-                "*.jks", "*.keystore", "keyring.json")
 MAX_UNCOMPRESSED = int(DEFAULTS["nimbus.code.max.uncompressed.bytes"])
 MAX_ENTRIES = int(DEFAULTS["nimbus.code.max.entries"])
 _CHUNK = 64 * 1024
-
-Manifest = list[tuple[str, int]]
 
 
 # -- packing -------------------------------------------------------------------
 
 
-def _skip_dir(path: Path) -> bool:
-    return path.name.startswith(".") or path.name in SKIP_DIRS or (path / "pyvenv.cfg").exists()
-
-
-def _skip_file(name: str) -> bool:
-    return name.startswith(".") or any(fnmatch.fnmatchcase(name, p) for p in SECRET_FILES)
-
-
-def _inside(path: Path, root: Path) -> bool:
-    """A regular file whose real path is under ``root`` (a symlink may not lead out)."""
-    try:
-        real = path.resolve(strict=True)
-        return root in real.parents and stat.S_ISREG(real.stat().st_mode)
-    except OSError:
-        return False
-
-
-def _pattern(pattern: str) -> tuple[str, ...]:
-    pure = PurePosixPath(pattern.strip())
-    if not pattern.strip() or pure.is_absolute() or ".." in pure.parts:
-        msg = f"package include pattern {pattern!r} must be a relative glob inside the topology directory"
-        raise SquallError(msg)
-    return tuple(p for p in pure.parts if p != ".")
-
-
-def _glob_match(pattern: tuple[str, ...], parts: tuple[str, ...]) -> bool:
-    if not pattern:
-        return not parts
-    if pattern[0] == "**":
-        return any(_glob_match(pattern[1:], parts[i:]) for i in range(len(parts) + 1))
-    return bool(parts) and fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob_match(pattern[1:], parts[1:])
-
-
-def _included(rel: tuple[str, ...], patterns: list[tuple[str, ...]]) -> bool:
-    """The file, or a directory it is in, matches a pattern."""
-    return any(_glob_match(p, rel[:k]) for p in patterns for k in range(1, len(rel) + 1))
-
-
-def _walk(root: Path) -> Iterable[Path]:
-    for dirpath, dirnames, filenames in os.walk(root):
-        here = Path(dirpath)
-        dirnames[:] = sorted(d for d in dirnames if not _skip_dir(here / d))
-        for name in sorted(filenames):
-            if not _skip_file(name):
-                yield here / name
-
-
-def manifest(root: str | Path, include: list[str] | None = None) -> Manifest:
-    """(path relative to ``root``, size) of every file :func:`package_dir` packs, sorted."""
-    root = Path(root).resolve()
-    patterns = None if include is None else [_pattern(p) for p in include]
-    chosen: dict[str, Path] = {}
-    for path in _walk(root):
-        rel = path.relative_to(root)
-        if (patterns is None or _included(rel.parts, patterns)) and _inside(path, root):
-            chosen[rel.as_posix()] = path
-    for pattern in patterns or ():
-        literal = "/".join(pattern)
-        if not any(c in literal for c in "*?[") and _inside(root / literal, root):
-            chosen[literal] = root / literal  # named exactly: the user's choice
-    return [(rel, chosen[rel].stat().st_size) for rel in sorted(chosen)]
-
-
-def check_caps(files: Manifest, max_uncompressed_bytes: int, max_entries: int, what: str) -> None:
+def check_caps(files: Sequence[tuple[str, int]], max_uncompressed_bytes: int, max_entries: int,
+               what: str) -> None:
     total = sum(size for _, size in files)
     if len(files) > max_entries:
         msg = (f"{what} has {len(files)} files, over nimbus.code.max.entries ({max_entries}); "
-               "narrow it with topology.package.include")
+               "narrow what it includes")
         raise SquallError(msg)
     if total > max_uncompressed_bytes:
         msg = (f"{what} is {total} bytes unzipped, over nimbus.code.max.uncompressed.bytes "
-               f"({max_uncompressed_bytes}); narrow it with topology.package.include")
+               f"({max_uncompressed_bytes}); narrow what it includes")
         raise SquallError(msg)
 
 
-def package_dir(root: str | Path, max_bytes: int, include: list[str] | None = None, *,
-                max_uncompressed_bytes: int = MAX_UNCOMPRESSED, max_entries: int = MAX_ENTRIES) -> bytes:
-    """The zip of :func:`manifest`'s files; ``max_bytes`` caps the zip itself."""
-    root = Path(root).resolve()
-    files = manifest(root, include)
-    what = f"the code package of {root}"
-    check_caps(files, max_uncompressed_bytes, max_entries, what)
+def pack(entries: Sequence[Entry], max_bytes: int, *, max_uncompressed_bytes: int = MAX_UNCOMPRESSED,
+         max_entries: int = MAX_ENTRIES, what: str = "the code package") -> bytes:
+    """The zip of a manifest's files; ``max_bytes`` caps the zip itself."""
+    check_caps([(e.path, e.size) for e in entries], max_uncompressed_bytes, max_entries, what)
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:
-        for rel, _size in files:
-            zf.write(root / rel, rel)
+        for entry in entries:
+            zf.write(entry.source, entry.path)
             if buf.tell() > max_bytes:
-                msg = f"{what} is over {max_bytes} bytes; keep the topology in a directory of its own"
+                msg = f"{what} is over {max_bytes} bytes zipped (nimbus.code.max.bytes)"
                 raise SquallError(msg)
         # A file that grew since it was listed is counted as written.
         check_caps([(i.filename, i.file_size) for i in zf.infolist()], max_uncompressed_bytes, max_entries,

@@ -159,7 +159,7 @@ def test_submit_loads_every_class_before_it_sends_anything(tmp_path: Path) -> No
     assert result.returncode == 1
     assert "component 'words': cannot load class 'words_nowhere:Words': No module named 'words_nowhere'" \
         in result.stderr, result.stderr
-    assert "code package of" not in result.stdout  # nothing packed, nothing sent
+    assert "code package" not in result.stdout  # nothing packed, nothing sent
 
 
 def test_a_misspelled_config_key_is_warned_with_what_was_meant() -> None:

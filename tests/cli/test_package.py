@@ -1,5 +1,5 @@
-"""Code packages: what leaves the submitter's machine, and what a zip may do
-to the machine that unpacks it."""
+"""Code packages: a manifest zipped (what goes in: tests/runtime/test_manifest.py),
+and what a zip may do to the machine that unpacks it."""
 
 from __future__ import annotations
 
@@ -13,46 +13,21 @@ from pathlib import Path
 import pytest
 
 from squall.errors import SquallError
-from squall.runtime.package import extract, manifest, package_dir
+from squall.runtime.manifest import IMPORTED, INCLUDED, TOPOLOGY, Entry
+from squall.runtime.package import extract, pack
 
 MB = 1024 * 1024
 
 
-def tree(root: Path, files: dict[str, str]) -> Path:
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
-
-
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    (tmp_path / "outside-secret").write_text("not yours")
-    root = tree(tmp_path / "project", {
-        "topology.py": "T = 1\n",
-        "bolts/count.py": "class Count: ...\n",
-        "resources/words.txt": "a b c\n",
-        "certs/ca.pem": "PUBLIC CA\n",
-        ".env": "AWS_SECRET=1\n",
-        ".aws/credentials": "[default]\n",
-        ".ssh/config": "Host *\n",
-        ".git/config": "[core]\n",
-        "bolts/.secret.json": "{}\n",
-        "id_rsa": "PRIVATE\n",
-        "id_rsa.pub": "PUBLIC\n",
-        "server.pem": "PRIVATE\n",
-        "tls.key": "PRIVATE\n",
-        "keyring.json": "{}\n",
-        "myenv/pyvenv.cfg": "home = /usr\n",
-        "myenv/lib/site.py": "x = 1\n",
-        "__pycache__/topology.cpython-311.pyc": "\0",
-        "node_modules/left-pad/index.js": "x\n",
-        "squall-local/workers/6700/heartbeat.json": "{}\n",
-    })
-    os.symlink(tmp_path / "outside-secret", root / "link-out.txt")
-    os.symlink(root / "resources" / "words.txt", root / "link-in.txt")
-    return root
+def entries(tmp_path: Path) -> list[Entry]:
+    (tmp_path / "bolts").mkdir()
+    (tmp_path / "topology.py").write_text("T = 1\n")
+    (tmp_path / "bolts" / "count.py").write_text("class Count: ...\n")
+    (tmp_path / "words.txt").write_text("a b c\n")
+    return [Entry("bolts/count.py", 17, IMPORTED, "bolts.count", tmp_path / "bolts" / "count.py"),
+            Entry("topology.py", 6, TOPOLOGY, "topology", tmp_path / "topology.py"),
+            Entry("data/words.txt", 6, INCLUDED, "data/*.txt", tmp_path / "words.txt")]
 
 
 def names(blob: bytes) -> list[str]:
@@ -60,42 +35,21 @@ def names(blob: bytes) -> list[str]:
         return sorted(zf.namelist())
 
 
-def test_secrets_vcs_virtualenvs_and_caches_stay_home(project: Path) -> None:
-    listed = manifest(project)
-    assert listed == [("bolts/count.py", 17), ("link-in.txt", 6), ("resources/words.txt", 6),
-                      ("topology.py", 6)]
-    assert names(package_dir(project, 10 * MB)) == [name for name, _ in listed]
+def test_a_package_holds_its_manifest_at_the_manifest_paths(entries: list[Entry]) -> None:
+    assert names(pack(entries, 10 * MB)) == ["bolts/count.py", "data/words.txt", "topology.py"]
 
 
-def test_an_include_list_narrows_the_package(project: Path) -> None:
-    def included(*patterns: str) -> list[str]:
-        return [name for name, _ in manifest(project, list(patterns))]
-
-    assert included("*.py") == ["topology.py"]
-    assert included("**/*.py") == ["bolts/count.py", "topology.py"]  # never the virtualenv's
-    assert included("resources", "topology.py") == ["resources/words.txt", "topology.py"]
-    assert included("**/*.pem", "**/credentials", "**/.env", "*.txt") == ["link-in.txt"]
-    assert included("*") == [name for name, _ in manifest(project)]  # a directory matched: all of it
-    # A file named exactly is the user's choice, even one left out by default
-    assert included("certs/ca.pem") == ["certs/ca.pem"]
-    assert names(package_dir(project, 10 * MB, include=["certs/ca.pem", "*.py"])) == ["certs/ca.pem",
-                                                                                      "topology.py"]
-    for bad in ("../outside-secret", "/etc/passwd", ""):
-        with pytest.raises(SquallError, match="relative glob"):
-            manifest(project, [bad])
+def test_packaging_is_capped_by_size_and_count(entries: list[Entry]) -> None:
+    with pytest.raises(SquallError, match=r"3 files, over nimbus\.code\.max\.entries \(2\)"):
+        pack(entries, 10 * MB, max_entries=2)
+    with pytest.raises(SquallError, match=r"29 bytes unzipped, over nimbus\.code\.max\.uncompressed\.bytes"):
+        pack(entries, 10 * MB, max_uncompressed_bytes=28)
+    with pytest.raises(SquallError, match="over 100 bytes zipped"):
+        pack(entries, 100)
 
 
-def test_packaging_is_capped_by_size_and_count(project: Path) -> None:
-    with pytest.raises(SquallError, match=r"4 files, over nimbus\.code\.max\.entries \(3\)"):
-        package_dir(project, 10 * MB, max_entries=3)
-    with pytest.raises(SquallError, match=r"35 bytes unzipped, over nimbus\.code\.max\.uncompressed\.bytes"):
-        package_dir(project, 10 * MB, max_uncompressed_bytes=34)
-    with pytest.raises(SquallError, match="over 100 bytes"):
-        package_dir(project, 100)
-
-
-def test_a_package_unpacks_private(project: Path, tmp_path: Path) -> None:
-    dest = extract(package_dir(project, 10 * MB), tmp_path / "code")
+def test_a_package_unpacks_private(entries: list[Entry], tmp_path: Path) -> None:
+    dest = extract(pack(entries, 10 * MB), tmp_path / "code")
     assert (dest / "bolts" / "count.py").read_text() == "class Count: ...\n"
     assert stat.S_IMODE(os.stat(dest / "bolts").st_mode) == 0o700
     assert stat.S_IMODE(os.stat(dest / "bolts" / "count.py").st_mode) == 0o600

@@ -482,12 +482,15 @@ def test_dotfiles_and_keys_stay_out_of_the_code_package(cluster: DevCluster, tmp
     (project / ".env").write_text("DB_PASSWORD=hunter2\n")
     (project / ".aws" / "credentials").write_text("[default]\naws_secret_access_key=abc\n")
     (project / "id_rsa").write_text("-----BEGIN OPENSSH PRIVATE KEY-----\n")
+    # and files the topology does not import (issue 30: all of examples/ went)
+    (project / "unrelated.py").write_text("X = 1\n")
+    (project / "customers.csv").write_text("alice,bob\n")
     submitted = cli(cluster, "alice", "submit", str(project / "wordcount.py"), "--name", "dotfiles")
     assert submitted.returncode == 0, submitted.stderr
     try:
         # The manifest printed at submit names what went, and only that
         assert "wordcount.py" in submitted.stdout
-        for secret in (".env", "credentials", "id_rsa"):
+        for secret in (".env", "credentials", "id_rsa", "unrelated.py", "customers.csv"):
             assert secret not in submitted.stdout
         # and the package in ZooKeeper holds nothing else.
         (topology,) = [t for t in cluster.api("GET", "topologies") if t["name"] == "dotfiles"]
