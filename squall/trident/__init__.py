@@ -28,6 +28,8 @@ _EXPORTS: dict[str, str] = {
     "SnapshottableMap": "squall.trident.state.map",
     "TransactionalMap": "squall.trident.state.map",
     "MemoryMapState": "squall.trident.state.memory",
+    "SqliteMapState": "squall.trident.state.stores",
+    "StoreMapState": "squall.trident.state.stores",
     "OpaqueValue": "squall.trident.state.values",
     "TransactionalValue": "squall.trident.state.values",
 }
@@ -59,6 +61,10 @@ if TYPE_CHECKING:
     )
     from squall.trident.state.memory import (  # noqa: F401
         MemoryMapState,
+    )
+    from squall.trident.state.stores import (  # noqa: F401
+        SqliteMapState,
+        StoreMapState,
     )
     from squall.trident.state.values import (  # noqa: F401
         OpaqueValue,

@@ -36,6 +36,9 @@ _EXPORTS = {
     "MemoryBackingMap": "squall.trident.state.memory",
     "MemoryMapState": "squall.trident.state.memory",
     "MemoryMapStateFactory": "squall.trident.state.memory",
+    "SqliteMapState": "squall.trident.state.stores",
+    "StoreBackingMap": "squall.trident.state.stores",
+    "StoreMapState": "squall.trident.state.stores",
     "OpaqueValue": "squall.trident.state.values",
     "TransactionalValue": "squall.trident.state.values",
 }
@@ -56,10 +59,13 @@ __all__ = [
     "ReducerValueUpdater",
     "Snapshottable",
     "SnapshottableMap",
+    "SqliteMapState",
     "StaleBatchError",
     "State",
     "StateFactory",
     "StateType",
+    "StoreBackingMap",
+    "StoreMapState",
     "TransactionalMap",
     "TransactionalValue",
     "ValueUpdater",
@@ -90,4 +96,5 @@ if TYPE_CHECKING:
         build_map_state,
     )
     from squall.trident.state.memory import MemoryBackingMap, MemoryMapState, MemoryMapStateFactory
+    from squall.trident.state.stores import SqliteMapState, StoreBackingMap, StoreMapState
     from squall.trident.state.values import OpaqueValue, TransactionalValue
