@@ -6,8 +6,9 @@
     words.persistent_aggregate(SqliteMapState.opaque("/var/squall/counts.db"), Count(), ["count"])
 
 Redis map states are :class:`squall.contrib.redis.RedisMapState` (storm-redis's
-name), or ``StoreMapState(provider="redis", ...)``.  docs/trident-state.md
-tells the kinds apart.
+name), or ``StoreMapState(provider="redis", ...)``.  Which kind to pick: the
+spout's (Trident-state.md): opaque state is exactly once under any replay,
+transactional state only when a replayed txid carries the same batch.
 """
 
 from typing import TYPE_CHECKING

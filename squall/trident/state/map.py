@@ -19,7 +19,9 @@ The transactional and opaque maps remember what they wrote in the current
 batch (Storm's ``CachedBatchReadsMap``): that is how a second update of a key
 in one batch tells "this batch wrote it" from "an earlier try of this txid
 wrote it".  So ``begin_commit`` must come before the batch's first read or
-update, and ``commit`` after its last.
+update, and ``commit`` after its last.  Reads outside a batch (queries) go
+past a :class:`CachedMap` to the store, so they see what the writer wrote
+even when it is another state object.
 """
 
 from __future__ import annotations
@@ -99,11 +101,20 @@ def _one_per_key(method: str, backing: Any, keys: list[Key], got: Any) -> list[A
     return values
 
 
+def _get(backing: Any, keys: list[Key], in_batch: bool) -> list[Any]:
+    """``backing.multi_get(keys)``; outside a batch (a ``state_query``, a DRPC read) past any
+    :class:`CachedMap`: another state object of the same factory -- the writer, in another
+    task -- may have changed the keys since this one cached them."""
+    read = backing.multi_get if in_batch else getattr(backing, "multi_get_fresh", backing.multi_get)
+    return _one_per_key("multi_get", backing, keys, read(keys))
+
+
 class NonTransactionalMap(MapState):
     """Every update lands, replayed or not: at least once (or at most once) counts."""
 
     def __init__(self, backing: IBackingMap) -> None:
         self.backing = backing
+        self.in_batch = False
 
     @classmethod
     def build(cls, backing: IBackingMap) -> NonTransactionalMap:
@@ -112,9 +123,16 @@ class NonTransactionalMap(MapState):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.backing!r})"
 
+    def begin_commit(self, txid: Any) -> None:
+        batch_of(txid)  # a bad txid is the caller's bug, whatever the kind of state
+        self.in_batch = True
+
+    def commit(self, txid: Any) -> None:
+        self.in_batch = False
+
     def multi_get(self, keys: Iterable[Any]) -> list[Any]:
         keys = check_keys(keys)
-        return _one_per_key("multi_get", self.backing, keys, self.backing.multi_get(keys)) if keys else []
+        return _get(self.backing, keys, self.in_batch) if keys else []
 
     def multi_update(self, keys: Iterable[Any], updaters: Iterable[Callable[[Any], Any]]) -> list[Any]:
         keys = check_keys(keys)
@@ -151,6 +169,7 @@ class _TxidMap(MapState):
         self.backing = backing
         self.txid: int | None = None
         self.epoch: int | None = None
+        self.in_batch = False  # between begin_commit and commit
         self._written: dict[Key, Any] = {}  # this batch's writes, stored form
 
     @classmethod
@@ -163,10 +182,12 @@ class _TxidMap(MapState):
     def begin_commit(self, txid: Any) -> None:
         # Before reading anything: a bad txid fails the batch, not the next one.
         self.txid, self.epoch = batch_of(txid)
+        self.in_batch = True
         self._written.clear()
 
     def commit(self, txid: Any) -> None:
         self.txid = self.epoch = None
+        self.in_batch = False
         self._written.clear()
 
     def _stored(self, key: Key, value: Any) -> Any:
@@ -181,7 +202,7 @@ class _TxidMap(MapState):
         found = {key: (self._written[key], True) for key in keys if key in self._written}
         missing = [key for key in dict.fromkeys(keys) if key not in found]
         if missing:
-            got = _one_per_key("multi_get", self.backing, missing, self.backing.multi_get(missing))
+            got = _get(self.backing, missing, self.in_batch)
             for key, value in zip(missing, got, strict=True):
                 found[key] = (self._stored(key, value), False)
         return found
@@ -355,7 +376,9 @@ class CachedMap(IBackingMap):
 
     Layer it under a map state, over a backing map that talks to a database:
     a key read or written is served from memory until evicted, so a batch
-    reads only the keys it has not seen lately.  Writes go to ``delegate``
+    reads only the keys it has not seen lately.  The map states read past it
+    (``multi_get_fresh``) outside a batch: a query's state object is not the
+    one that writes the keys, so what it cached may be old.  Writes go to ``delegate``
     first and reach the cache only once they landed: after a failed write the
     cache forgets those keys rather than hold values the store never got.
     Sound while this task is the only writer of its keys, as the partitions of
@@ -385,13 +408,23 @@ class CachedMap(IBackingMap):
             if key in self._cache:
                 found[key] = self._cache[key]
                 self._cache.move_to_end(key)
-        missing = [key for key in dict.fromkeys(keys) if key not in found]
-        if missing:
-            got = _one_per_key("multi_get", self.delegate, missing, self.delegate.multi_get(missing))
-            for key, value in zip(missing, got, strict=True):
-                found[key] = value
-                self._remember(key, value)
+        found.update(self._fetch([key for key in dict.fromkeys(keys) if key not in found]))
         return [found[key] for key in keys]
+
+    def multi_get_fresh(self, keys: list[Key]) -> list[Any]:
+        """``keys`` read from ``delegate`` whether cached or not; the cache learns the answers."""
+        found = self._fetch(list(dict.fromkeys(keys)))
+        return [found[key] for key in keys]
+
+    def _fetch(self, keys: list[Key]) -> dict[Key, Any]:
+        """``keys`` (no duplicates) from ``delegate`` in one call, remembered."""
+        if not keys:
+            return {}
+        found = dict(zip(keys, _one_per_key("multi_get", self.delegate, keys, self.delegate.multi_get(keys)),
+                         strict=True))
+        for key, value in found.items():
+            self._remember(key, value)
+        return found
 
     def multi_put(self, keys: list[Key], values: list[Any]) -> None:
         try:

@@ -338,3 +338,25 @@ def test_a_failed_write_leaves_no_value_in_the_cache_that_the_store_lacks(kind: 
 def test_cached_map_refuses_a_size_below_one() -> None:
     with pytest.raises(ValueError, match="cache_size must be an int >= 1"):
         CachedMap(MemoryBackingMap(), 0)
+
+
+@pytest.mark.parametrize("kind", [NonTransactionalMap, TransactionalMap, OpaqueMap])
+def test_a_batch_reads_through_the_cache_and_a_query_past_it(kind: Any) -> None:
+    # Given a writer and a query's state, each with its own cache over one store
+    store = CountingMap()
+    writer, query = kind.build(CachedMap(store, 10)), kind.build(CachedMap(store, 10))
+    assert single_get(query, "a") is None
+    # When the writer's batches read "a" several times, only their first read reaches the store
+    for txid in (1, 2):
+        writer.begin_commit(txid)
+        single_get(writer, "a")
+        single_update(writer, "a", 1)
+        single_get(writer, "a")
+        writer.commit(txid)
+    assert store.gets[1:] == [[("a",)]]
+    # Then the query, outside any batch, sees what the writer wrote, not what it cached
+    assert single_get(query, "a") == 2
+    writer.begin_commit(3)
+    single_update(writer, "a", 1)
+    writer.commit(3)
+    assert single_get(query, "a") == 3

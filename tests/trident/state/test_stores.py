@@ -149,3 +149,14 @@ def test_a_key_written_by_another_kind_of_state_is_a_clear_error(tmp_path: Path)
             backing.multi_get([("k",)])
         with pytest.raises(NotImplementedError, match="cannot list its entries"):
             OpaqueMap.build(backing).get_tuples()
+
+
+def test_a_query_state_sees_what_the_writer_state_of_its_factory_wrote(tmp_path: Path,
+                                                                       opened: list[MapState]) -> None:
+    make = make_with(SqliteMapState.opaque(tmp_path / "x.db"), opened)
+    writer, query = make(), make()
+    for txid in (1, 2):
+        writer.begin_commit(txid)
+        writer.multi_update([["the"]], [scenarios.add(1)])
+        writer.commit(txid)
+        assert query.multi_get([["the"]]) == [txid]
