@@ -6,6 +6,7 @@ restart between batches; StoreMapState on the redis state provider."""
 from __future__ import annotations
 
 import json
+import pickle
 from collections.abc import Iterator
 from typing import Any
 
@@ -126,3 +127,9 @@ def test_store_map_state_on_the_redis_state_provider(redis_server: DevRedis, ope
     make = make_with(StoreMapState.transactional(namespace="counts"), opened, conf)
     opened.extend(scenarios.crash_and_replay(StateType.TRANSACTIONAL, make))
     assert json.loads(raw.hget("squall:state:counts", '["the"]')) == {"value": 3, "txid": 2}
+
+
+def test_the_factory_travels_pickled_and_connects_in_make_state() -> None:
+    factory = RedisMapState.opaque("redis://:secret@127.0.0.1:1/0", namespace="n")
+    assert vars(pickle.loads(pickle.dumps(factory))) == vars(factory)
+    assert "secret" not in repr(factory)

@@ -12,6 +12,7 @@ from squall.transactional.attempt import TransactionAttempt
 from squall.trident.state import (
     CachedMap,
     CombinerValueUpdater,
+    IBackingMap,
     MapState,
     MemoryBackingMap,
     NonTransactionalMap,
@@ -20,6 +21,8 @@ from squall.trident.state import (
     ReducerValueUpdater,
     SnapshottableMap,
     StaleBatchError,
+    State,
+    StateFactory,
     TransactionalMap,
     TransactionalValue,
     ValueUpdater,
@@ -360,3 +363,42 @@ def test_a_batch_reads_through_the_cache_and_a_query_past_it(kind: Any) -> None:
     single_update(writer, "a", 1)
     writer.commit(3)
     assert single_get(query, "a") == 3
+
+
+def test_users_subclass_the_base_classes_with_a_plain_super_init() -> None:
+    class DictBacking(IBackingMap):
+        def __init__(self) -> None:
+            super().__init__()
+            self.data: dict[Any, Any] = {}
+
+        def multi_get(self, keys: list[Any]) -> list[Any]:
+            return [self.data.get(key) for key in keys]
+
+        def multi_put(self, keys: list[Any], values: list[Any]) -> None:
+            self.data.update(zip(keys, values, strict=True))
+
+    class LocationDB(State):
+        def __init__(self) -> None:
+            super().__init__()
+            self.locations: dict[int, str] = {}
+
+    class LocationDBFactory(StateFactory):
+        def __init__(self) -> None:
+            super().__init__()
+
+        def make_state(self, conf: dict[str, Any], context: Any, partition_index: int,
+                       num_partitions: int) -> State:
+            return LocationDB()
+
+    state = LocationDBFactory().make_state({}, None, 0, 1)
+    state.begin_commit(1)
+    state.commit(1)
+    state.close()
+    backing = DictBacking()
+    counts = OpaqueMap.build(backing)
+    counts.begin_commit(1)
+    assert counts.multi_update([["a"]], [add(1)]) == [1]
+    counts.commit(1)
+    assert backing.data == {("a",): OpaqueValue(1, 1, None)}
+    with pytest.raises(NotImplementedError, match="DictBacking cannot list its entries"):
+        counts.get_tuples()

@@ -5,6 +5,7 @@ file's contents in squall.state's JSON forms; StoreMapState on the topology's pr
 from __future__ import annotations
 
 import json
+import pickle
 import sqlite3
 from collections.abc import Iterator
 from contextlib import closing
@@ -130,6 +131,15 @@ def test_store_map_state_uses_the_topologys_state_provider(tmp_path: Path, opene
     assert memory.multi_get([["the"]]) == [None]
     with pytest.raises(ConfigError, match=r"topology\.state\.provider must be one of"):
         StoreMapState.opaque(provider="nope").make_state({}, None, 0, 1)
+
+
+def test_factories_travel_pickled_and_open_nothing_until_make_state(tmp_path: Path) -> None:
+    path = tmp_path / "not-yet.db"
+    for factory in (SqliteMapState.transactional(path, namespace="n", cache_size=5),
+                    StoreMapState.opaque(provider="redis", config={"url": "redis://127.0.0.1:1/0"})):
+        copy = pickle.loads(pickle.dumps(factory))
+        assert vars(copy) == vars(factory)
+    assert not path.exists()
 
 
 def test_bad_factory_arguments_are_named() -> None:
