@@ -9,9 +9,64 @@ from typing import TYPE_CHECKING
 from squall.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    # State (squall.trident.state)
+    "CombinerValueUpdater": "squall.trident.state.base",
+    "ITupleCollection": "squall.trident.state.base",
+    "ReadOnlyState": "squall.trident.state.base",
+    "ReducerValueUpdater": "squall.trident.state.base",
+    "Snapshottable": "squall.trident.state.base",
+    "StaleBatchError": "squall.trident.state.base",
+    "State": "squall.trident.state.base",
+    "StateFactory": "squall.trident.state.base",
+    "StateType": "squall.trident.state.base",
+    "ValueUpdater": "squall.trident.state.base",
+    "CachedMap": "squall.trident.state.map",
+    "IBackingMap": "squall.trident.state.map",
+    "MapState": "squall.trident.state.map",
+    "NonTransactionalMap": "squall.trident.state.map",
+    "OpaqueMap": "squall.trident.state.map",
+    "SnapshottableMap": "squall.trident.state.map",
+    "TransactionalMap": "squall.trident.state.map",
+    "MemoryMapState": "squall.trident.state.memory",
+    "SqliteMapState": "squall.trident.state.stores",
+    "StoreMapState": "squall.trident.state.stores",
+    "OpaqueValue": "squall.trident.state.values",
+    "TransactionalValue": "squall.trident.state.values",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
-    pass
+    # F401: names re-exported through _EXPORTS (``__all__`` is built from it).
+    from squall.trident.state.base import (  # noqa: F401
+        CombinerValueUpdater,
+        ITupleCollection,
+        ReadOnlyState,
+        ReducerValueUpdater,
+        Snapshottable,
+        StaleBatchError,
+        State,
+        StateFactory,
+        StateType,
+        ValueUpdater,
+    )
+    from squall.trident.state.map import (  # noqa: F401
+        CachedMap,
+        IBackingMap,
+        MapState,
+        NonTransactionalMap,
+        OpaqueMap,
+        SnapshottableMap,
+        TransactionalMap,
+    )
+    from squall.trident.state.memory import (  # noqa: F401
+        MemoryMapState,
+    )
+    from squall.trident.state.stores import (  # noqa: F401
+        SqliteMapState,
+        StoreMapState,
+    )
+    from squall.trident.state.values import (  # noqa: F401
+        OpaqueValue,
+        TransactionalValue,
+    )

@@ -1,4 +1,5 @@
-"""Redis connectors (``pip install squall[redis]``): Redis Streams spouts, Redis state, sinks.
+"""Redis connectors (``pip install squall[redis]``): Redis Streams spouts, Redis state, sinks,
+Trident map states (:class:`RedisMapState`).
 
     from squall.contrib.redis import RedisStore, RedisStreamSpout
     from squall.state import OpaqueMap
@@ -31,15 +32,19 @@ _EXPORTS = {
     "RedisStreamPartitionedSpout": "squall.contrib.redis.transactional",
     "ReplayLost": "squall.contrib.redis.transactional",
     "DevRedis": "squall.contrib.redis.devserver",
+    "RedisBackingMap": "squall.contrib.redis.trident",
+    "RedisMapState": "squall.contrib.redis.trident",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = [
     "Backoff",
     "DevRedis",
     "MalformedEntry",
+    "RedisBackingMap",
     "RedisKeysCommitter",
     "RedisKeysSink",
     "RedisMap",
+    "RedisMapState",
     "RedisStore",
     "RedisStreamCommitter",
     "RedisStreamOpaqueSpout",
@@ -69,3 +74,4 @@ if TYPE_CHECKING:
         RedisStreamPartitionedSpout,
         ReplayLost,
     )
+    from squall.contrib.redis.trident import RedisBackingMap, RedisMapState
