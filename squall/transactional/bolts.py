@@ -40,6 +40,10 @@ class BatchBolt(Component):
     def finish_batch(self) -> None:
         """Every tuple of the batch for this task has been processed."""
 
+    @classmethod
+    def task_cleanup(cls, context: Any) -> None:
+        """The task is stopping (once, not per batch): let go of what it kept across batches."""
+
     def emit(self, values: Any, stream: str = DEFAULT_STREAM, direct_task: int | None = None) -> Any:
         msg = f"{type(self).__name__}.emit called outside a running transactional topology"
         raise RuntimeError(msg)

@@ -226,6 +226,10 @@ class CoordinatedBolt(Bolt):
     def cleanup(self) -> None:
         if self.plain is not None:
             self.plain.cleanup()
+        # A batch bolt keeping what its task made across batches (Trident's states) lets it go.
+        task_cleanup = getattr(self.user_cls, "task_cleanup", None)
+        if self.batch and callable(task_cleanup):
+            task_cleanup(self.context)
 
 
 def _ignore(*_args: Any, **_kwargs: Any) -> None:

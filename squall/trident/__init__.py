@@ -9,6 +9,33 @@ from typing import TYPE_CHECKING
 from squall.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
+    # The stream algebra (squall.trident.stream) and the operations (squall.trident.operations)
+    "ChainedAggregatorDeclarer": "squall.trident.stream",
+    "GroupedStream": "squall.trident.stream",
+    "Stream": "squall.trident.stream",
+    "TridentState": "squall.trident.stream",
+    "TridentTopology": "squall.trident.stream",
+    "Aggregator": "squall.trident.operations",
+    "Assembly": "squall.trident.operations",
+    "CombinerAggregator": "squall.trident.operations",
+    "Count": "squall.trident.operations",
+    "Debug": "squall.trident.operations",
+    "Equals": "squall.trident.operations",
+    "Filter": "squall.trident.operations",
+    "FilterNull": "squall.trident.operations",
+    "FirstN": "squall.trident.operations",
+    "Function": "squall.trident.operations",
+    "MapGet": "squall.trident.operations",
+    "Negate": "squall.trident.operations",
+    "Operation": "squall.trident.operations",
+    "QueryFunction": "squall.trident.operations",
+    "ReducerAggregator": "squall.trident.operations",
+    "SnapshotGet": "squall.trident.operations",
+    "StateUpdater": "squall.trident.operations",
+    "Sum": "squall.trident.operations",
+    "TridentTuple": "squall.trident.operations",
+    "TupleCollectionGet": "squall.trident.operations",
+    "BatchSpout": "squall.trident.spout",
     # State (squall.trident.state)
     "CombinerValueUpdater": "squall.trident.state.base",
     "ITupleCollection": "squall.trident.state.base",
@@ -38,6 +65,29 @@ __all__ = sorted(_EXPORTS)
 
 if TYPE_CHECKING:
     # F401: names re-exported through _EXPORTS (``__all__`` is built from it).
+    from squall.trident.operations import (  # noqa: F401
+        Aggregator,
+        Assembly,
+        CombinerAggregator,
+        Count,
+        Debug,
+        Equals,
+        Filter,
+        FilterNull,
+        FirstN,
+        Function,
+        MapGet,
+        Negate,
+        Operation,
+        QueryFunction,
+        ReducerAggregator,
+        SnapshotGet,
+        StateUpdater,
+        Sum,
+        TridentTuple,
+        TupleCollectionGet,
+    )
+    from squall.trident.spout import BatchSpout  # noqa: F401
     from squall.trident.state.base import (  # noqa: F401
         CombinerValueUpdater,
         ITupleCollection,
@@ -69,4 +119,11 @@ if TYPE_CHECKING:
     from squall.trident.state.values import (  # noqa: F401
         OpaqueValue,
         TransactionalValue,
+    )
+    from squall.trident.stream import (  # noqa: F401
+        ChainedAggregatorDeclarer,
+        GroupedStream,
+        Stream,
+        TridentState,
+        TridentTopology,
     )

@@ -51,6 +51,21 @@ class TridentBolt(BatchBolt):
         self.index = context.this_task_index
         self.run = BatchRun(self.program, attempt, self._send)
 
+    @classmethod
+    def task_cleanup(cls, context: Any) -> None:
+        """The task stops: its operations' ``cleanup()`` and its states' ``close()``."""
+        found = _PROGRAMS.pop((context.component_id, context.task_id), None)
+        if found is None:
+            return
+        program = found[0]
+        for node in program.nodes:
+            if node.op is not None and hasattr(node.op, "cleanup"):
+                node.op.cleanup()
+        for state in program.states.values():
+            close = getattr(state, "close", None)
+            if callable(close):
+                close()
+
     def _report(self, exc: BaseException) -> None:
         reporter = getattr(self, "report_error", None)
         if callable(reporter):

@@ -206,6 +206,8 @@ class BatchRun:
     def _persist(self, node: Node) -> None:
         state = self.p.states[node.id]
         tuples = [self._selected(node, values) for values in self.kept[node.id]]
+        if not tuples:
+            return  # as Storm: a batch with nothing for this partition leaves its state alone
         txid = getattr(self.batch_id, "txid", self.batch_id)
         state.begin_commit(txid)
         node.op.update_state(state, tuples, self.collector)

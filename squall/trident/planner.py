@@ -109,6 +109,7 @@ def plan(spouts: Sequence[Node], leaves: Sequence[Node]) -> Plan:
         if g.spout is None:
             hints = [n.parallelism for n in g.nodes if n.parallelism is not None]
             g.parallelism = max(hints) if hints else _inherited(g, groups)
+    _align_queries(groups, where)
     _batch_groups(groups)
     return Plan(groups, spout_groups)
 
@@ -131,6 +132,25 @@ def _inherited(g: Group, groups: dict[str, Group]) -> int:
         if edge.grouping[0] == "identity":
             return groups[edge.source].parallelism
     return 1
+
+
+def _align_queries(groups: dict[str, Group], where: dict[int, Group]) -> None:
+    """A query of a state the topology updates runs with the state's partitions: as many
+    tasks as the updating bolt, so that task i of each holds partition i of the state (Storm
+    runs them in one bolt).  A query stream partitioned by the state's key then reaches the
+    partition that key is in."""
+    for g in groups.values():
+        for node in g.nodes:
+            updater = node.state.updater if node.kind == "state_query" and node.state is not None else None
+            if updater is None or updater.id not in where:
+                continue
+            wanted = where[updater.id].parallelism
+            hinted = [n.parallelism for n in g.nodes if n.parallelism is not None]
+            if hinted and max(hinted) != wanted:
+                _fail(f"Trident: state_query of a state kept with parallelism {wanted} is given "
+                      f"parallelism {max(hinted)}; a query runs in the state's partitions (leave its "
+                      "parallelism_hint out, or make it the state's)")
+            g.parallelism = wanted
 
 
 def _batch_groups(groups: dict[str, Group]) -> None:

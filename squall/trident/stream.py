@@ -157,9 +157,14 @@ class Stream:
         state.updater = node
         return TridentState(self.topology, node, state)
 
-    def state_query(self, state: TridentState, in_fields: Any, function: QueryFunction,
-                    out_fields: Any) -> Stream:
+    def state_query(self, state: TridentState, *args: Any) -> Stream:
+        """``state_query(state, [in_fields,] function, out_fields)`` (no input fields: all)."""
         where = self._where("state_query")
+        if len(args) == 2:
+            args = (list(self.node.fields), *args)
+        if len(args) != 3:
+            _fail(f"{where}: takes (state, [in_fields,] query_function, out_fields)")
+        in_fields, function, out_fields = args
         if not isinstance(state, TridentState):
             _fail(f"{where}: the state is a TridentState (from persistent_aggregate, partition_persist "
                   f"or new_static_state), got {state!r}")

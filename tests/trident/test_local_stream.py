@@ -276,3 +276,26 @@ def test_the_rest_api_shows_batch_groups_and_each_bolts_operations(cluster: Loca
             assert component["batchGroup"] == "tester" and component["tridentRole"] == "operations"
     finally:
         server.stop()
+
+
+def test_a_query_reads_the_partition_of_the_state_its_key_is_in(cluster: LocalCluster) -> None:
+    # (a state kept in 3 partitions, queried from another stream: each key's count, and the
+    # whole state through broadcast and TupleCollectionGet)
+    from squall.trident import MapGet, MemoryMapState, TupleCollectionGet
+
+    t = TridentTopology()
+    sentences = FeederBatchSpout(["sentence"])
+    counts = (t.new_stream("sentences", sentences).each(["sentence"], Split(), ["word"])
+              .group_by(["word"]).persistent_aggregate(MemoryMapState.factory(), Count(), ["count"])
+              .parallelism_hint(3))
+    queries = FeederBatchSpout(["q"])
+    asked = t.new_stream("queries", queries)
+    sink(asked.each(["q"], Split(), ["word"]).group_by(["word"])
+         .state_query(counts, ["word"], MapGet(), ["count"]).project(["word", "count"]), "counts")
+    sink(asked.broadcast().state_query(counts, TupleCollectionGet(), ["word", "n"]).project(["word", "n"]),
+         "whole")
+    cluster.submit("queried", t.build())
+    sentences.feed([["the cow the moon"], ["the end"], ["a cow"]])
+    queries.feed([["the cow nothing"]])
+    assert collected("counts") == [["cow", 2], ["nothing", None], ["the", 3]]
+    assert collected("whole") == [["a", 1], ["cow", 2], ["end", 1], ["moon", 1], ["the", 3]]
