@@ -22,7 +22,8 @@ from squall.transactional.emitter import EmitterBolt
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, COUNT_STREAM, coordinator_name
 from squall.trident import planner
 from squall.trident.bolt import TridentBolt, TridentCommitterBolt
-from squall.trident.graph import Node
+from squall.trident.drpc import RETURN_STREAM, DRPCReturn
+from squall.trident.graph import Node, ancestors
 from squall.trident.spout import TridentSpout, encode
 
 TX = "tx"  # the first field of every stream: the batch's TransactionAttempt
@@ -66,7 +67,15 @@ def _side(target: Node, source: Node) -> int:
 
 
 def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topology]:
+    seen: dict[str, Node] = {}
+    for spout in topology.spouts:
+        other = seen.setdefault(spout.options["tx_id"], spout)
+        if other is not spout:
+            msg = (f"TridentTopology: two streams with the transactional id {spout.options['tx_id']!r}; "
+                   "each new_stream needs an id of its own (it keys the stream's transactions)")
+            raise TopologyValidationError(msg)
     leaves = _leaves(topology)
+    leaves = [*[n for n in leaves if not _is_drpc(n)], *_drpc_returns(topology, leaves)]
     plan = planner.plan(topology.spouts, leaves)
     specs: dict[str, ComponentSpec] = {}
     names = {g.name: g for g in plan.groups.values()}
@@ -75,10 +84,6 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
     for g in plan.spouts:
         spout_node = g.spout
         assert spout_node is not None
-        if spout_node.options.get("drpc"):
-            msg = ("TridentTopology.new_drpc_stream: DRPC streams are not compiled yet (issue 31 in "
-                   "progress)")
-            raise TopologyValidationError(msg)
         tx_id = spout_node.options["tx_id"]
         component = component_of[g.name]
         coordinator = coordinator_name(component)
@@ -90,6 +95,8 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
                                            options={**opts, "trident": {**shown, "role": "coordinator"}})
         streams = [Stream([TX, *spout_node.fields]),
                    Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
+        if spout_node.options.get("drpc"):
+            streams.append(Stream([TX, "return_info"], name=RETURN_STREAM))
         specs[component] = ComponentSpec(EmitterBolt, "bolt", name=component,
                                          inputs={StreamRef(coordinator, BATCH_STREAM): Grouping.all()},
                                          par=g.parallelism, outputs=streams,
@@ -104,7 +111,8 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         entries: dict[str, tuple[Node, int]] = {}
         for edge in g.inputs:
             source = component_of[edge.source]
-            stream = "default" if names[edge.source].spout is not None else _stream(edge)
+            stream = (edge.node.options.get("stream", "default") if names[edge.source].spout is not None
+                      else _stream(edge))
             kind, fields = edge.grouping
             if names[edge.source].spout is not None and kind in ("identity", "batch_global"):
                 kind = "local_or_shuffle"  # the emitter's stream is not a direct one
@@ -151,6 +159,27 @@ def describe_node(node: Node) -> str:
     return f"{node.name}: {label}" if node.name else label
 
 
+def _is_drpc(node: Node) -> bool:
+    return any(a.kind == "spout" and a.options.get("drpc") for a in ancestors([node]))
+
+
+def _drpc_returns(topology: Any, leaves: list[Node]) -> list[Node]:
+    """For each DRPC stream, the node that answers its requests: the stream's last tuples
+    (every leaf of its batch group, globally) and the request's return info (the spout's
+    stream of it), gathered in one task (squall.trident.drpc.DRPCReturn)."""
+    out = []
+    for spout in topology.spouts:
+        if not spout.options.get("drpc"):
+            continue
+        ends = [n for n in leaves if spout in ancestors([n])] or [spout]
+        parents = [Node("partition", list(n.fields), parents=[n], grouping=("global", [])) for n in ends]
+        info = Node("spout_stream", ["return_info"], parents=[spout], options={"stream": RETURN_STREAM})
+        parents.append(Node("partition", ["return_info"], parents=[info], grouping=("global", [])))
+        out.append(Node("collect", [], parents=parents, op=DRPCReturn(),
+                        name=f"return {spout.options['drpc']}"))
+    return out
+
+
 def _stream(edge: planner.Edge) -> str:
     return f"s{edge.node.id}-{edge.target.id}"
 
@@ -178,8 +207,6 @@ def _late_groups(plan: planner.Plan) -> set[str]:
 
 def _leaves(topology: Any) -> list[Node]:
     """The graph's ends: every node no other node has for a parent, reached from the spouts."""
-    from squall.trident.graph import ancestors
-
     # Children are not linked; every node the user made is reachable down from a spout only
     # through what was built on it, which the stream objects hold: find them from the registry.
     everything = ancestors(topology.nodes())

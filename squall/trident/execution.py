@@ -19,7 +19,7 @@ from squall.trident.graph import AggSpec, Node
 from squall.trident.operations import Aggregator, CombinerAggregator, ReducerAggregator, TridentTuple
 
 Send = Callable[[Node, list[Any]], None]
-BATCH_KINDS = ("aggregate", "state_query", "partition_persist", "join")
+BATCH_KINDS = ("aggregate", "state_query", "partition_persist", "join", "collect")
 
 
 def index_of(fields: Sequence[str]) -> dict[str, int]:
@@ -88,7 +88,7 @@ class BatchRun:
     def _into(self, node: Node, values: list[Any], side: int) -> None:
         kind = node.kind
         if kind in BATCH_KINDS:
-            self.kept[node.id].append((side, values) if kind == "join" else values)
+            self.kept[node.id].append((side, values) if kind in ("join", "collect") else values)
             return
         if kind == "merge":
             self._out(node, values)
@@ -120,7 +120,8 @@ class BatchRun:
         if self.p.exits.get(node.id):
             self.send(node, values)
         for child in self.p.children[node.id]:
-            self._into(child, values, child.parents.index(node) if child.kind in ("join", "merge") else 0)
+            self._into(child, values,
+                       child.parents.index(node) if child.kind in ("join", "merge", "collect") else 0)
 
     # -- the batch's end ------------------------------------------------------------------------
 
@@ -134,6 +135,8 @@ class BatchRun:
                 self._persist(node)
             elif node.kind == "join":
                 self._join(node)
+            elif node.kind == "collect":  # the batch's tuples by side, to the operation (a DRPC answer)
+                node.op.complete(self.batch_id, self.kept[node.id])
 
     def _aggregate(self, node: Node) -> None:
         phase = node.options.get("phase", "all")

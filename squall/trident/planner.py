@@ -78,6 +78,9 @@ def plan(spouts: Sequence[Node], leaves: Sequence[Node]) -> Plan:
     groups: dict[str, Group] = {}
     spout_groups = []
     for node in order:
+        if node.kind == "spout_stream":  # another stream of its spout's (a DRPC request's return info)
+            where[node.id] = where[node.parents[0].id]
+            continue
         if node.kind == "spout":
             g = Group(f"spout-{node.options['tx_id']}", [node], spout=node,
                       parallelism=node.parallelism or 1)

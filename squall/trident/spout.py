@@ -63,6 +63,10 @@ class SpoutCollector:
     def emit(self, values: Any) -> None:
         self.out([self.attempt, *values])
 
+    def emit_to(self, stream: str, values: Any) -> None:
+        """On another of the spout's streams (a DRPC stream's return info)."""
+        self.out([self.attempt, *values], stream=stream)
+
     def report_error(self, exc: BaseException) -> None:
         raise exc
 

@@ -339,8 +339,6 @@ class TridentTopology:
     def new_stream(self, tx_id: str, spout: Any) -> Stream:
         if not isinstance(tx_id, str) or not tx_id or "/" in tx_id:
             _fail(f"TridentTopology.new_stream: the transactional id is a name without '/', got {tx_id!r}")
-        if any(s.options.get("tx_id") == tx_id for s in self.spouts):
-            _fail(f"TridentTopology.new_stream: two streams with the transactional id {tx_id!r}")
         fields = _spout_fields(spout)
         node = Node("spout", fields, op=spout, options={"tx_id": tx_id}, name=tx_id)
         self.spouts.append(node)
@@ -349,8 +347,11 @@ class TridentTopology:
     def new_drpc_stream(self, function: str, local_drpc: Any = None) -> Stream:
         if not isinstance(function, str) or not function:
             _fail(f"TridentTopology.new_drpc_stream: a function name, got {function!r}")
-        node = Node("spout", ["args"], op=None, name=f"drpc-{function}",
-                    options={"drpc": function, "local_drpc": local_drpc, "tx_id": f"drpc-{function}"})
+        from squall.drpc.invocations import service_id_of
+        from squall.trident.drpc import DRPCBatchSpout
+
+        node = Node("spout", ["args"], op=DRPCBatchSpout(function, service_id_of(local_drpc)),
+                    name=f"drpc-{function}", options={"drpc": function, "tx_id": f"drpc-{function}"})
         self.spouts.append(node)
         return Stream(self, node)
 
