@@ -242,6 +242,25 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # The daemons' own log files, which the logviewer serves to nimbus.admins and logs.users
     # (/api/v1/daemonlog); None: none served.
     "storm.log.dir": (None, (str, type(None)), None),
+    # -- DRPC (squall.drpc, the server squall.drpc_server; docs/drpc.md) -----------------
+    # Where DRPC servers run (host names): clients call one, every DRPCSpout fetches from
+    # them (a topology may set its own).  None: no servers configured.
+    "drpc.servers": (None, (list, type(None)), None),
+    # A DRPC server's HTTP(S) port, for clients (Storm's form: GET /drpc/<function>/<args>,
+    # POST /drpc/<function>) and for the topologies' spouts alike (Storm's thrift ports 3772
+    # and 3773 and its HTTP port 3774 in one); 0: one the OS picks.
+    "drpc.port": (3772, (int,), 0),
+    # A request not answered within this long fails with SERVER_TIMEOUT (Storm's key).
+    "drpc.request.timeout.secs": (600, (int, float), 0.001),
+    # Requests a server holds open at once (clients waiting for their result, spouts
+    # waiting for a request); past it one is answered 503 at once.
+    "drpc.max.requests": (1024, (int,), 1),
+    # The largest arguments or result a server takes (bytes; Storm's drpc.max_buffer_size).
+    "drpc.max_buffer_size": (1048576, (int,), 1),
+    # Storm's drpc.authorizer.acl, inline: {function: {"client.users": [user, ...]}}; a
+    # function named here may be called only by those users (and nimbus.admins), any
+    # other by every authenticated user.  None: every authenticated user, every function.
+    "drpc.authorizer.acl": (None, (dict, type(None)), None),
     # -- Redis (squall.contrib.redis) -------------------------------------------
     # The Redis that spouts, sinks and stores use when their spec gives no url=
     # ("redis://[:password@]host:port/db"; passwords are redacted in messages).
@@ -366,6 +385,14 @@ DESCRIPTIONS: dict[str, str] = {
                                     "storm.zookeeper.port.",
     "squall.state.dir": "Where SQLite state files go (<dir>/<topology>.sqlite); null: ~/.squall/state.",
     # -- Redis and Spark ----------------------------------------------------------------
+    # -- DRPC ------------------------------------------------------------------------------
+    "drpc.servers": "The DRPC servers' hosts, which DRPC clients call and DRPC spouts fetch requests from.",
+    "drpc.port": "A DRPC server's HTTP(S) port, for clients and topologies alike (0: one the OS picks).",
+    "drpc.request.timeout.secs": "A DRPC request not answered within this long fails (SERVER_TIMEOUT).",
+    "drpc.max.requests": "Requests a DRPC server holds open at once; past it one is answered 503.",
+    "drpc.max_buffer_size": "The largest arguments or result a DRPC server takes (bytes).",
+    "drpc.authorizer.acl": "Who may call which DRPC function: {function: {client.users: [...]}}; null: "
+                           "every authenticated user.",
     # -- logs and the logviewer ----------------------------------------------------------
     "logviewer.port": "The port of each supervisor's logviewer, which serves its workers' and daemons' "
                       "logs over nimbus's TLS and tokens (0: one the OS picks, found through ZooKeeper; "

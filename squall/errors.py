@@ -56,6 +56,19 @@ class FailedException(Exception):
     """
 
 
+class DRPCExecutionError(SquallError):
+    """A DRPC request that got no result: the topology failed it, it timed out, the
+    server shut down or refused the caller.  ``type`` is Storm's DRPCExceptionType name
+    (``FAILED_REQUEST``, ``SERVER_TIMEOUT``, ``SERVER_SHUTDOWN``, ``INTERNAL_ERROR``) or
+    ``AUTHORIZATION`` for a refused caller; the message is the server's reason."""
+
+    def __init__(self, message: str, type: str = "FAILED_REQUEST",  # noqa: A002 - Storm's field name
+                 status: int | None = None) -> None:
+        super().__init__(message)
+        self.type = type
+        self.status = status
+
+
 class ApiError(SquallError):
     """An API request that cannot be served; ``status`` is the HTTP status."""
 

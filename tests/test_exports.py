@@ -11,8 +11,8 @@ import sys
 import pytest
 
 
-@pytest.mark.parametrize("package", ["squall", "squall.multilang", "squall.state", "squall.transactional",
-                                     "squall.windowing"])
+@pytest.mark.parametrize("package", ["squall", "squall.drpc", "squall.multilang", "squall.state",
+                                     "squall.transactional", "squall.windowing"])
 def test_every_exported_name_resolves_to_its_module_object(package: str) -> None:
     module = importlib.import_module(package)
     assert set(module.__all__) == set(module._EXPORTS)

@@ -25,9 +25,9 @@ FLOORS: list[tuple[str, set[str]]] = [
                 "metrics", "acker", "compiled", "tuning"}),
     ("api", {"topology"}),
     ("engine", {"worker", "cluster"}),
-    ("features", {"transactional", "trident", "windowing", "state", "flux", "multilang", "spark",
+    ("features", {"transactional", "trident", "drpc", "windowing", "state", "flux", "multilang", "spark",
                   "contrib"}),
-    ("daemons", {"nimbus", "supervisor", "drpc", "local", "ui", "testing", "__init__"}),
+    ("daemons", {"nimbus", "supervisor", "drpc_server", "local", "ui", "testing", "__init__"}),
     ("cli", {"cli"}),
 ]
 

@@ -13,8 +13,7 @@ from typing import Any
 import httpx
 
 from squall.errors import SquallError
-from squall.security import tls
-from squall.security.keyring import Keyring
+from squall.security.keyring import client_credentials
 
 
 class NimbusUnavailable(SquallError):
@@ -114,12 +113,4 @@ def http_client(ssl_context: ssl.SSLContext | None = None, timeout: float = 30.0
 
 def credentials(conf: dict[str, Any]) -> tuple[str | None, ssl.SSLContext | None]:
     """(token, TLS context) for talking to nimbus under ``conf``; (None, None) when insecure."""
-    if not conf["squall.secure"]:
-        return None, None
-    keyring = Keyring.for_conf(conf)
-    ca_path = conf.get("nimbus.tls.ca.path")
-    context = tls.client_context(ca_path=ca_path) if ca_path else tls.client_context(ca_pem=keyring.ca_pem)
-    if keyring.client_token is None:
-        msg = f"the keyring {keyring.path} holds no client token (it needs a 'client' section)"
-        raise SquallError(msg)
-    return keyring.client_token, context
+    return client_credentials(conf)

@@ -168,12 +168,14 @@ def build_parser() -> argparse.ArgumentParser:
     flux_command.add_filter_flags(local)
     local.set_defaults(func=cmd_local)
     from squall.cli import cluster as cluster_cli
+    from squall.cli import drpc as drpc_cli
     from squall.cli import log_levels as log_levels_cli
     from squall.cli import secrets as secrets_cli
 
     flux_command.add_commands(sub)
     cluster_cli.add_commands(sub)
     log_levels_cli.add_commands(sub)
+    drpc_cli.add_commands(sub)
     secrets_cli.add_commands(sub)
     return parser
 

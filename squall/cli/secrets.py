@@ -8,6 +8,7 @@
     squall secrets user remove alice | user list
     squall secrets rotate-zookeeper                   # a new ZooKeeper password (restart daemons)
     squall secrets supervisor --out node.json         # a supervisor's keyring: no user's token
+    squall secrets drpc --out drpc.json               # a DRPC server's keyring: the same
     squall ui [--open]                                # the UI's address, signed in with your token
 
 The keyring is ``squall.keyring.path`` (``--config``), else ``$SQUALL_KEYRING``,
@@ -128,6 +129,14 @@ def cmd_supervisor(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_drpc(args: argparse.Namespace) -> int:
+    target = _load(args).drpc_keyring(args.host).save(args.out)
+    print(f"DRPC server keyring written to {target} (mode 0600): ZooKeeper's credentials, the CA, a "
+          "certificate for the server and the users' token hashes (no token itself); give it to the "
+          "DRPC server as its squall.keyring.path, and write it again after adding a user")
+    return 0
+
+
 def add_commands(sub: Any) -> None:
     def command(parent: Any, name: str, func: Any, help_text: str) -> argparse.ArgumentParser:
         p = parent.add_parser(name, help=help_text)
@@ -152,5 +161,9 @@ def add_commands(sub: Any) -> None:
     p.add_argument("--out", required=True, help="where to write it (0600)")
     p.add_argument("--host", action="append", default=[],
                    help="a name or address of the supervisor's node, for its logviewer's certificate")
+    p = command(inner, "drpc", cmd_drpc, "write a DRPC server's keyring: no user's token")
+    p.add_argument("--out", required=True, help="where to write it (0600)")
+    p.add_argument("--host", action="append", default=[],
+                   help="a name or address of the DRPC server's node, for its certificate")
     p = command(sub, "ui", cmd_ui, "print (or --open) the web UI's address, signed in from the keyring")
     p.add_argument("--open", action="store_true", help="open it in a browser")

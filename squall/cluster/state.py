@@ -10,10 +10,13 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
     workerbeats/<node>     ephemeral: the node's worker heartbeats, one write
                            per supervisor heartbeat whatever the executor count
     errors/<id>/e-<seq>    the last errors of a topology's components
-    secrets/<id>           the topology's secrets: {"curve": {"public", "secret"}}
+    secrets/<id>           the topology's secrets: {"curve": {"public", "secret"}, "zookeeper",
+                           "drpc": {"token", "ca"}}
     logconfigs/<id>        its log levels set while it runs (Storm's path; the form is
                            squall.runtime.log_levels'): apart from the topology record, as
                            a change of them must not relaunch a worker
+    drpc/<id>.<sha256>     empty: the hash of topology <id>'s DRPC credential, which DRPC
+                           servers read (one watch on drpc/, no reads per node)
     nimbus/election/...    leader election (squall.cluster.election)
     nimbus/hosts/<id>      ephemeral: {"url"} of every running nimbus
 
@@ -50,7 +53,7 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "logconfigs", "nimbus/election", "nimbus/hosts")
+         "logconfigs", "drpc", "nimbus/election", "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
 
@@ -188,6 +191,9 @@ class ClusterState:
     def remove_topology(self, topology_id: str) -> None:
         for part in ("assignments", "code", "errors", "secrets", "logconfigs", "topologies"):
             self._delete(self.path(part, topology_id))
+        for name in self._children(self.path("drpc")):
+            if name.partition(".")[0] == topology_id:
+                self._delete(self.path("drpc", name))
 
     # -- secrets -------------------------------------------------------------
 
@@ -199,6 +205,31 @@ class ClusterState:
 
     def topology_secrets(self, topology_id: str) -> dict[str, Any] | None:
         return self._get(self.path("secrets", topology_id))
+
+    # -- DRPC ----------------------------------------------------------------
+
+    def put_drpc_invoker(self, topology_id: str, credential_hash: str) -> None:
+        """Let DRPC servers accept the credential whose SHA-256 (hex) is ``credential_hash``
+        from topology ``topology_id`` (until :meth:`remove_topology`)."""
+        if "." in topology_id or not credential_hash.isalnum():
+            msg = f"not a topology id and a hex digest: {topology_id!r}, {credential_hash!r}"
+            raise ValueError(msg)
+        self._put(self.path("drpc", f"{topology_id}.{credential_hash}"), None)
+
+    def watch_drpc_invokers(self, on_change: Callable[[dict[str, str]], None]) -> ChildrenWatch:
+        """``on_change({topology id: credential hash})`` now and whenever a topology gets
+        or loses its DRPC credential."""
+        self.zk.ensure_path(self.path("drpc"))
+
+        def changed(children: list[str]) -> None:
+            hashes = {}
+            for name in children:
+                topology_id, _, digest = name.partition(".")
+                if topology_id and digest:
+                    hashes[topology_id] = digest
+            on_change(hashes)
+
+        return ChildrenWatch(self.zk, self.path("drpc"), changed)
 
     def grant(self, paths: list[str], digest: str) -> None:
         """Make ``paths`` (and all below them) reachable by the cluster's

@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 import os
 import secrets
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import structlog
@@ -26,6 +28,7 @@ from squall.errors import ConfigError, TopologyValidationError
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.verifier import Verifier
 from squall.security.curve import new_keypair
+from squall.security.keyring import DRPC_TOKEN_PREFIX, Keyring
 from squall.topology.topology import definition_from_dict
 from squall.worker.admission import check_name, plan_submission
 
@@ -110,7 +113,19 @@ class Submission:
         user, password = f"{TOPOLOGY_USER_PREFIX}{topology_id}", secrets.token_urlsafe(24)
         paths = transactional_paths(defn, topo_conf)
         self.state.grant(paths, digest_id(user, password))
-        return {"curve": new_keypair(), "zookeeper": {"user": user, "password": password, "paths": paths}}
+        # Its DRPC credential: what its DRPC spouts and ReturnResults show a DRPC server, which
+        # knows it by its hash (squall.drpc_server.invokers) until the topology is removed.
+        token = f"{DRPC_TOKEN_PREFIX}{topology_id}.{secrets.token_urlsafe(32)}"
+        self.state.put_drpc_invoker(topology_id, hashlib.sha256(token.encode()).hexdigest())
+        return {"curve": new_keypair(), "zookeeper": {"user": user, "password": password, "paths": paths},
+                "drpc": {"token": token, "ca": self._ca_pem()}}
+
+    def _ca_pem(self) -> str | None:
+        """What the cluster's clients trust: nimbus.tls.ca.path, else the keyring's CA."""
+        ca_path = self.conf.get("nimbus.tls.ca.path")
+        if ca_path:
+            return Path(ca_path).read_text()
+        return Keyring.for_conf(self.conf).ca_pem
 
     def _decode_code(self, code: Any) -> bytes:
         if code is None:

@@ -30,10 +30,11 @@ import json
 import os
 import secrets
 import socket
+import ssl
 from pathlib import Path
 from typing import Any
 
-from squall.errors import ConfigError
+from squall.errors import ConfigError, SquallError
 from squall.security import tls
 
 FORMAT = 1
@@ -42,6 +43,9 @@ DEFAULT_PATH = "~/.squall/keyring.json"
 ADMIN = "admin"
 ZK_USER = "squall"
 ZK_PASSWORDS_KEPT = 2  # the current one and the one before
+# A topology's DRPC credential: sqd_<topology id>.<random>, issued by nimbus at submit and
+# checked by DRPC servers against its hash in ZooKeeper (squall.drpc_server.invokers).
+DRPC_TOKEN_PREFIX = "sqd_"
 
 
 def keyring_path(conf: dict[str, Any]) -> Path:
@@ -139,6 +143,16 @@ class Keyring:
         of its own for the logviewer, signed by the cluster's CA for the names nimbus's
         has and ``hosts``.  No user's token, no nimbus or CA key: the workers it starts run
         users' code."""
+        return self._daemon_keyring(hosts)
+
+    def drpc_keyring(self, hosts: list[str] | None = None) -> Keyring:
+        """What a DRPC server needs, the same as a supervisor: ZooKeeper's credentials (it
+        reads the hashes of the topologies' DRPC credentials there), the hashes of the
+        users' tokens (the clients it serves) and a certificate of its own, signed by the
+        cluster's CA for the names nimbus's has and ``hosts``."""
+        return self._daemon_keyring(hosts)
+
+    def _daemon_keyring(self, hosts: list[str] | None) -> Keyring:
         out: dict[str, Any] = {"format": FORMAT, "cluster": self.data.get("cluster"),
                                "zookeeper": self.data.get("zookeeper"),
                                "users": {name: {"tokens": list(entry.get("tokens", ()))}
@@ -239,6 +253,21 @@ class Keyring:
     def rotate_zookeeper(self) -> None:
         section = self.data.setdefault("zookeeper", {"user": ZK_USER, "passwords": []})
         section["passwords"] = [secrets.token_urlsafe(24), *section["passwords"]][:ZK_PASSWORDS_KEPT]
+
+
+def client_credentials(conf: dict[str, Any]) -> tuple[str | None, ssl.SSLContext | None]:
+    """(token, TLS context) for a client of the cluster's HTTP services (nimbus, the
+    logviewers, DRPC servers) under ``conf``: the keyring's client token, and its CA (or
+    ``nimbus.tls.ca.path``) as what to trust; (None, None) when insecure."""
+    if not conf["squall.secure"]:
+        return None, None
+    keyring = Keyring.for_conf(conf)
+    ca_path = conf.get("nimbus.tls.ca.path")
+    context = tls.client_context(ca_path=ca_path) if ca_path else tls.client_context(ca_pem=keyring.ca_pem)
+    if keyring.client_token is None:
+        msg = f"the keyring {keyring.path} holds no client token (it needs a 'client' section)"
+        raise SquallError(msg)
+    return keyring.client_token, context
 
 
 class KeyringWatch:

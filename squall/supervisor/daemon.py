@@ -102,7 +102,7 @@ class Supervisor:
         self.slots = {port: Slot(port, self.local_dir / "workers" / str(port)) for port in self.ports}
         # What squall.yaml says about workers and topologies reaches the workers.
         self.worker_defaults = {k: v for k, v in conf.items()
-                                if k.startswith(("topology.", "worker.", "zmq.", "spark.",
+                                if k.startswith(("topology.", "worker.", "zmq.", "spark.", "drpc.",
                                                  # transactional state lives in the cluster's ZooKeeper
                                                  "storm.zookeeper.", "transactional."))
                                 and v != DEFAULTS.get(k)}

@@ -9,7 +9,8 @@ workers it left running) and, in a secure cluster, ``secrets.json`` (ours,
 0600, removed when the worker is killed)::
 
     {"curve": {"public": b64, "secret": b64},          # the topology's CURVE keypair
-     "zookeeper": {"user": u, "passwords": [p, ...]}}  # digest credentials, current first
+     "zookeeper": {"user": u, "passwords": [p, ...]},  # digest credentials, current first
+     "drpc": {"token": t, "ca": PEM}}                  # its DRPC credential, when it has one
 
 Everything here is this user's only: directories 0700, files 0600, and the
 worker runs with umask 077.  Its environment is an allow-list
@@ -139,7 +140,13 @@ def worker_secrets(topology_id: str, topology_secrets: Any,
     else:
         user = credentials[0][0]
         zookeeper = {"user": user, "passwords": [p for u, p in credentials if u == user]}
-    return {"curve": {"public": curve["public"], "secret": curve["secret"]}, "zookeeper": zookeeper}
+    out = {"curve": {"public": curve["public"], "secret": curve["secret"]}, "zookeeper": zookeeper}
+    drpc = topology_secrets.get("drpc")
+    if isinstance(drpc, Mapping) and isinstance(drpc.get("token"), str):
+        # What its DRPC spouts and ReturnResults show a DRPC server (squall.drpc), and the CA
+        # that server's certificate is signed by.
+        out["drpc"] = {"token": drpc["token"], "ca": drpc.get("ca")}
+    return out
 
 
 def read_json(path: Path) -> Any:

@@ -49,10 +49,14 @@ def raw_api_path(scope: Scope) -> Scope:
 class Guard:
     """Authentication, the request budget and the audit, around the routes."""
 
-    def __init__(self, app: ASGIApp, gate: Gate | None, max_requests: int) -> None:
+    def __init__(self, app: ASGIApp, gate: Gate | None, max_requests: int,
+                 audit_successes: bool = True) -> None:
+        """``audit_successes``: False for a server whose POSTs are its traffic, not changes (a
+        DRPC server's calls): then only the refused ones leave an audit line."""
         self.app = app
         self.gate = gate
         self.max_requests = max_requests
+        self.audit_successes = audit_successes
         self.serving = 0
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -95,7 +99,7 @@ class Guard:
             finally:
                 self.serving -= 1
         finally:
-            if method not in ("GET", "HEAD"):
+            if method not in ("GET", "HEAD") and (self.audit_successes or not 0 < status < 400):
                 audit(scope, user, status)
 
 

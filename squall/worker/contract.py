@@ -48,13 +48,17 @@ started)::
 ``secrets.json`` (supervisor -> worker; mode 0600, only in a secure cluster)::
 
     {"curve": {"public": b64, "secret": b64} | null,   # the topology's CURVE keypair
-     "zookeeper": {"user": str, "passwords": [str, ...]} | null}
+     "zookeeper": {"user": str, "passwords": [str, ...]} | null,
+     "drpc": {"token": str, "ca": PEM}}                 # optional: the topology's DRPC credential
 
 With a keypair every ZeroMQ socket of the worker speaks CURVE and admits only
 the topology's workers; the ZooKeeper credentials go to the transactional
-state's client.  A secrets.json that is malformed or readable by group or
-others, or none when the assignment's conf says ``squall.secure``, stops the
-worker with :data:`EXIT_BAD_ASSIGNMENT`.  Secrets are never logged.
+state's client; the DRPC credential (which DRPC servers accept from this
+topology's spouts and bolts, and the CA their certificates are signed by) to
+the components, as the worker resource :data:`DRPC_RESOURCE`.  A secrets.json
+that is malformed or readable by group or others, or none when the
+assignment's conf says ``squall.secure``, stops the worker with
+:data:`EXIT_BAD_ASSIGNMENT`.  Secrets are never logged.
 
 ``errors.jsonl`` (worker -> supervisor; appended): one JSON object per
 component error, :meth:`ErrorRecord.to_dict` plus ``topology_id``.  The
@@ -105,6 +109,9 @@ HEARTBEAT = "heartbeat.json"
 ERRORS = "errors.jsonl"
 SECRETS = "secrets.json"
 
+# The worker resource (TopologyContext.resources) holding secrets.json's "drpc" section.
+DRPC_RESOURCE = "drpc.credential"
+
 
 class AssignmentError(SquallError):
     """assignment.json is missing, malformed, or names executors the topology lacks."""
@@ -119,10 +126,11 @@ class WorkerSecrets:
     curve: tuple[bytes, bytes] | None  # raw (public, secret)
     zookeeper: list[tuple[str, str]] | None  # (user, password) pairs
     zookeeper_acl: list[str] = field(default_factory=list)  # digest ids also given every permission
+    drpc: dict[str, str] | None = None  # {"token", "ca"}: the topology's DRPC credential
 
     def __repr__(self) -> str:  # never let a traceback or a log print a key
         return (f"WorkerSecrets(curve={'<set>' if self.curve else None}, "
-                f"zookeeper={'<set>' if self.zookeeper else None})")
+                f"zookeeper={'<set>' if self.zookeeper else None}, drpc={'<set>' if self.drpc else None})")
 
 
 def read_secrets(path: Path) -> WorkerSecrets | None:
@@ -172,8 +180,14 @@ def read_secrets(path: Path) -> WorkerSecrets | None:
         if not isinstance(acl, list) or not all(isinstance(a, str) and ":" in a for a in acl):
             msg = f"{path}: 'zookeeper.acl' must be a list of digest ids ('user:hash')"
             raise SecretsError(msg)
-        return WorkerSecrets(keys, creds, list(acl))
-    return WorkerSecrets(keys, creds)
+    else:
+        acl = []
+    drpc = data.get("drpc")
+    if drpc is not None and (not isinstance(drpc, dict) or not isinstance(drpc.get("token"), str)
+                             or not drpc["token"] or not isinstance(drpc.get("ca"), (str, type(None)))):
+        msg = f"{path}: 'drpc' must be absent or {{'token': str, 'ca': PEM}}"
+        raise SecretsError(msg)
+    return WorkerSecrets(keys, creds, list(acl), dict(drpc) if drpc is not None else None)
 
 
 def write_json_atomic(path: Path, obj: Any) -> None:

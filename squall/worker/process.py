@@ -31,6 +31,7 @@ from squall.runtime.status import Status
 from squall.topology.topology import definition_from_dict
 from squall.worker.contract import (
     ASSIGNMENT,
+    DRPC_RESOURCE,
     ERRORS,
     EXIT_BAD_ASSIGNMENT,
     EXIT_BIND_FAILED,
@@ -210,7 +211,11 @@ class WorkerProcess:
             # Transactional components keep their state in the cluster's ZooKeeper
             # (Storm's TransactionalState): one client per worker process, made
             # only if a transactional component asks for it.
-            resources = {BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf, creds, also))}
+            resources: dict[str, Any] = {
+                BACKEND_RESOURCE: Lazy(lambda: _zookeeper_backend(plan.conf, creds, also))}
+            if secrets is not None and secrets.drpc is not None:
+                # The topology's DRPC credential, for its DRPC spouts and ReturnResults (squall.drpc).
+                resources[DRPC_RESOURCE] = secrets.drpc
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,

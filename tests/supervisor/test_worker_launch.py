@@ -51,6 +51,9 @@ def test_worker_secrets_carry_the_curve_keys_and_every_zookeeper_password() -> N
     credentials = [("squall", "new"), ("squall", "old")]
     assert worker_secrets("t-1", {"curve": CURVE, "other": 1}, credentials) == {
         "curve": CURVE, "zookeeper": {"user": "squall", "passwords": ["new", "old"]}}
+    # and the topology's DRPC credential, with the CA its servers' certificates are signed by
+    drpc = {"token": "sqd_t-1.secret", "ca": "PEM"}
+    assert worker_secrets("t-1", {"curve": CURVE, "drpc": drpc}, credentials)["drpc"] == drpc
     for missing in (None, {}, {"curve": {"public": "p"}}, {"curve": "x"}):
         with pytest.raises(SquallError, match="t-1 has no CURVE keypair in ZooKeeper"):
             worker_secrets("t-1", missing, credentials)

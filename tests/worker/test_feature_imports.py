@@ -23,7 +23,7 @@ from tests.worker.test_worker_process import ACKER, SINK, SOURCE, Workers, free_
 pytestmark = pytest.mark.timeout(60)
 
 FEATURES = ("squall.transactional", "squall.state", "squall.windowing", "squall.spark", "squall.flux",
-            "squall.contrib", "squall.trident")
+            "squall.contrib", "squall.trident", "squall.drpc")
 
 # Components that write down, from inside the worker process, which feature packages it holds.
 PROBE = f'''

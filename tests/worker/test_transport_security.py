@@ -340,12 +340,14 @@ def write_secrets(path: Any, content: Any, mode: int = 0o600) -> Any:
 def test_secrets_are_read_and_never_shown(tmp_path: Any) -> None:
     pair = curve.new_keypair()
     path = write_secrets(tmp_path / "secrets.json", {"curve": pair,
-                                                     "zookeeper": {"user": "w", "passwords": ["p1", "p2"]}})
+                                                     "zookeeper": {"user": "w", "passwords": ["p1", "p2"]},
+                                                     "drpc": {"token": "sqd_t-1.abc", "ca": "PEM"}})
     secrets = read_secrets(path)
     assert secrets is not None
     assert secrets.curve == curve.raw(pair)
     assert secrets.zookeeper == [("w", "p1"), ("w", "p2")]
-    assert pair["secret"] not in repr(secrets) and "p1" not in repr(secrets)
+    assert secrets.drpc == {"token": "sqd_t-1.abc", "ca": "PEM"}
+    assert pair["secret"] not in repr(secrets) and "p1" not in repr(secrets) and "sqd_" not in repr(secrets)
     assert read_secrets(tmp_path / "absent.json") is None
     none = read_secrets(write_secrets(tmp_path / "none.json", {"curve": None, "zookeeper": None}))
     assert none is not None and none.curve is None and none.zookeeper is None
@@ -358,6 +360,8 @@ def test_secrets_are_read_and_never_shown(tmp_path: Any) -> None:
     ({"curve": None}, 0o600),
     ({"curve": {"public": "AAAA", "secret": "AAAA"}, "zookeeper": None}, 0o600),
     ({"curve": None, "zookeeper": {"user": "w", "passwords": "p"}}, 0o600),
+    ({"curve": None, "zookeeper": None, "drpc": {"token": ""}}, 0o600),
+    ({"curve": None, "zookeeper": None, "drpc": "AAAA"}, 0o600),
     ([1, 2], 0o600),
 ])
 def test_bad_secrets_are_refused_without_showing_them(tmp_path: Any, content: Any, mode: int) -> None:
