@@ -74,9 +74,10 @@ def aggregate(stream: Any, group: list[str] | None,
                         group_fields=group, options={"phase": "partial"})
         moved = partial.partition_by(group) if group else partial.global_()
         return _node(stream, moved.node, "aggregate", out, op=specs, group_fields=group,
-                     options={"phase": "final", "partials": partials})
+                     options={"phase": "final", "partials": partials, "single_emit": "global"})
     moved = stream.partition_by(group) if group else stream.global_()
-    return _node(stream, moved.node, "aggregate", out, op=specs, group_fields=group, options={"phase": "all"})
+    return _node(stream, moved.node, "aggregate", out, op=specs, group_fields=group,
+                 options={"phase": "all", "single_emit": "global"})
 
 
 def compare_by(stream: Any, field: str, least: bool) -> Any:

@@ -52,8 +52,10 @@ class Program:
     group, where each node's tuples leave the group, and the task's states."""
 
     def __init__(self, nodes: Sequence[Node], exits: dict[int, bool], states: dict[int, Any],
-                 reporter: Callable[[BaseException], None] | None = None) -> None:
+                 reporter: Callable[[BaseException], None] | None = None, partition: int = 0,
+                 partitions: int = 1) -> None:
         self.nodes = list(nodes)
+        self.partition, self.partitions = partition, partitions  # this task's, of the group's
         inside = {n.id for n in self.nodes}
         self.children: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
         for n in self.nodes:
@@ -147,7 +149,7 @@ class BatchRun:
         groups: dict[tuple[Any, ...], list[list[Any]]] = {}
         for values in self.kept[node.id]:
             groups.setdefault(tuple(values[i] for i in key_at), []).append(values)
-        if not group and not groups:
+        if not group and not groups and self._answers_empty(node):
             groups[()] = []  # an ungrouped aggregation answers for an empty batch too
         for key, rows in groups.items():
             per_agg = []
@@ -159,6 +161,12 @@ class BatchRun:
                     per_agg.append(self._run_agg(spec, index, rows, phase))
             for combo in itertools.product(*per_agg):
                 self._out(node, [*key, *itertools.chain.from_iterable(combo)])
+
+    def _answers_empty(self, node: Node) -> bool:
+        """Does this task answer for a batch none of whose tuples it got?  Every partition of
+        a partition aggregate does; of a global aggregation only the one the batch would have
+        gone to (Storm's SingleEmitAggregator): partition 0."""
+        return node.options.get("single_emit") != "global" or self.p.partition == 0
 
     def _combine_partials(self, agg: CombinerAggregator, partials: list[Any],
                           grouped: bool) -> list[list[Any]]:
