@@ -58,7 +58,8 @@ def word_count(topo: TridentTopology, feeder: Any, spout_parallelism: int | None
 
 def words_query(topo: TridentTopology, drpc: LocalDRPC, counts: Any) -> None:
     (topo.new_drpc_stream("words", drpc).each(["args"], Split(), ["word"]).group_by(["word"])
-     .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
+     .state_query(counts, ["word"], MapGet(), ["count"])
+     .aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
 
 
 def test_memory_map_get_tuples(cluster: LocalCluster, drpc: LocalDRPC) -> None:
