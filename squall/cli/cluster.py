@@ -100,8 +100,10 @@ def cmd_dev_cluster(args: argparse.Namespace) -> int:
             point_at_dev_cluster(cluster.config_file)  # client commands find it without --config
             secured = (f"secure: TLS, tokens, CURVE and ZooKeeper ACLs; keyring {cluster.keyring_file}\n"
                        if cluster.secure else "INSECURE: no TLS, no authentication (--insecure)\n")
-            print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors.\n{secured}"
+            print(f"dev cluster up: nimbus {cluster.nimbus_url}, {args.supervisors} supervisors, "
+                  f"DRPC server {cluster.drpc_url}.\n{secured}"
                   "use it with:  squall submit examples/wordcount.py   (squall list, info, kill, ...)\n"
+                  "DRPC calls:   squall drpc-client FUNCTION ARGS\n"
                   "the web UI:   squall ui\n"
                   f"(its config, found by those commands while it runs: {cluster.config_file})\n"
                   "^C to stop everything", flush=True)

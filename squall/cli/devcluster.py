@@ -1,4 +1,4 @@
-"""A whole cluster on this machine: ZooKeeper, nimbus(es), supervisors.
+"""A whole cluster on this machine: ZooKeeper, nimbus(es), supervisors, a DRPC server.
 
 For trying Squall out (``squall dev-cluster``) and for tests: every daemon
 is a real process with its own config file and log under one directory,
@@ -12,8 +12,8 @@ the workers their multilang children (``.../<port>/pids/``) and a
 supervisor its Spark Connect server (``supervisor-N/spark-connect/server.json``).
 :meth:`DevCluster.stop` stops them in order: the supervisors (SIGTERM:
 by design a supervisor leaves its workers running), then their workers
-and what those started, then the Spark Connect servers, the nimbuses and
-ZooKeeper; what does not exit within a grace period is SIGKILLed.  It is
+and what those started, then the Spark Connect servers, the DRPC server,
+the nimbuses and ZooKeeper; what does not exit within a grace period is SIGKILLed.  It is
 idempotent.
 
 Everything under the root is its user's only, from the first byte: the
@@ -42,6 +42,7 @@ import json
 import os
 import select
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -77,6 +78,7 @@ DEV_CONF: dict[str, Any] = {
 PIDS_FILE = "pids.json"
 KEYRING_FILE = "keyring.json"
 SUPERVISOR_KEYRING_FILE = "supervisor-keyring.json"
+DRPC_KEYRING_FILE = "drpc-keyring.json"
 GRACE_SECS = 10.0  # a stopping daemon's time to exit before SIGKILL
 
 
@@ -116,6 +118,7 @@ class DevCluster:
         self.zk: DevZookeeper | None = None
         self._ports: set[int] = set()  # every port handed out, see new_port
         self.nimbus_ports = [self.new_port() for _ in range(nimbuses)]
+        self.drpc_port = self.new_port()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.conf: dict[str, Any] = {}
         # Set (e.g. by a signal handler) to cut start() short: it returns at the next step.
@@ -151,15 +154,21 @@ class DevCluster:
     def supervisor_keyring_file(self) -> Path:
         return self.root / SUPERVISOR_KEYRING_FILE
 
+    @property
+    def drpc_keyring_file(self) -> Path:
+        return self.root / DRPC_KEYRING_FILE
+
     def ensure_keyring(self) -> None:
-        """The cluster's keyring (nimbus's and the admin's), and the supervisors' own (no
-        user's token: their workers run user code); again after a user is added, for the
-        logviewers to know them."""
+        """The cluster's keyring (nimbus's and the admin's), and the supervisors' and the DRPC
+        server's own (no user's token: workers run user code, and the DRPC server needs none);
+        again after a user is added, for the logviewers and the DRPC server to know them."""
         if self.secure and not self.keyring_file.exists():
             keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
         if self.secure:
-            Keyring.load(self.keyring_file).supervisor_keyring().save(self.supervisor_keyring_file)
+            keyring = Keyring.load(self.keyring_file)
+            keyring.supervisor_keyring().save(self.supervisor_keyring_file)
+            keyring.drpc_keyring().save(self.drpc_keyring_file)
 
     def request(self, method: str, url: str, body: bytes | None = None, *, token: Any = True,
                 headers: dict[str, str] | None = None, timeout: float = 30) -> httpx.Response:
@@ -198,12 +207,14 @@ class DevCluster:
             "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
             # The supervisors' logviewers, on ports of their own; they serve the daemons' logs too.
             "logviewer.port": 0, "storm.log.dir": str(self.root / "logs"),
+            # Its DRPC server, which `squall drpc-client` and the topologies' spouts find here.
+            "drpc.servers": ["127.0.0.1"], "drpc.port": self.drpc_port,
             **self.extra,
         }
         _write_private(self.config_file, yaml.safe_dump(self.conf))
         self.start_reaper()
         steps = [self.start_zookeeper, *(lambda i=i: self.start_nimbus(i) for i in range(self.n_nimbus)),
-                 *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
+                 self.start_drpc, *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
         for step in steps:
             if self.stopping.is_set():
                 return
@@ -280,6 +291,16 @@ class DevCluster:
     def start_nimbus(self, i: int = 0) -> subprocess.Popen[bytes]:
         return self._daemon(f"nimbus-{i}", "nimbus", {"nimbus.http.port": self.nimbus_ports[i]})
 
+    def start_drpc(self) -> subprocess.Popen[bytes]:
+        """The DRPC server, secure like nimbus with a keyring of its own (no user's token)."""
+        return self._daemon("drpc", "drpc", {
+            "drpc.port": self.drpc_port,
+            **({"squall.keyring.path": str(self.drpc_keyring_file)} if self.secure else {})})
+
+    @property
+    def drpc_url(self) -> str:
+        return f"{self.scheme}://127.0.0.1:{self.drpc_port}"
+
     def new_port(self) -> int:
         """A free port on 127.0.0.1 that this cluster has not handed out before.  The
         kernel may give the same free port twice once the probe's socket is closed, and
@@ -322,7 +343,8 @@ class DevCluster:
             self._check_alive()
             try:
                 info = self.api("GET", "cluster")
-                if info.get("leader") and len(info["supervisors"]) >= self.n_supervisors:
+                if (info.get("leader") and len(info["supervisors"]) >= self.n_supervisors
+                        and self._drpc_listening()):
                     return
             except OSError:
                 pass
@@ -331,6 +353,13 @@ class DevCluster:
             return
         msg = f"dev cluster not ready within {timeout}s; see logs in {self.root / 'logs'}"
         raise RuntimeError(msg)
+
+    def _drpc_listening(self) -> bool:
+        if "drpc" not in self.procs:
+            return True
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.drpc_port), timeout=1):
+            return True
+        return False
 
     def _check_alive(self) -> None:
         for key, proc in self.procs.items():
@@ -526,6 +555,7 @@ def stop_recorded(root: Path, grace: float = GRACE_SECS, skip: Iterable[str] = (
         slot.kill_left_children(grace=0.0)  # what a SIGKILLed worker left behind (its pids/ files)
     # After the workers, as a supervisor does: their bolts must not see the server die first.
     _stop_processes(servers, grace, "Spark Connect servers", say)
+    _stop_processes(live("drpc"), grace, "DRPC server", say)
     _stop_processes(live("nimbus-"), grace, "nimbus", say)
     _stop_processes(live("zookeeper"), grace, "ZooKeeper", say)
     _stop_processes(live(""), grace, "the rest", say)  # anything recorded that is still there

@@ -80,7 +80,11 @@ class DRPCSpout(Spout):
             self._cond.notify_all()  # room again: the fetchers may take the next request
 
     def fail(self, tup_id: Any) -> None:
-        self._failing.submit(self._fail_request, tup_id, "its tuple tree failed or timed out in the topology")
+        reason = "its tuple tree failed or timed out in the topology"
+        try:
+            self._failing.submit(self._fail_request, tup_id, reason)
+        except RuntimeError:  # closed: no thread left to hand it to
+            self._fail_request(tup_id, reason)
 
     def activate(self) -> None:
         with self._cond:
@@ -119,9 +123,11 @@ class DRPCSpout(Spout):
                     return
             try:
                 request = endpoint.fetch_request(self.function, LOCAL_POLL_SECS if local else LONG_POLL_SECS)
-            except DRPCExecutionError as e:
-                if self._stopped:
+            except Exception as e:  # noqa: BLE001 - a fetch thread outlives any one failure
+                if self._stopped:  # close() ended the fetch under it
                     return
+                if not isinstance(e, DRPCExecutionError):
+                    self.logger.exception("fetching a DRPC request failed")
                 if not reported:  # once per outage, not once per retry
                     reported = True
                     self.call_soon(lambda e=e: self.report_error(e))

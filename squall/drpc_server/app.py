@@ -185,7 +185,10 @@ def _segments(request: Request, prefix: str) -> list[str]:
     """The path after ``prefix``, split on '/' as sent, each segment percent-decoded on its own."""
     raw = (request.scope.get("raw_path") or request.scope["path"].encode()).decode("latin-1")
     rest = raw[len(prefix):] if raw.startswith(prefix) else ""
-    return [unquote(s, errors="strict") for s in rest.split("/")] if rest else []
+    try:
+        return [unquote(s, errors="strict") for s in rest.split("/")] if rest else []
+    except UnicodeDecodeError:
+        raise ApiError(400, "the path's percent-encoded bytes are not UTF-8") from None
 
 
 async def _body(request: Request) -> str:

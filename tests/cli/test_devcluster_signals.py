@@ -180,8 +180,8 @@ def test_no_two_ports_of_a_dev_cluster_are_the_same(tmp_path: Path, monkeypatch:
     # Given a kernel that hands out the same free port again (it may, once the probe is closed)
     offered = iter([41000, 41000, 41001, 41000, 41001, 41002, 41003, 41002, 41004])
     monkeypatch.setattr("squall.cli.devcluster.free_port", lambda: next(offered))
-    # When a dev cluster takes its nimbus port, then ports for its slots
+    # When a dev cluster takes its nimbus and DRPC ports, then ports for its slots
     cluster = DevCluster(tmp_path / "c", supervisors=1, slots=3, secure=False)
-    ports = [*cluster.nimbus_ports, *(cluster.new_port() for _ in range(3))]
+    ports = [*cluster.nimbus_ports, cluster.drpc_port, *(cluster.new_port() for _ in range(3))]
     # Then each port is one it has not handed out before
-    assert ports == [41000, 41001, 41002, 41003]
+    assert ports == [41000, 41001, 41002, 41003, 41004]

@@ -45,7 +45,8 @@ def test_a_hostile_worker_reaches_no_key_no_daemon_and_no_other_topology(make_cl
     victim_slots = [p.parent for p in supervisor_dir.glob("workers/*/pid")]
     victim_code = list((supervisor_dir / "code").iterdir())
     daemons = [p.pid for p in cluster.procs.values()]
-    targets = [str(cluster.keyring_file), str(cluster.supervisor_keyring_file), str(cluster.config_file),
+    targets = [str(cluster.keyring_file), str(cluster.supervisor_keyring_file),
+               str(cluster.drpc_keyring_file), str(cluster.config_file),
                *(str(p) for p in cluster.root.glob("*.yaml")), str(cluster.root / "logs"),
                str(cluster.root / "zookeeper"), str(supervisor_dir), str(supervisor_dir / "uids.json"),
                *(str(p) for p in victim_slots), *(str(p / "secrets.json") for p in victim_slots),

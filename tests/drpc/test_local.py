@@ -98,6 +98,16 @@ def test_drpc_coordination_tricky(cluster: LocalCluster, drpc: LocalDRPC) -> Non
     assert drpc.execute("tricky", "4") == "done"
 
 
+def test_a_lone_bolt_with_finished_id_gets_its_request_and_its_id_on_one_task(cluster: LocalCluster,
+                                                                            drpc: LocalDRPC) -> None:
+    # (Storm shuffles the request to the first bolt and groups its id by request: the two may
+    # part, and finished_id then runs on a task that never saw the request)
+    builder = LinearDRPCTopologyBuilder("lone")
+    builder.add_bolt(EmitFinish, 3)
+    cluster.submit("lone", builder.create_local_topology(drpc))
+    assert [drpc.execute("lone", str(i)) for i in range(6)] == ["done"] * 6
+
+
 def test_drpc_fail_finish_fails_the_request_at_once(cluster: LocalCluster, drpc: LocalDRPC) -> None:
     # Storm's testDrpcFailFinish: FailedException in finished_id
     builder = LinearDRPCTopologyBuilder("fail2")

@@ -136,9 +136,14 @@ def test_a_client_that_goes_away_takes_its_request_with_it(open_server: DRPCServ
         endpoint.close()
 
 
-def test_arguments_over_the_buffer_size_are_refused(open_server: DRPCServer) -> None:
-    response = httpx.post(f"http://127.0.0.1:{open_server.port}/drpc/f", content=b"x" * 1001)
+def test_arguments_over_the_buffer_size_or_not_text_are_refused(open_server: DRPCServer) -> None:
+    base = f"http://127.0.0.1:{open_server.port}/drpc"
+    response = httpx.post(f"{base}/f", content=b"x" * 1001)
     assert response.status_code == 413 and "drpc.max_buffer_size" in response.json()["error"]
+    response = httpx.get(f"{base}/f/%FF%FE")
+    assert response.status_code == 400 and "not UTF-8" in response.json()["error"]
+    response = httpx.post(f"{base}/f", content=b"\xff\xfe")
+    assert response.status_code == 400 and "not UTF-8" in response.json()["error"]
 
 
 def test_stopping_the_server_answers_waiting_clients_server_shutdown() -> None:

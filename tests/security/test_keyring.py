@@ -70,14 +70,16 @@ def test_a_user_keyring_holds_only_their_token_and_the_ca() -> None:
     assert set(theirs.data["tls"]) == {"ca"}
 
 
-def test_a_supervisors_keyring_holds_no_token_and_no_key_of_nimbus_or_the_ca(tmp_path: Path) -> None:
-    # (its workers run users' code: before issue 29 the supervisor held the admin's token)
+@pytest.mark.parametrize("daemon", ["supervisor", "drpc"])
+def test_a_daemons_keyring_holds_no_token_and_no_key_of_nimbus_or_the_ca(tmp_path: Path, daemon: str) -> None:
+    # (its workers run users' code: before issue 29 the supervisor held the admin's token;
+    # a DRPC server's keyring is the same: it checks users' tokens, and holds none)
     import subprocess
     import sys
 
     keyring, admin = Keyring.create()
     keyring.save(tmp_path / "k.json")
-    out = subprocess.run([sys.executable, "-m", "squall.cli", "secrets", "supervisor", "--keyring",
+    out = subprocess.run([sys.executable, "-m", "squall.cli", "secrets", daemon, "--keyring",
                           str(tmp_path / "k.json"), "--out", str(tmp_path / "s.json")],
                          capture_output=True, text=True, timeout=60, check=True)
     assert "no token itself" in out.stdout

@@ -45,6 +45,9 @@ def _zookeeper(conf: dict[str, Any], worker_dir: str) -> dict[str, str]:
                 lambda: [zk.get(f"/squall/topologies/{t}")[0]
                          for t in zk.get_children("/squall/topologies")]),
             "write assignments": _attempt(lambda: zk.create("/squall/assignments/hostile", b"{}")),
+            # what DRPC servers take a topology's credential by: listing it, or planting a hash
+            "list DRPC credentials": _attempt(lambda: zk.get_children("/squall/drpc")),
+            "plant a DRPC credential": _attempt(lambda: zk.create("/squall/drpc/victim-1." + "0" * 64, b"")),
             "victim's transactional state": _attempt(
                 lambda: zk.create("/transactional/victim/stolen", b"x", makepath=True)),
         }

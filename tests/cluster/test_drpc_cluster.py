@@ -1,0 +1,80 @@
+"""DRPC on a real, secure dev cluster: its DRPC server (TLS, the keyring's tokens), a linear
+DRPC topology whose spouts fetch with their topology's own credential, answering
+``squall drpc-client`` and DRPCClient; a caller without a token refused, a failed and a
+timed-out request surfaced as DRPCExecutionError."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from squall.drpc import DRPCClient, DRPCExecutionError
+from squall.security import tls
+from squall.security.keyring import Keyring
+from squall.testing import poll_for
+from tests.cluster.conftest import TOPOLOGIES, squall_cli
+
+TOPOLOGY = str(TOPOLOGIES / "exclamation_drpc.py")
+TIMEOUT = 4  # drpc.request.timeout.secs: short, for the timed-out request
+
+pytestmark = pytest.mark.timeout(240)
+
+
+def answered(client: DRPCClient) -> bool:
+    try:
+        return client.execute("exclamation", "ready") == "ready!"
+    except DRPCExecutionError:  # timed out: the workers are not up yet
+        return False
+
+
+def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any) -> None:
+    # Given a secure cluster with its DRPC server, and the exclamation topology submitted
+    cluster = make_cluster(supervisors=1, slots=2, conf={"drpc.request.timeout.secs": TIMEOUT})
+    squall_cli(cluster, "submit", TOPOLOGY, "--name", "exclaim", "--conf", "topology.workers=2")
+    with DRPCClient(cluster.conf) as client:
+        assert client.scheme == "https"
+        poll_for(lambda: answered(client), timeout=90, message="the topology answering")
+
+        # When a client calls it: the answer, within milliseconds once warm
+        took = []
+        for i in range(20):
+            started = time.perf_counter()
+            assert client.execute("exclamation", f"hello {i}") == f"hello {i}!"
+            took.append(time.perf_counter() - started)
+        assert sorted(took)[10] < 0.5
+
+        # A request the topology fails reaches the client as a failure, not a timeout
+        started = time.monotonic()
+        with pytest.raises(DRPCExecutionError) as raised:
+            client.execute("exclamation", "fail")
+        assert raised.value.type == "FAILED_REQUEST" and raised.value.status == 400
+        assert time.monotonic() - started < TIMEOUT
+
+        # and one nobody serves times out after drpc.request.timeout.secs, saying so
+        with pytest.raises(DRPCExecutionError) as raised:
+            client.execute("nobody-serves-this", "x")
+        assert raised.value.type == "SERVER_TIMEOUT" and raised.value.status == 504
+        assert f"timed out after {TIMEOUT} s" in str(raised.value)
+
+    # The command line, Storm's: pairs of function and args, or -f and args
+    out = squall_cli(cluster, "drpc-client", "exclamation", "a", "exclamation", "b").stdout
+    assert out.splitlines() == ['exclamation "a" => "a!"', 'exclamation "b" => "b!"']
+    out = squall_cli(cluster, "drpc-client", "-f", "exclamation", "x", "y z").stdout
+    assert out.splitlines() == ['exclamation "x" => "x!"', 'exclamation "y z" => "y z!"']
+    failed = squall_cli(cluster, "drpc-client", "exclamation", "fail", check=False)
+    assert failed.returncode == 1 and "the topology failed the request" in failed.stderr
+
+    # A caller without a token, or with one of no user, is refused over TLS
+    context = tls.client_context(ca_pem=Keyring.load(cluster.keyring_file).ca_pem)
+    with httpx.Client(verify=context, trust_env=False, timeout=10) as plain:
+        url = f"{cluster.drpc_url}/drpc/exclamation/sneaky"
+        assert plain.get(url).status_code == 401
+        assert plain.get(url, headers={"Authorization": "Bearer sq_nobody"}).status_code == 401
+        # nor may a user fetch the topology's requests
+        admin = Keyring.load(cluster.keyring_file).client_token
+        response = plain.post(f"{cluster.drpc_url}/invocations/fetchRequest/exclamation",
+                              headers={"Authorization": f"Bearer {admin}"})
+        assert response.status_code == 403
