@@ -79,7 +79,8 @@ def test_a_batch_replayed_after_its_commit_is_counted_once(run: tuple[LocalClust
     # After the state was updated, in the commit phase: the first "the" it sees fails the batch
     counts.new_values_stream().each(["word", "count"], FailOnce(f"after-{kind}", "the"))
     (topo.new_drpc_stream("words", drpc).each(["args"], Split(), ["word"]).group_by(["word"])
-     .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
+     .state_query(counts, ["word"], MapGet(), ["count"])
+     .aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
     cluster.submit("exact", topo.build())
     feeder.feed([["the cow"], ["the moon"]])  # its commit fails once, then passes
     assert FAILURES[f"after-{kind}"] >= 2
@@ -94,10 +95,12 @@ def test_a_failure_before_the_state_fails_the_batch_and_it_is_counted_once(
     cluster, drpc = run
     topo = TridentTopology()
     feeder = FeederBatchSpout(["sentence"])
-    counts = (topo.new_stream("tester", feeder).each(["sentence"], SplitFailingOnce("before", "boom"), ["word"])
+    counts = (topo.new_stream("tester", feeder)
+              .each(["sentence"], SplitFailingOnce("before", "boom"), ["word"])
               .group_by(["word"]).persistent_aggregate(MemoryMapState.factory(), Count(), ["count"]))
     (topo.new_drpc_stream("words", drpc).each(["args"], Split(), ["word"]).group_by(["word"])
-     .state_query(counts, ["word"], MapGet(), ["count"]).aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
+     .state_query(counts, ["word"], MapGet(), ["count"])
+     .aggregate(["count"], Sum(), ["sum"]).project(["sum"]))
     cluster.submit("exact", topo.build())
     feeder.feed([["a boom"], ["a b"]])
     assert FAILURES["before"] >= 2
