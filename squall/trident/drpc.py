@@ -17,9 +17,13 @@ import queue
 import threading
 from typing import Any
 
+import structlog
+
 from squall.drpc.invocations import DRPCInvocations
-from squall.errors import DRPCExecutionError
+from squall.errors import ConfigError, DRPCExecutionError
 from squall.trident.spout import BatchSpout
+
+log = structlog.get_logger("squall.trident.drpc")
 
 RETURN_STREAM = "drpcreturn"  # the emitter's stream of each request's return info
 FETCH_SECS = 1.0  # how long one fetch waits at a server for a request (long polling)
@@ -53,7 +57,14 @@ class DRPCBatchSpout(BatchSpout):
 
     def is_ready(self) -> bool:
         if self.fetcher is None:  # only the coordinator asks: its fetching starts here
-            self.invocations = DRPCInvocations.for_task(self.conf, self.context, self.local_drpc)
+            try:
+                self.invocations = DRPCInvocations.for_task(self.conf, self.context, self.local_drpc)
+            except ConfigError as e:
+                # squall local of a file whose DRPC stream names no LocalDRPC: the rest runs.
+                log.warning("DRPC stream without a DRPC server: no request will come", function=self.function,
+                            reason=str(e))
+                self.fetcher = threading.Thread()  # asked once
+                return False
             self.fetcher = threading.Thread(target=self._fetch, name=f"drpc-fetch-{self.function}",
                                             daemon=True)
             self.fetcher.start()
@@ -87,7 +98,7 @@ class DRPCBatchSpout(BatchSpout):
 
     def close(self) -> None:
         self.stop.set()
-        if self.fetcher is not None:
+        if self.fetcher is not None and self.fetcher.ident is not None:
             self.fetcher.join(FETCH_SECS + 5)
         if self.invocations is not None:
             self.invocations.close()

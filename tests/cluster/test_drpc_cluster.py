@@ -78,3 +78,31 @@ def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any)
         response = plain.post(f"{cluster.drpc_url}/invocations/fetchRequest/exclamation",
                               headers={"Authorization": f"Bearer {admin}"})
         assert response.status_code == 403
+
+    # Trident's DRPC streams on the same cluster (issue 31): Storm's TridentReach answers its
+    # known reaches, and the Trident word count's counts grow as its batches commit
+    squall_cli(cluster, "kill", "exclaim", "-w", "0")
+    examples = TOPOLOGIES.parents[2] / "examples" / "trident"
+    squall_cli(cluster, "submit", str(examples / "reach.py"), "--name", "reach")
+    squall_cli(cluster, "submit", str(examples / "wordcount.py"), "--name", "wordcount")
+    with DRPCClient(cluster.conf) as client:
+        poll_for(lambda: trident_answer(client, "reach", "foo.com/blog/1") == [[16]], timeout=90,
+                 message="TridentReach answering")
+        assert trident_answer(client, "reach", "engineering.twitter.com/blog/5") == [[14]]
+        assert trident_answer(client, "reach", "aaa") == [[0]]
+        first = poll_for(lambda: (trident_answer(client, "words", "the cow") or [[0]])[0][0], timeout=90,
+                         message="words counted")
+        poll_for(lambda: (trident_answer(client, "words", "the cow") or [[0]])[0][0] > first, timeout=60,
+                 message="the counts growing")
+    out = squall_cli(cluster, "drpc-client", "reach", "tech.backtype.com/blog/123").stdout
+    # tim: alex; mike: john, bob; john: alice, nathan, jim, mike, bob
+    assert out.strip() == 'reach "tech.backtype.com/blog/123" => "[[7]]"'
+
+
+def trident_answer(client: DRPCClient, function: str, args: str) -> Any:
+    import json
+
+    try:
+        return json.loads(client.execute(function, args))
+    except DRPCExecutionError:  # timed out: the workers are not up yet
+        return None
