@@ -56,3 +56,13 @@ def test_squall_local_runs_the_word_count_file() -> None:
                              "--duration", "3"], capture_output=True, text=True, timeout=120, check=False)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "no request will come" in result.stdout + result.stderr
+
+
+def test_the_trident_guides_example_runs_as_written(tmp_path: Path) -> None:
+    text = (EXAMPLES.parents[1] / "docs" / "trident.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    script = tmp_path / "guide.py"
+    script.write_text(code)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120,
+                            check=False, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
