@@ -72,8 +72,12 @@ class TridentBolt(BatchBolt):
             reporter(exc)
 
     def process(self, tup: Any) -> None:
-        node, side = self.group["entries"][f"{tup.component}/{tup.stream}"]
-        self.run.receive(node, list(tup.values[1:]), side)
+        node, side, chunked = self.group["entries"][f"{tup.component}/{tup.stream}"]
+        if chunked:  # a spout's rows, many to a tuple
+            for row in tup.values[1]:
+                self.run.receive(node, row, side)
+        else:
+            self.run.receive(node, list(tup.values[1:]), side)
 
     def finish_batch(self) -> None:
         self.run.finish()

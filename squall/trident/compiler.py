@@ -27,6 +27,7 @@ from squall.trident.graph import Node, ancestors
 from squall.trident.spout import TridentSpout, encode
 
 TX = "tx"  # the first field of every stream: the batch's TransactionAttempt
+CHUNK = 256  # rows of a spout's batch to a tuple
 
 
 def _grouping(kind: str, fields: list[str]) -> Any:
@@ -88,12 +89,14 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         component = component_of[g.name]
         coordinator = coordinator_name(component)
         coordinator_of[g.name] = coordinator
-        opts = {"spout": TridentSpout, "spout_options": {"spout": encode(spout_node.op)},
+        # A batch's rows travel in chunks unless an edge from the spout partitions them by fields.
+        chunk = 0 if any(e.grouping[0] == "fields" for e in g.outputs) else CHUNK
+        opts = {"spout": TridentSpout, "spout_options": {"spout": encode(spout_node.op), "chunk": chunk},
                 "transactional_id": tx_id}
         shown = {"batchGroup": tx_id, "spout": type(spout_node.op).__name__}
         specs[coordinator] = ComponentSpec(CoordinatorSpout, "spout", name=coordinator, par=1, tasks=1,
                                            options={**opts, "trident": {**shown, "role": "coordinator"}})
-        streams = [Stream([TX, *spout_node.fields]),
+        streams = [Stream([TX, "rows"] if chunk else [TX, *spout_node.fields]),
                    Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
         if spout_node.options.get("drpc"):
             streams.append(Stream([TX, "return_info"], name=RETURN_STREAM))
@@ -108,7 +111,7 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         root = _root(g, names)
         coordinator = coordinator_of[root.name]
         inputs: dict[Any, Any] = {}
-        entries: dict[str, tuple[Node, int]] = {}
+        entries: dict[str, tuple[Node, int, bool]] = {}
         for edge in g.inputs:
             source = component_of[edge.source]
             stream = (edge.node.options.get("stream", "default") if names[edge.source].spout is not None
@@ -118,7 +121,9 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
                 kind = "local_or_shuffle"  # the emitter's stream is not a direct one
             inputs[StreamRef(source, stream)] = _grouping(kind, fields)
             inputs[StreamRef(source, COUNT_STREAM)] = Grouping.direct()
-            entries[f"{source}/{stream}"] = (edge.target, _side(edge.target, edge.node))
+            chunked = names[edge.source].spout is not None and stream == "default" and \
+                specs[source].options["spout_options"]["chunk"] > 0
+            entries[f"{source}/{stream}"] = (edge.target, _side(edge.target, edge.node), chunked)
         if g.committer:  # its batches finish when the coordinator commits them, in txid order
             inputs[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()
         exits: dict[int, list[tuple[str, str, str]]] = {}
@@ -129,7 +134,8 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
                                   direct=edge.grouping[0] in ("identity", "batch_global")))
         cut = {n.id: n for n in _cut(g)}
         group_data = {"nodes": list(cut.values()),
-                      "entries": {k: (cut[node.id], side) for k, (node, side) in entries.items()},
+                      "entries": {k: (cut[node.id], side, chunked)
+                                  for k, (node, side, chunked) in entries.items()},
                       "exits": exits, "targets": sorted({e.target_group for e in g.outputs})}
         bolt = TridentCommitterBolt if g.committer else TridentBolt
         specs[g.name] = ComponentSpec(

@@ -68,6 +68,23 @@ class Program:
         # The fields each node's input tuples have (its first parent's; a merge's are its own).
         self.in_index = {n.id: index_of(n.parents[0].fields) if n.parents else {} for n in self.nodes}
         self.out_index = {n.id: index_of(n.fields) for n in self.nodes}
+        # What each node's operation sees of its input: the positions of its fields, and the
+        # names a TridentTuple of them answers to (made once, not per tuple).
+        self.selection = {n.id: ([self.in_index[n.id][f] for f in n.in_fields], index_of(n.in_fields))
+                          for n in self.nodes if n.kind not in ("aggregate", "merge", "collect", "join")}
+        # Aggregations of combiners only, folded as their tuples come (nothing kept per tuple):
+        # node id -> (key positions, per aggregator (its input positions and names, or for the
+        # final phase the partial's position)).
+        self.folding: dict[int, tuple[list[int], list[Any]]] = {}
+        for n in self.nodes:
+            if n.kind == "aggregate" and all(isinstance(s.agg, CombinerAggregator) for s in n.op):
+                index = self.in_index[n.id]
+                keys = [index[f] for f in n.group_fields or []]
+                if n.options.get("phase") == "final":
+                    per = [index[p] for p in n.options["partials"]]
+                else:
+                    per = [([index[f] for f in s.in_fields], index_of(s.in_fields)) for s in n.op]
+                self.folding[n.id] = (keys, per)
 
 
 class BatchRun:
@@ -78,6 +95,7 @@ class BatchRun:
         self.batch_id = batch_id
         self.send = send
         self.kept: dict[int, list[Any]] = {n.id: [] for n in program.nodes if n.kind in BATCH_KINDS}
+        self.folded: dict[int, dict[tuple[Any, ...], list[Any]]] = {n: {} for n in program.folding}
         self.collector = Collector(program.reporter)
 
     # -- tuples in ------------------------------------------------------------------------------
@@ -89,6 +107,9 @@ class BatchRun:
 
     def _into(self, node: Node, values: list[Any], side: int) -> None:
         kind = node.kind
+        if node.id in self.folded:
+            self._fold(node, values)
+            return
         if kind in BATCH_KINDS:
             self.kept[node.id].append((side, values) if kind in ("join", "collect") else values)
             return
@@ -114,9 +135,21 @@ class BatchRun:
             raise ValueError(msg)
 
     def _selected(self, node: Node, values: list[Any]) -> TridentTuple:
-        index = self.p.in_index[node.id]
-        fields = node.in_fields
-        return TridentTuple([values[index[f]] for f in fields], index_of(fields))
+        positions, names = self.p.selection[node.id]
+        return TridentTuple([values[i] for i in positions], names)
+
+    def _fold(self, node: Node, values: list[Any]) -> None:
+        """One tuple into a combiners-only aggregation: its group's values combined with it."""
+        keys, per = self.p.folding[node.id]
+        key = tuple([values[i] for i in keys])
+        specs = node.op
+        final = node.options.get("phase") == "final"
+        new = [values[at] if final else spec.agg.init(TridentTuple([values[i] for i in at[0]], at[1]))
+               for spec, at in zip(specs, per, strict=True)]
+        table = self.folded[node.id]
+        old = table.get(key)
+        table[key] = new if old is None else [
+            s.agg.combine(a, b) for s, a, b in zip(specs, old, new, strict=True)]
 
     def _out(self, node: Node, values: list[Any]) -> None:
         if self.p.exits.get(node.id):
@@ -141,6 +174,9 @@ class BatchRun:
                 node.op.complete(self.batch_id, self.kept[node.id])
 
     def _aggregate(self, node: Node) -> None:
+        if node.id in self.folded:
+            self._finish_folded(node)
+            return
         phase = node.options.get("phase", "all")
         specs: list[AggSpec] = node.op
         group = node.group_fields or []
@@ -161,6 +197,17 @@ class BatchRun:
                     per_agg.append(self._run_agg(spec, index, rows, phase))
             for combo in itertools.product(*per_agg):
                 self._out(node, [*key, *itertools.chain.from_iterable(combo)])
+
+    def _finish_folded(self, node: Node) -> None:
+        table = self.folded[node.id]
+        if not table and not node.group_fields:
+            # Nothing came: an ungrouped aggregation answers zero() (from one partition if global);
+            # a partial one says nothing (the final phase answers).
+            if node.options.get("phase") != "partial" and self._answers_empty(node):
+                self._out(node, [s.agg.zero() for s in node.op])
+            return
+        for key, folded in table.items():
+            self._out(node, [*key, *folded])
 
     def _answers_empty(self, node: Node) -> bool:
         """Does this task answer for a batch none of whose tuples it got?  Every partition of

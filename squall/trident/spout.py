@@ -54,14 +54,27 @@ class BatchSpout:
 class SpoutCollector:
     """What the user's spout emits with: ``emit(values)``, in its batch."""
 
-    __slots__ = ("attempt", "metadata", "out", "task_index", "tasks")
+    __slots__ = ("attempt", "chunk", "metadata", "out", "rows", "task_index", "tasks")
 
-    def __init__(self, attempt: Any, metadata: Any, out: Any, task_index: int, tasks: int) -> None:
+    def __init__(self, attempt: Any, metadata: Any, out: Any, task_index: int, tasks: int,
+                 chunk: int = 0) -> None:
         self.attempt, self.metadata, self.out = attempt, metadata, out
         self.task_index, self.tasks = task_index, tasks
+        self.chunk = chunk  # > 0: rows travel that many to a tuple (see TridentSpout)
+        self.rows: list[list[Any]] = []
 
     def emit(self, values: Any) -> None:
-        self.out([self.attempt, *values])
+        if not self.chunk:
+            self.out([self.attempt, *values])
+            return
+        self.rows.append(list(values))
+        if len(self.rows) >= self.chunk:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.rows:
+            rows, self.rows = self.rows, []
+            self.out([self.attempt, rows])
 
     def emit_to(self, stream: str, values: Any) -> None:
         """On another of the spout's streams (a DRPC stream's return info)."""
@@ -73,7 +86,11 @@ class SpoutCollector:
 
 class TridentSpout(TransactionalSpout):
     """The transactional spout of a ``new_stream``: the user's spout (``options["spout"]``,
-    encoded) on both sides, ``open``ed once per task."""
+    encoded) on both sides, ``open``ed once per task.
+
+    ``options["chunk"]``: a batch's rows go to the next bolt that many to a tuple (one queue
+    hop and one count per chunk, not per row), where no edge from the spout partitions by
+    fields; 0: a tuple per row."""
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.user = decode(self.options["spout"])
@@ -93,7 +110,10 @@ class TridentSpout(TransactionalSpout):
         return meta(txid, prev_metadata) if callable(meta) else None
 
     def emit_batch(self, attempt: Any, metadata: Any, emit: Any) -> None:
-        self.user.emit_batch(attempt.txid, SpoutCollector(attempt, metadata, emit, self.index, self.ntasks))
+        collector = SpoutCollector(attempt, metadata, emit, self.index, self.ntasks,
+                                   int(self.options.get("chunk") or 0))
+        self.user.emit_batch(attempt.txid, collector)
+        collector.flush()
 
     def cleanup_before(self, txid: int) -> None:
         """Batches up to ``txid`` have committed (the emitter learns it with the next batch):
