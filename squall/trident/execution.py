@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.trident.graph import AggSpec, Node
-from squall.trident.operations import Aggregator, CombinerAggregator, ReducerAggregator, TridentTuple
+from squall.trident.operations import Aggregator, CombinerAggregator, Count, ReducerAggregator, TridentTuple
 
 Send = Callable[[Node, list[Any]], None]
 BATCH_KINDS = ("aggregate", "state_query", "partition_persist", "join", "collect")
@@ -36,7 +36,7 @@ class Collector:
         self.reporter = reporter
 
     def emit(self, values: Any) -> None:
-        self.emitted.append(list(values.values) if isinstance(values, TridentTuple) else list(values))
+        self.emitted.append(list(values.values if type(values) is TridentTuple else values))
 
     def report_error(self, exc: BaseException) -> None:
         if self.reporter is not None:
@@ -85,6 +85,59 @@ class Program:
                 else:
                     per = [([index[f] for f in s.in_fields], index_of(s.in_fields)) for s in n.op]
                 self.folding[n.id] = (keys, per)
+        # Where each node's tuples go: out of the group (to send) or not, and to which child as
+        # which of its parents (a join's, merge's or collect's side).
+        self.routes: dict[int, tuple[bool, list[tuple[Node, int]]]] = {
+            n.id: (bool(exits.get(n.id)),
+                   [(c, c.parents.index(n) if c.kind in ("join", "merge", "collect") else 0)
+                    for c in self.children[n.id]])
+            for n in self.nodes}
+
+    def folder(self, node: Node, table: dict[tuple[Any, ...], Any]) -> Callable[[list[Any]], None]:
+        """The function that folds one tuple into ``table`` (key -> the aggregators' values) for
+        a combiners-only aggregation: made once per batch, with what it needs bound."""
+        keys, per = self.folding[node.id]
+        specs = node.op
+        final = node.options.get("phase") == "final"
+        inits = []
+        for spec, at in zip(specs, per, strict=True):
+            agg = spec.agg
+            if final:
+                inits.append(lambda values, at=at: values[at])
+            elif type(agg).init is Count.init:
+                inits.append(lambda values: 1)  # a count's init reads nothing of the tuple
+            else:
+                positions, names = at
+                inits.append(lambda values, init=agg.init, positions=positions, names=names:
+                             init(TridentTuple([values[i] for i in positions], names)))
+        combines = [s.agg.combine for s in specs]
+        if len(specs) == 1 and len(keys) == 1 and not final and type(specs[0].agg) is Count:
+            (k,) = keys
+
+            def count_one(values: list[Any]) -> None:  # the word count's: no call per tuple
+                key = (values[k],)
+                old = table.get(key)
+                table[key] = [1] if old is None else [old[0] + 1]
+
+            return count_one
+        if len(specs) == 1:
+            init, combine = inits[0], combines[0]
+
+            def fold_one(values: list[Any]) -> None:
+                key = tuple([values[i] for i in keys])
+                value = init(values)
+                old = table.get(key)
+                table[key] = [value] if old is None else [combine(old[0], value)]
+
+            return fold_one
+
+        def fold(values: list[Any]) -> None:
+            key = tuple([values[i] for i in keys])
+            new = [init(values) for init in inits]
+            old = table.get(key)
+            table[key] = new if old is None else [c(a, b) for c, a, b in zip(combines, old, new, strict=True)]
+
+        return fold
 
 
 class BatchRun:
@@ -96,6 +149,8 @@ class BatchRun:
         self.send = send
         self.kept: dict[int, list[Any]] = {n.id: [] for n in program.nodes if n.kind in BATCH_KINDS}
         self.folded: dict[int, dict[tuple[Any, ...], list[Any]]] = {n: {} for n in program.folding}
+        self.folders = {n: program.folder(node, self.folded[n]) for node in program.nodes
+                        if (n := node.id) in program.folding}
         self.collector = Collector(program.reporter)
 
     # -- tuples in ------------------------------------------------------------------------------
@@ -106,10 +161,11 @@ class BatchRun:
         self._into(node, values, side)
 
     def _into(self, node: Node, values: list[Any], side: int) -> None:
-        kind = node.kind
-        if node.id in self.folded:
-            self._fold(node, values)
+        folder = self.folders.get(node.id)
+        if folder is not None:
+            folder(values)
             return
+        kind = node.kind
         if kind in BATCH_KINDS:
             self.kept[node.id].append((side, values) if kind in ("join", "collect") else values)
             return
@@ -138,25 +194,12 @@ class BatchRun:
         positions, names = self.p.selection[node.id]
         return TridentTuple([values[i] for i in positions], names)
 
-    def _fold(self, node: Node, values: list[Any]) -> None:
-        """One tuple into a combiners-only aggregation: its group's values combined with it."""
-        keys, per = self.p.folding[node.id]
-        key = tuple([values[i] for i in keys])
-        specs = node.op
-        final = node.options.get("phase") == "final"
-        new = [values[at] if final else spec.agg.init(TridentTuple([values[i] for i in at[0]], at[1]))
-               for spec, at in zip(specs, per, strict=True)]
-        table = self.folded[node.id]
-        old = table.get(key)
-        table[key] = new if old is None else [
-            s.agg.combine(a, b) for s, a, b in zip(specs, old, new, strict=True)]
-
     def _out(self, node: Node, values: list[Any]) -> None:
-        if self.p.exits.get(node.id):
+        leaves, children = self.p.routes[node.id]
+        if leaves:
             self.send(node, values)
-        for child in self.p.children[node.id]:
-            self._into(child, values,
-                       child.parents.index(node) if child.kind in ("join", "merge", "collect") else 0)
+        for child, side in children:
+            self._into(child, values, side)
 
     # -- the batch's end ------------------------------------------------------------------------
 
