@@ -175,3 +175,19 @@ def test_stream_projection_validation() -> None:
     # The same transactional id twice builds nothing
     with pytest.raises(TopologyValidationError, match="two streams with the transactional id 'tester'"):
         topo.build()
+
+
+def test_an_ungrouped_persistent_aggregate_is_one_value_read_by_snapshot_get(cluster: LocalCluster,
+                                                                            drpc: LocalDRPC) -> None:
+    from squall.trident import SnapshotGet
+
+    topo = TridentTopology()
+    feeder = FeederBatchSpout(["sentence"])
+    total = (topo.new_stream("s", feeder).each(["sentence"], Split(), ["word"])
+             .persistent_aggregate(MemoryMapState.factory(), Count(), ["total"]))
+    topo.new_drpc_stream("total", drpc).state_query(total, SnapshotGet(), ["n"]).project(["n"])
+    cluster.submit("snapshot", topo.build())
+    feeder.feed([["a b c"], ["d"]])
+    assert execute(drpc, "total", "x") == [[4]]
+    feeder.feed([["e f"]])
+    assert execute(drpc, "total", "x") == [[6]]
