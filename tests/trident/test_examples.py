@@ -46,9 +46,11 @@ def test_the_word_count_answers_its_drpc_function() -> None:
 
         first = poll_for(counted, timeout=30, message="words counted")
         poll_for(lambda: counted() > first, timeout=30, message="the counts growing")
-        # "the" is 2 of the 6 words of the first sentence, "jumped" 1: the ratio holds
-        the, jumped = (int(json.loads(drpc.execute("words", w))[0][0]) for w in ("the", "jumped"))
-        assert the > 3 * jumped > 0
+        # Each round of the five sentences has "the" 5 times and "jumped" once; counts only
+        # grow, so "the" asked after "jumped" is at least 5 per round counted then, less a round
+        jumped = int(json.loads(drpc.execute("words", "jumped"))[0][0])
+        the = int(json.loads(drpc.execute("words", "the"))[0][0])
+        assert jumped > 0 and the >= 5 * jumped - 5
 
 
 def test_squall_local_runs_the_word_count_file() -> None:

@@ -24,7 +24,7 @@ from typing import Any
 from squall.contrib.redis.client import Backoff, call_with_retry, connect, redact
 from squall.errors import ConfigError
 from squall.state.store import StoreError, decode, encode
-from squall.trident.state.base import StateFactory, StateType
+from squall.trident.state.base import StateFactory, StateType, check_map_options
 from squall.trident.state.map import IBackingMap, Key, MapState, build_map_state
 from squall.trident.state.stores import DEFAULT_NAMESPACE, decode_key, decode_value, encode_key, encode_value
 
@@ -108,12 +108,7 @@ class RedisMapState(StateFactory):
                  namespace: str = DEFAULT_NAMESPACE, key: str | None = None, cache_size: int = 1000,
                  global_key: Any = GLOBAL_KEY) -> None:
         self.state_type = StateType.of(state_type)
-        if not isinstance(namespace, str) or not namespace:
-            msg = f"a map state's namespace must be a non-empty str, not {namespace!r}"
-            raise ValueError(msg)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            msg = f"a map state's cache_size must be an int >= 0 (0: no cache), not {cache_size!r}"
-            raise ValueError(msg)
+        check_map_options(namespace, cache_size)
         self.url = url
         self.namespace = namespace
         self.key = key

@@ -218,3 +218,13 @@ def check_same_length(method: str, noun: str, keys: list[Any], values: Any) -> l
         msg = f"{method} takes one {noun} per key: got {len(keys)} keys and {len(values)} {noun}s"
         raise ValueError(msg)
     return values
+
+
+def check_map_options(namespace: Any, cache_size: Any) -> None:
+    """A map state factory's ``namespace`` and ``cache_size``, or ValueError naming the bad one."""
+    if not isinstance(namespace, str) or not namespace:
+        msg = f"a map state's namespace must be a non-empty str, not {namespace!r}"
+        raise ValueError(msg)
+    if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
+        msg = f"a map state's cache_size must be an int >= 0 (0: no cache), not {cache_size!r}"
+        raise ValueError(msg)

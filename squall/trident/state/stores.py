@@ -26,7 +26,7 @@ import os
 from typing import Any
 
 from squall.errors import ConfigError
-from squall.trident.state.base import StateFactory, StateType
+from squall.trident.state.base import StateFactory, StateType, check_map_options
 from squall.trident.state.map import IBackingMap, Key, MapState, build_map_state
 from squall.trident.state.values import OpaqueValue, TransactionalValue
 
@@ -117,12 +117,7 @@ class StoreMapState(StateFactory):
                  config: dict[str, Any] | None = None, namespace: str = DEFAULT_NAMESPACE,
                  cache_size: int = 1000, global_key: Any = GLOBAL_KEY) -> None:
         self.state_type = StateType.of(state_type)
-        if not isinstance(namespace, str) or not namespace:
-            msg = f"a map state's namespace must be a non-empty str, not {namespace!r}"
-            raise ValueError(msg)
-        if isinstance(cache_size, bool) or not isinstance(cache_size, int) or cache_size < 0:
-            msg = f"a map state's cache_size must be an int >= 0 (0: no cache), not {cache_size!r}"
-            raise ValueError(msg)
+        check_map_options(namespace, cache_size)
         if config is not None and not isinstance(config, dict):
             msg = f"a state provider's config must be a dict, not {config!r}"
             raise ValueError(msg)
