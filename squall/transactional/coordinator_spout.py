@@ -105,6 +105,12 @@ class CoordinatorSpout(Spout):
         dropped = self.core.fail(tup_id)
         if dropped:
             self.logger.info("transactions replayed", txids=dropped, failed_attempt=tup_id.attempt_id)
+            failed = getattr(self.spout, "failed", None)  # a spout that tells someone (a DRPC client)
+            if callable(failed):
+                try:
+                    failed(tup_id.txid)
+                except Exception as e:  # noqa: BLE001 - user code: reported, the replay goes on
+                    self.report_error(e)
         self.sync()
 
     def activate(self) -> None:

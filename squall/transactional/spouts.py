@@ -67,6 +67,9 @@ class TransactionalSpout(_TransactionalSpoutBase):
         """Coordinator side: transaction ``txid`` has committed (Storm's ITridentSpout
         coordinator's ``success``)."""
 
+    def failed(self, txid: int) -> None:
+        """Coordinator side: an attempt of ``txid`` failed; it will be replayed."""
+
 
 class PartitionedTransactionalSpout(_TransactionalSpoutBase):
     """Storm's IPartitionedTransactionalSpout: batches read from partitions

@@ -27,6 +27,7 @@ log = structlog.get_logger("squall.trident.drpc")
 
 RETURN_STREAM = "drpcreturn"  # the emitter's stream of each request's return info
 FETCH_SECS = 1.0  # how long one fetch waits at a server for a request (long polling)
+REMEMBERED = 10_000  # txids an emitter remembers having emitted
 
 
 class DRPCBatchSpout(BatchSpout):
@@ -43,6 +44,8 @@ class DRPCBatchSpout(BatchSpout):
         self.stop = threading.Event()
         self.fetcher: threading.Thread | None = None
         self.invocations: DRPCInvocations | None = None
+        self.pending: dict[int, str] = {}  # txid -> the return info of its request, until it commits
+        self.emitted: dict[int, None] = {}  # txids this emitter task has emitted (newest last)
 
     def __getstate__(self) -> dict[str, Any]:
         return {"function": self.function, "local_drpc": self.local_drpc}
@@ -86,12 +89,34 @@ class DRPCBatchSpout(BatchSpout):
             request = self.requests.get_nowait()
         except queue.Empty:
             return {}
+        self.pending[txid] = request.return_info
         return {"args": request.func_args, "return": request.return_info}
+
+    def success(self, txid: int) -> None:
+        self.pending.pop(txid, None)
+
+    def failed(self, txid: int) -> None:
+        """The request's batch failed: its client hears so now (as Storm's DRPC spout fails the
+        request), not at the request's timeout; the replay's answer, if any, finds it gone."""
+        info = self.pending.pop(txid, None)
+        if info is not None and self.invocations is not None:
+            try:
+                self.invocations.fail_request(info, "the Trident batch computing it failed")
+            except DRPCExecutionError as e:
+                log.warning("could not fail a DRPC request", function=self.function, error=str(e))
 
     # -- the emitters' side ------------------------------------------------------------------------
 
     def emit_batch(self, batch_id: int, collector: Any) -> None:
         meta = collector.metadata or {}
+        if batch_id in self.emitted:
+            # A replay: its request was failed to its client when the batch failed (failed()),
+            # as Storm's DRPC spout does; the batch goes through empty, so that a request that
+            # always fails cannot hold the function's later requests up for ever.
+            return
+        self.emitted[batch_id] = None
+        while len(self.emitted) > REMEMBERED:
+            del self.emitted[next(iter(self.emitted))]
         if collector.task_index == 0 and "return" in meta:
             collector.emit([meta["args"]])
             collector.emit_to(RETURN_STREAM, [meta["return"]])

@@ -129,6 +129,11 @@ class TridentSpout(TransactionalSpout):
         if callable(success):
             success(txid)
 
+    def failed(self, txid: int) -> None:
+        failed = getattr(self.user, "failed", None)
+        if callable(failed):
+            failed(txid)
+
     def close(self) -> None:
         closer = getattr(self.user, "close", None)
         if callable(closer):

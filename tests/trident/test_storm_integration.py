@@ -191,3 +191,28 @@ def test_an_ungrouped_persistent_aggregate_is_one_value_read_by_snapshot_get(clu
     assert execute(drpc, "total", "x") == [[4]]
     feeder.feed([["e f"]])
     assert execute(drpc, "total", "x") == [[6]]
+
+
+def test_a_request_whose_batch_fails_fails_at_once_and_later_requests_are_answered(
+        cluster: LocalCluster, drpc: LocalDRPC) -> None:
+    import time
+
+    from squall.drpc import DRPCExecutionError
+    from squall.errors import FailedException
+    from squall.trident import Filter
+
+    class Refuse(Filter):
+        def is_keep(self, tup: Any) -> bool:
+            if tup[0] == "boom":
+                raise FailedException("boom is refused")
+            return True
+
+    topo = TridentTopology()
+    topo.new_drpc_stream("echo", drpc).each(["args"], Refuse()).project(["args"])
+    cluster.submit("refusing", topo.build())
+    assert execute(drpc, "echo", "hello") == [["hello"]]
+    started = time.monotonic()
+    with pytest.raises(DRPCExecutionError, match="the Trident batch computing it failed"):
+        drpc.execute("echo", "boom")
+    assert time.monotonic() - started < 30  # not drpc.request.timeout.secs (600)
+    assert execute(drpc, "echo", "again") == [["again"]]
