@@ -94,6 +94,11 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "transactional.zookeeper.root": ("/transactional", (str,), None),
     "transactional.zookeeper.servers": (None, (list, type(None)), None),
     "transactional.zookeeper.port": (None, (int, type(None)), 1),
+    # -- Trident streams read from a plain Spout (squall.trident.rich_spout) ---------
+    # Storm's RichSpoutBatchExecutor keys and defaults: the most tuples a batch takes,
+    # and the least time between two new batches (the spout cannot say it has tuples).
+    "topology.spout.max.batch.size": (1000, (int,), 1),
+    "topology.trident.batch.emit.interval.millis": (500, (int, float), 0),
     # -- stateful bolts with checkpoints (squall.state; docs/state.md) ----------
     # Where bolts' checkpointed state lives: memory (lost with its worker),
     # sqlite (one machine) or redis; the .config is a JSON object (or its text,
@@ -371,6 +376,12 @@ DESCRIPTIONS: dict[str, str] = {
     # -- topologies: transactional and stateful -----------------------------------------
     "topology.transactional.id": "The key of a transactional topology's state; null: the topology's "
                                  "name.",
+    "topology.spout.max.batch.size": "A Trident stream read from a plain Spout: the most tuples one batch "
+                                     "takes from it (next_tuple is called until then, or until a call "
+                                     "emits nothing).",
+    "topology.trident.batch.emit.interval.millis": "A Trident stream read from a plain Spout: the least "
+                                                   "time between the starts of two new batches (empty "
+                                                   "or not; replays are not held back).",
     "topology.state.provider": "Where stateful bolts' checkpoints live: sqlite (one machine), redis or "
                                "memory (lost with the worker).",
     "topology.state.provider.config": "The provider's settings, a map or its JSON text: {\"path\": ...} "

@@ -1,20 +1,21 @@
 """A Trident topology compiled onto the transactional core: for each spout (each batch group)
 a coordinator and an emitter (squall.transactional's CoordinatorSpout and EmitterBolt, with
-:class:`~squall.trident.spout.TridentSpout` carrying the user's spout), and for each group of
-operations (squall.trident.planner) one :class:`~squall.trident.bolt.TridentBolt` inside a
-CoordinatedBolt: batches complete by per-task counts, state updates in the commit phase,
-in txid order.  What comes out is an ordinary topology class: ``LocalCluster.submit`` and
-``squall submit`` take it.
+the transactional spout squall.trident.sources makes of the user's: the user's own, or one
+carrying it), and for each group of operations (squall.trident.planner) one
+:class:`~squall.trident.bolt.TridentBolt` inside a CoordinatedBolt: batches complete by
+per-task counts, state updates in the commit phase, in txid order.  What comes out is an
+ordinary topology class: ``LocalCluster.submit`` and ``squall submit`` take it.
 """
 
 from __future__ import annotations
 
 import copy
+import zlib
 from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.component import ComponentSpec, Stream, StreamRef
-from squall.topology.grouping import Grouping
+from squall.topology.grouping import CustomGrouping, Grouping
 from squall.topology.topology import Topology, build_definition
 from squall.transactional.coordinated import CoordinatedBolt
 from squall.transactional.coordinator_spout import CoordinatorSpout
@@ -24,15 +25,48 @@ from squall.trident import planner
 from squall.trident.bolt import TridentBolt, TridentCommitterBolt
 from squall.trident.drpc import RETURN_STREAM, DRPCReturn
 from squall.trident.graph import Node, ancestors
+from squall.trident.sources import spout_source
 from squall.trident.spout import TridentSpout, encode
 
 TX = "tx"  # the first field of every stream: the batch's TransactionAttempt
 CHUNK = 256  # rows of a spout's batch to a tuple
 
 
-def _grouping(kind: str, fields: list[str]) -> Any:
+class IdentityGrouping(CustomGrouping):
+    """Storm's IdentityGrouping, for a spout's stream (an emitter's tuples are not emitted
+    direct): task i of the emitters feeds task i of the group after it when both have as
+    many tasks, so the spout's partitions reach the operations chained after it unchanged;
+    otherwise each emitter task deals its tuples round-robin."""
+
+    def prepare(self, context: Any, stream: str, target_tasks: list[int]) -> None:
+        self.targets = sorted(target_tasks)
+        index, sources = context.this_task_index, len(context.this_component_tasks)
+        self.next = index
+        self.same = sources == len(self.targets)
+
+    def choose_tasks(self, task_id: int, values: Any) -> list[int]:
+        if self.same:
+            return [self.targets[self.next]]
+        self.next = (self.next + 1) % len(self.targets)
+        return [self.targets[self.next]]
+
+
+class BatchGlobalGrouping(CustomGrouping):
+    """``batch_global()`` right after a spout: a whole batch to one task, picked by its txid as
+    TridentBolt picks it for the streams between groups."""
+
+    def prepare(self, context: Any, stream: str, target_tasks: list[int]) -> None:
+        self.targets = sorted(target_tasks)
+
+    def choose_tasks(self, task_id: int, values: Any) -> list[int]:
+        return [self.targets[zlib.crc32(str(values[0].txid).encode()) % len(self.targets)]]
+
+
+def _grouping(kind: str, fields: list[str], from_spout: bool = False) -> Any:
     if kind == "fields":
         return Grouping.fields(*fields)
+    if from_spout and kind in ("identity", "batch_global"):
+        return Grouping.custom(IdentityGrouping if kind == "identity" else BatchGlobalGrouping)
     if kind in ("identity", "batch_global"):
         return Grouping.direct()
     return {"shuffle": Grouping.shuffle, "local_or_shuffle": Grouping.local_or_shuffle,
@@ -89,20 +123,26 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         component = component_of[g.name]
         coordinator = coordinator_name(component)
         coordinator_of[g.name] = coordinator
-        # A batch's rows travel in chunks unless an edge from the spout partitions them by fields.
-        chunk = 0 if any(e.grouping[0] == "fields" for e in g.outputs) else CHUNK
-        opts = {"spout": TridentSpout, "spout_options": {"spout": encode(spout_node.op), "chunk": chunk},
+        source = spout_source(spout_node.op)
+        # A batch spout's rows travel in chunks unless an edge from the spout partitions them by
+        # fields (a chunk goes to one task): one queue hop and one count per chunk, not per row.
+        chunk = CHUNK if source.spout is TridentSpout and not any(
+            e.grouping[0] == "fields" for e in g.outputs) else 0
+        opts = {"spout": source.spout, "spout_options": {**source.options, "chunk": chunk},
                 "transactional_id": tx_id}
-        shown = {"batchGroup": tx_id, "spout": type(spout_node.op).__name__}
+        shown = {"batchGroup": tx_id, "spout": source.label, "kind": source.kind}
         specs[coordinator] = ComponentSpec(CoordinatorSpout, "spout", name=coordinator, par=1, tasks=1,
+                                           config=source.config,
                                            options={**opts, "trident": {**shown, "role": "coordinator"}})
-        streams = [Stream([TX, "rows"] if chunk else [TX, *spout_node.fields]),
-                   Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
+        declared = [Stream([TX, "rows"]) if chunk and st.name == "default" else st for st in source.streams]
+        streams = [*declared, Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
         if spout_node.options.get("drpc"):
             streams.append(Stream([TX, "return_info"], name=RETURN_STREAM))
-        specs[component] = ComponentSpec(EmitterBolt, "bolt", name=component,
-                                         inputs={StreamRef(coordinator, BATCH_STREAM): Grouping.all()},
-                                         par=g.parallelism, outputs=streams,
+        emitter_inputs: dict[Any, Any] = {StreamRef(coordinator, BATCH_STREAM): Grouping.all()}
+        if source.kind == "opaque":  # its emitters store each partition's metadata when it commits
+            emitter_inputs[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()
+        specs[component] = ComponentSpec(EmitterBolt, "bolt", name=component, inputs=emitter_inputs,
+                                         par=g.parallelism, outputs=streams, config=source.config,
                                          options={**opts, "trident": {**shown, "role": "emitter"}})
     late = _late_groups(plan)
     for g in plan.groups.values():
@@ -114,15 +154,13 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         entries: dict[str, tuple[Node, int, bool]] = {}
         for edge in g.inputs:
             source = component_of[edge.source]
-            stream = (edge.node.options.get("stream", "default") if names[edge.source].spout is not None
-                      else _stream(edge))
+            from_spout = names[edge.source].spout is not None
+            stream = edge.node.options.get("stream", "default") if from_spout else _stream(edge)
             kind, fields = edge.grouping
-            if names[edge.source].spout is not None and kind in ("identity", "batch_global"):
-                kind = "local_or_shuffle"  # the emitter's stream is not a direct one
-            inputs[StreamRef(source, stream)] = _grouping(kind, fields)
+            inputs[StreamRef(source, stream)] = _grouping(kind, fields, from_spout)
             inputs[StreamRef(source, COUNT_STREAM)] = Grouping.direct()
-            chunked = names[edge.source].spout is not None and stream == "default" and \
-                specs[source].options["spout_options"]["chunk"] > 0
+            chunked = from_spout and stream == "default" and \
+                specs[source].options["spout_options"].get("chunk", 0) > 0
             entries[f"{source}/{stream}"] = (edge.target, _side(edge.target, edge.node), chunked)
         if g.committer:  # its batches finish when the coordinator commits them, in txid order
             inputs[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()

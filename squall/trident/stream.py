@@ -29,6 +29,7 @@ from squall.trident.operations import (
     StateUpdater,
     check_operation,
 )
+from squall.trident.sources import spout_source
 
 AGGREGATORS = (CombinerAggregator, ReducerAggregator, Aggregator)
 
@@ -339,8 +340,9 @@ class TridentTopology:
     def new_stream(self, tx_id: str, spout: Any) -> Stream:
         if not isinstance(tx_id, str) or not tx_id or "/" in tx_id:
             _fail(f"TridentTopology.new_stream: the transactional id is a name without '/', got {tx_id!r}")
-        fields = _spout_fields(spout)
-        node = Node("spout", fields, op=spout, options={"tx_id": tx_id}, name=tx_id)
+        source = spout_source(spout, carry=False)
+        node = Node("spout", source.fields, op=spout, options={"tx_id": tx_id, "stream": source.stream},
+                    name=tx_id, parallelism=source.parallelism)
         self.spouts.append(node)
         return Stream(self, node)
 
@@ -396,17 +398,6 @@ class TridentTopology:
         from squall.trident.compiler import compile_topology
 
         return compile_topology(self, name)
-
-
-def _spout_fields(spout: Any) -> list[str]:
-    getter = getattr(spout, "get_output_fields", None)
-    fields = getter() if callable(getter) else getattr(spout, "output_fields", None)
-    if fields is None:
-        outputs = getattr(spout, "outputs", None)
-        fields = outputs if isinstance(outputs, (list, tuple)) else None
-    if fields is None:
-        _fail(f"TridentTopology.new_stream: {spout!r} names no output fields (output_fields)")
-    return as_fields(fields, "TridentTopology.new_stream")
 
 
 def _fail(message: str) -> None:
