@@ -15,9 +15,37 @@ from typing import Any
 from squall.transactional.bolts import BatchBolt, Committer
 from squall.trident.execution import BatchRun, Program
 from squall.trident.spout import decode
+from squall.worker import routing
 
 # What each task made once: (component, task) -> its Program (operations prepared, states made).
 _PROGRAMS: dict[tuple[str, int], tuple[Program, dict[str, Any]]] = {}
+CHUNK = 256  # rows to a tuple between two groups
+
+
+def task_routes(group: dict[str, Any], context: Any) -> dict[int, list[tuple[str, Any]]]:
+    """node id -> (stream, choose(values, attempt) -> target tasks) for each of its exits."""
+    out: dict[int, list[tuple[str, Any]]] = {}
+    for node_id, exits in group["exits"].items():
+        for stream, kind, target, key in exits:
+            tasks = sorted(context.component_tasks[target])
+            out.setdefault(node_id, []).append((stream, chooser(kind, tasks, key, context.this_task_index)))
+    return out
+
+
+def chooser(kind: str, tasks: list[int], key: list[int], index: int) -> Any:
+    """An edge's grouping as squall.worker.routing's groupings pick (the same hash for fields,
+    so a state's writer and its queries agree on partitions), given the row and the attempt."""
+    if kind == "fields":
+        pick = routing.fields(tasks, key)
+        return lambda values, attempt: pick(values, None)
+    if kind in ("all", "global", "identity"):
+        chosen = tuple(tasks) if kind == "all" else (tasks[0],) if kind == "global" else (
+            tasks[index % len(tasks)],)
+        return lambda values, attempt: chosen
+    if kind == "batch_global":  # a whole batch to one task, by its txid
+        return lambda values, attempt: (tasks[zlib.crc32(str(attempt.txid).encode()) % len(tasks)],)
+    spread = routing.shuffle(tasks)  # shuffle, local_or_shuffle
+    return lambda values, attempt: spread(values, None)
 
 
 def task_program(options: dict[str, Any], conf: dict[str, Any], context: Any,
@@ -47,8 +75,9 @@ class TridentBolt(BatchBolt):
     def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:  # type: ignore[override]
         self.program, self.group = task_program(self.options, conf, context, self._report)
         self.attempt = attempt
-        self.targets = {name: context.component_tasks[name] for name in self.group["targets"]}
         self.index = context.this_task_index
+        self.routes = task_routes(self.group, context)
+        self.buffers: dict[tuple[str, int], list[list[Any]]] = {}
         self.run = BatchRun(self.program, attempt, self._send)
 
     @classmethod
@@ -81,18 +110,21 @@ class TridentBolt(BatchBolt):
 
     def finish_batch(self) -> None:
         self.run.finish()
+        for (stream, task), rows in self.buffers.items():
+            if rows:
+                self.emit([self.attempt, rows], stream=stream, direct_task=task)
+        self.buffers = {}
 
     def _send(self, node: Any, values: list[Any]) -> None:
-        for stream, kind, target in self.group["exits"][node.id]:
-            if kind == "identity":
-                tasks = self.targets[target]
-                self.emit([self.attempt, *values], stream=stream, direct_task=tasks[self.index % len(tasks)])
-            elif kind == "batch_global":
-                tasks = self.targets[target]
-                pick = zlib.crc32(str(self.attempt.txid).encode()) % len(tasks)
-                self.emit([self.attempt, *values], stream=stream, direct_task=tasks[pick])
-            else:
-                self.emit([self.attempt, *values], stream=stream)
+        """A row out of the group: to the tasks its stream's partitioning picks, CHUNK rows to
+        a tuple (the rest when the batch finishes)."""
+        for stream, choose in self.routes[node.id]:
+            for task in choose(values, self.attempt):
+                rows = self.buffers.setdefault((stream, task), [])
+                rows.append(values)
+                if len(rows) >= CHUNK:
+                    self.emit([self.attempt, rows], stream=stream, direct_task=task)
+                    self.buffers[(stream, task)] = []
 
 
 class TridentCommitterBolt(Committer, TridentBolt):

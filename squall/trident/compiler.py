@@ -157,19 +157,23 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
             from_spout = names[edge.source].spout is not None
             stream = edge.node.options.get("stream", "default") if from_spout else _stream(edge)
             kind, fields = edge.grouping
-            inputs[StreamRef(source, stream)] = _grouping(kind, fields, from_spout)
+            inputs[StreamRef(source, stream)] = (_grouping(kind, fields, from_spout) if from_spout
+                                                 else Grouping.direct())
             inputs[StreamRef(source, COUNT_STREAM)] = Grouping.direct()
-            chunked = from_spout and stream == "default" and \
-                specs[source].options["spout_options"].get("chunk", 0) > 0
+            chunked = not from_spout or (stream == "default" and
+                                         specs[source].options["spout_options"].get("chunk", 0) > 0)
             entries[f"{source}/{stream}"] = (edge.target, _side(edge.target, edge.node), chunked)
         if g.committer:  # its batches finish when the coordinator commits them, in txid order
             inputs[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()
         exits: dict[int, list[tuple[str, str, str]]] = {}
         outputs = [Stream([TX, "count"], name=COUNT_STREAM, direct=True)]
         for edge in g.outputs:
-            exits.setdefault(edge.node.id, []).append((_stream(edge), edge.grouping[0], edge.target_group))
-            outputs.append(Stream([TX, *edge.node.fields], name=_stream(edge),
-                                  direct=edge.grouping[0] in ("identity", "batch_global")))
+            # Between two groups every stream is direct and carries rows in chunks: the bolt
+            # partitions them itself (squall.trident.bolt), as the grouping would have.
+            kind, fields = edge.grouping
+            key = [edge.node.fields.index(f) for f in fields] if kind == "fields" else []
+            exits.setdefault(edge.node.id, []).append((_stream(edge), kind, edge.target_group, key))
+            outputs.append(Stream([TX, "rows"], name=_stream(edge), direct=True))
         cut = {n.id: n for n in _cut(g)}
         group_data = {"nodes": list(cut.values()),
                       "entries": {k: (cut[node.id], side, chunked)

@@ -152,6 +152,14 @@ class BatchRun:
         self.folders = {n: program.folder(node, self.folded[n]) for node in program.nodes
                         if (n := node.id) in program.folding}
         self.collector = Collector(program.reporter)
+        # Each node's input and output as functions made for this batch, children first: a
+        # tuple goes from operation to operation by direct calls, with nothing looked up.
+        self.pushes: dict[int, Callable[[list[Any]], None]] = {}
+        self.outs: dict[int, Callable[[list[Any]], None]] = {}
+        for node in reversed(program.nodes):
+            out = self._output_of(node)
+            self.outs[node.id] = out
+            self.pushes[node.id] = self._input_of(node, out)
 
     # -- tuples in ------------------------------------------------------------------------------
 
@@ -161,45 +169,82 @@ class BatchRun:
         self._into(node, values, side)
 
     def _into(self, node: Node, values: list[Any], side: int) -> None:
-        folder = self.folders.get(node.id)
-        if folder is not None:
-            folder(values)
-            return
-        kind = node.kind
-        if kind in BATCH_KINDS:
-            self.kept[node.id].append((side, values) if kind in ("join", "collect") else values)
-            return
-        if kind == "merge":
-            self._out(node, values)
-            return
-        tup = self._selected(node, values)
-        if kind == "filter":
-            if node.op.is_keep(tup):
-                self._out(node, values)
-        elif kind == "each":
-            node.op.execute(tup, self.collector)
-            for emitted in self.collector.take():
-                self._out(node, [*values, *emitted])
-        elif kind == "map":
-            node.op.execute(tup, self.collector)
-            for emitted in self.collector.take():
-                self._out(node, emitted)
-        elif kind == "project":
-            self._out(node, list(tup.values))
+        if node.kind in ("join", "collect"):
+            self.kept[node.id].append((side, values))
         else:
-            msg = f"a {kind} node cannot take tuples"
-            raise ValueError(msg)
+            self.pushes[node.id](values)
 
     def _selected(self, node: Node, values: list[Any]) -> TridentTuple:
         positions, names = self.p.selection[node.id]
         return TridentTuple([values[i] for i in positions], names)
 
     def _out(self, node: Node, values: list[Any]) -> None:
+        self.outs[node.id](values)
+
+    def _output_of(self, node: Node) -> Callable[[list[Any]], None]:
+        """Where ``node``'s tuples go: out of the group, and into each child (its pushes made)."""
         leaves, children = self.p.routes[node.id]
+        targets: list[Callable[[list[Any]], None]] = []
         if leaves:
-            self.send(node, values)
+            send = self.send
+            targets.append(lambda values: send(node, values))
         for child, side in children:
-            self._into(child, values, side)
+            if child.kind in ("join", "collect"):
+                kept = self.kept[child.id]
+                targets.append(lambda values, kept=kept, side=side: kept.append((side, values)))
+            else:
+                targets.append(self.pushes[child.id])
+        if len(targets) == 1:
+            return targets[0]
+
+        def fan_out(values: list[Any]) -> None:
+            for target in targets:
+                target(values)
+
+        return fan_out
+
+    def _input_of(self, node: Node, out: Callable[[list[Any]], None]) -> Callable[[list[Any]], None]:
+        """What ``node`` does with a tuple that comes in (a batch node keeps it for finish())."""
+        kind = node.kind
+        folder = self.folders.get(node.id)
+        if folder is not None:
+            return folder
+        if kind in BATCH_KINDS:
+            return self.kept[node.id].append
+        if kind == "merge":
+            return out
+        positions, names = self.p.selection[node.id]
+        collector, op = self.collector, node.op
+        if kind == "filter":
+            is_keep = op.is_keep
+
+            def keep(values: list[Any]) -> None:
+                if is_keep(TridentTuple([values[i] for i in positions], names)):
+                    out(values)
+
+            return keep
+        if kind == "each":
+            execute, take = op.execute, collector.take
+
+            def each(values: list[Any]) -> None:
+                execute(TridentTuple([values[i] for i in positions], names), collector)
+                for emitted in take():
+                    out([*values, *emitted])
+
+            return each
+        if kind == "map":
+            execute, take = op.execute, collector.take
+
+            def mapped(values: list[Any]) -> None:
+                execute(TridentTuple([values[i] for i in positions], names), collector)
+                for emitted in take():
+                    out(emitted)
+
+            return mapped
+        if kind == "project":
+            return lambda values: out([values[i] for i in positions])
+        msg = f"a {kind} node cannot take tuples"
+        raise ValueError(msg)
 
     # -- the batch's end ------------------------------------------------------------------------
 
