@@ -102,9 +102,10 @@ class TridentBolt(BatchBolt):
 
     def process(self, tup: Any) -> None:
         node, side, chunked = self.group["entries"][f"{tup.component}/{tup.stream}"]
-        if chunked:  # a spout's rows, many to a tuple
+        if chunked:  # rows, many to a tuple
+            push = self.run.input(node, side)
             for row in tup.values[1]:
-                self.run.receive(node, row, side)
+                push(row)
         else:
             self.run.receive(node, list(tup.values[1:]), side)
 

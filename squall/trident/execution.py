@@ -168,6 +168,13 @@ class BatchRun:
         came from (a join's or merge's)."""
         self._into(node, values, side)
 
+    def input(self, node: Node, side: int = 0) -> Callable[[list[Any]], None]:
+        """What takes ``node``'s tuples from outside the group, one call per tuple."""
+        if node.kind in ("join", "collect"):
+            kept = self.kept[node.id]
+            return lambda values: kept.append((side, values))
+        return self.pushes[node.id]
+
     def _into(self, node: Node, values: list[Any], side: int) -> None:
         if node.kind in ("join", "collect"):
             self.kept[node.id].append((side, values))
