@@ -45,7 +45,7 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
     found = {obj.__name__: obj for obj in vars(module).values()
              if isinstance(obj, type) and issubclass(obj, Topology) and obj is not Topology
              and obj.__module__ == module_name}
-    found.update(_trident_topologies(module))
+    found.update(_trident_topologies(module, module_name))
     if name is not None:
         if name not in found:
             msg = f"{path} defines no topology {name!r} (it defines: {sorted(found) or 'none'})"
@@ -58,12 +58,14 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
     return next(iter(found.values()))
 
 
-def _trident_topologies(module: Any) -> dict[str, type[Topology]]:
-    """The TridentTopology instances a module defines at top level, built, by variable name."""
+def _trident_topologies(module: Any, module_name: str) -> dict[str, type[Topology]]:
+    """The TridentTopology instances a module defines at top level, built, by variable name.
+    Each is built under ``<file stem>_<variable>``: its definition's name, which keys its
+    state, differs from another file's ``topology = TridentTopology()``."""
     trident = sys.modules.get("squall.trident.stream")
     if trident is None:
         return {}  # the module made none: it never imported Trident
-    return {name: obj.build(name) for name, obj in vars(module).items()
+    return {name: obj.build(f"{module_name}_{name}") for name, obj in vars(module).items()
             if isinstance(obj, trident.TridentTopology)}
 
 

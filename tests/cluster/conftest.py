@@ -54,6 +54,19 @@ def squall_cli(cluster: DevCluster, *args: str, check: bool = True) -> subproces
     return proc
 
 
+def worker_logs(cluster: DevCluster) -> str:
+    """Every worker log of the cluster (workers-artifacts/<topology>/<port>/worker.log), in order."""
+    return "".join(p.read_text(errors="replace") for p in sorted(cluster.root.glob("**/worker.log")))
+
+
+def nimbus_answers(cluster: DevCluster) -> bool:
+    """Does a nimbus answer, and name a leader?"""
+    try:
+        return bool(cluster.api("GET", "cluster")["leader"])
+    except OSError:
+        return False
+
+
 def busy_workers(cluster: DevCluster, topology: str) -> dict[tuple[int, int], int]:
     """The workers (as ``cluster.worker_pids()``) that run a spout or bolt task of ``topology``.
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from squall.cli.devcluster import DevCluster
 from squall.testing import poll_for
-from tests.cluster.conftest import TOPOLOGIES, squall_cli
+from tests.cluster.conftest import TOPOLOGIES, squall_cli, worker_logs
 
 DEBUG, PROGRESS = "chatty debug", "chatty progress"  # events, as a worker's log shows them
 TIMEOUT_SECS = 8  # long beside the second or two a change takes to reach the worker
@@ -18,7 +18,7 @@ SYNC_SECS = 300
 
 
 def worker_log(cluster: DevCluster) -> str:
-    return "".join(p.read_text(errors="replace") for p in sorted(cluster.root.glob("**/worker.log")))
+    return worker_logs(cluster)
 
 
 def quiet_after(cluster: DevCluster, said: str, count: int) -> None:

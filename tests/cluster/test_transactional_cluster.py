@@ -22,7 +22,9 @@ from tests.cluster.conftest import (
     VOCAB,
     WordCountRun,
     busy_workers,
+    nimbus_answers,
     squall_cli,
+    worker_logs,
     workers_running,
 )
 from tests.helpers import stay
@@ -103,7 +105,7 @@ def test_transactional_word_count_stays_exact_through_chaos(make_cluster: Any, t
     cluster.kill_process("nimbus-0")
     progress("commits without nimbus")
     cluster.start_nimbus(0)
-    poll_for(lambda: _answers(cluster), timeout=60, message="nimbus back")
+    poll_for(lambda: nimbus_answers(cluster), timeout=60, message="nimbus back")
     # and ZooKeeper (which holds the transactions' state) goes down and comes back
     cluster.zk.stop()
     assert stay(lambda: len(cluster.worker_pids()) == 4, 3.0)  # no worker dies of the outage
@@ -127,15 +129,6 @@ def test_transactional_word_count_stays_exact_through_chaos(make_cluster: Any, t
     assert done == list(range(1, done[-1] + 1))
 
 
-def worker_logs(cluster: Any) -> str:
-    return "".join(p.read_text(errors="replace") for p in cluster.root.glob("**/worker.log"))
-
-
-def _answers(cluster: Any) -> bool:
-    try:
-        return bool(cluster.api("GET", "cluster")["leader"])
-    except OSError:
-        return False
 
 
 def test_the_documented_global_count_example_runs_on_a_cluster(make_cluster: Any, tmp_path: Path) -> None:

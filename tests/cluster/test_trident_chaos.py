@@ -26,7 +26,7 @@ from squall.drpc import DRPCClient, DRPCExecutionError
 from squall.testing import poll_for, wait_for_progress
 from squall.transactional.output import coordinator_name
 from squall.trident import StateType
-from tests.cluster.conftest import TOPOLOGIES, squall_cli, workers_running
+from tests.cluster.conftest import TOPOLOGIES, nimbus_answers, squall_cli, worker_logs, workers_running
 from tests.cluster.topologies.trident_wordcount import NAMESPACE, VOCAB, expected, sentences
 
 TOPOLOGY = str(TOPOLOGIES / "trident_wordcount.py")
@@ -209,13 +209,4 @@ def wait_restarted(cluster: Any, slot: tuple[int, int], pid: int) -> None:
              message=f"worker on {slot} restarted")
 
 
-def worker_logs(cluster: Any) -> str:
-    return "".join(p.read_text(errors="replace") for p in cluster.root.glob("**/worker.log"))
-
-
-def nimbus_answers(cluster: Any) -> bool:
-    try:
-        return bool(cluster.api("GET", "cluster")["leader"])
-    except OSError:
-        return False
 
