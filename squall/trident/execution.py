@@ -1,12 +1,15 @@
 """One bolt's share of a batch: the operations of a group (squall.trident.planner) run over
 the tuples that reach it, by plain calls from operation to operation.  Pure: tuples come in
-through :meth:`BatchRun.receive`, leave through the ``send(stream, values)`` it is given,
-and the states are the objects the task made.
+through :meth:`BatchRun.receive` (or the function :meth:`BatchRun.input` gives), leave the
+group through the ``send(node, values)`` it is given, and the states are the objects the task
+made.
 
-Per tuple, ``each``/``filter``/``map``/``project``/``merge`` pass a tuple on at once; the
-nodes that need the whole batch (aggregations, state queries and updates, joins) keep their
-tuples and run in :meth:`BatchRun.finish`, parents before children, so what one emits there
-reaches the next before it finishes.
+Per tuple, ``each``/``filter``/``map``/``project``/``merge`` pass a tuple on at once, through
+functions made for the batch with everything they need bound; an aggregation of combiners
+folds each tuple as it comes; the other nodes that need the whole batch (aggregations, state
+queries and updates, joins, a DRPC answer) keep their tuples and run in
+:meth:`BatchRun.finish`, parents before children, so what one emits there reaches the next
+before it finishes.
 """
 
 from __future__ import annotations
