@@ -50,6 +50,15 @@ class Collector:
         return out
 
 
+class Discarding(Collector):
+    """A collector whose emits go nowhere (an operation whose output nobody reads)."""
+
+    __slots__ = ()
+
+    def emit(self, values: Any) -> None:
+        return None
+
+
 class Program:
     """A group's operations as one task runs them: the nodes, their children inside the
     group, where each node's tuples leave the group, and the task's states."""
@@ -361,14 +370,18 @@ class BatchRun:
 
     def _persist(self, node: Node) -> None:
         state = self.p.states[node.id]
-        tuples = [self._selected(node, values) for values in self.kept[node.id]]
-        if not tuples:
+        kept = self.kept[node.id]
+        if not kept:
             return  # as Storm: a batch with nothing for this partition leaves its state alone
+        positions, names = self.p.selection[node.id]
+        tuples = [TridentTuple([values[i] for i in positions], names) for values in kept]
         txid = getattr(self.batch_id, "txid", self.batch_id)
+        # Nobody reads its new values (no new_values_stream used): they are not gathered.
+        collector = self.collector if self.p.routes[node.id] != (False, []) else Discarding(self.p.reporter)
         state.begin_commit(txid)
-        node.op.update_state(state, tuples, self.collector)
+        node.op.update_state(state, tuples, collector)
         state.commit(txid)
-        for emitted in self.collector.take():
+        for emitted in collector.take():
             self._out(node, emitted)
 
     def _join(self, node: Node) -> None:
