@@ -22,7 +22,7 @@ import httpx
 
 from squall import config as config_mod
 from squall.drpc.invocations import AUTHORIZATION, UNAVAILABLE, configured_servers
-from squall.drpc.requests import INTERNAL_ERROR, SERVER_TIMEOUT
+from squall.drpc.requests import INTERNAL_ERROR, SERVER_TIMEOUT, check_call
 from squall.errors import DRPCExecutionError
 from squall.security.keyring import client_credentials
 
@@ -64,12 +64,7 @@ class DRPCClient:
 
     def execute(self, function: str, args: str) -> str:
         """The result text of ``function(args)``; DRPCExecutionError when there is none."""
-        if not isinstance(function, str) or not function:
-            msg = f"a DRPC function is a non-empty string, got {function!r}"
-            raise TypeError(msg)
-        if not isinstance(args, str):
-            msg = f"DRPC arguments are a string (as Storm's), got {type(args).__name__} {args!r}"
-            raise TypeError(msg)
+        check_call(function, args)
         start = random.randrange(len(self.servers))
         order = self.servers[start:] + self.servers[:start]
         unreachable = []

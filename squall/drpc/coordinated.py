@@ -15,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 from squall.drpc.tracking import RequestTrack, RequestTracker, Step
-from squall.errors import FailedException, SerializationError, TopologyValidationError
+from squall.errors import FailedException, SerializationError
 from squall.topology.component import DEFAULT_STREAM, Bolt
-from squall.topology.loading import resolve_class
+from squall.topology.loading import resolve_class, wrapped_class
 
 COORD_STREAM = "$coord"  # a task -> each downstream task: [request id, tuples sent it], direct
 ID_STREAM = "id"  # PrepareRequest -> the last bolt, when it has a finished_id: [request id]
@@ -35,10 +35,7 @@ class CoordinatedBolt(Bolt):
 
     @classmethod
     def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        user = resolve_class(options["bolt"])
-        if not (isinstance(user, type) and issubclass(user, Bolt)):
-            msg = f"{where}: {options['bolt']!r} is not a Bolt"
-            raise TopologyValidationError(msg)
+        wrapped_class(options, "bolt", Bolt, "is not a Bolt", where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options

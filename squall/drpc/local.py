@@ -22,7 +22,7 @@ from typing import Any
 from squall import config as config_mod
 from squall.clock import Clock
 from squall.drpc.invocations import LOCAL_ID_PREFIX, register_local, unregister_local
-from squall.drpc.requests import RequestQueues
+from squall.drpc.requests import RequestQueues, check_call
 
 
 class LocalDRPC:
@@ -48,12 +48,7 @@ class LocalDRPC:
     def execute(self, function: str, args: str) -> str:
         """The topology's answer for ``function(args)``; DRPCExecutionError when the topology
         fails the request, it times out, or this LocalDRPC shuts down."""
-        if not isinstance(function, str) or not function:
-            msg = f"a DRPC function is a non-empty string, got {function!r}"
-            raise TypeError(msg)
-        if not isinstance(args, str):
-            msg = f"DRPC arguments are a string (as Storm's), got {type(args).__name__} {args!r}"
-            raise TypeError(msg)
+        check_call(function, args)
         with self._cond:
             request, _ = self.core.submit(function, args, self.clock.now())
             self._cond.notify_all()  # a spout may be waiting for it

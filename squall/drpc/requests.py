@@ -37,6 +37,17 @@ SERVER_SHUTDOWN = "SERVER_SHUTDOWN"
 INTERNAL_ERROR = "INTERNAL_ERROR"
 
 
+def check_call(function: Any, args: Any) -> None:
+    """A DRPC call's function and arguments as Storm's: two strings, the function not empty;
+    TypeError naming the bad one."""
+    if not isinstance(function, str) or not function:
+        msg = f"a DRPC function is a non-empty string, got {function!r}"
+        raise TypeError(msg)
+    if not isinstance(args, str):
+        msg = f"DRPC arguments are a string (as Storm's), got {type(args).__name__} {args!r}"
+        raise TypeError(msg)
+
+
 def new_request_id() -> str:
     """Random, never a counter: an answer meant for a request of an earlier server (or a
     guess) cannot reach another's."""

@@ -15,12 +15,12 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from squall.errors import FailedException, SerializationError, TopologyValidationError
+from squall.errors import FailedException, SerializationError
 from squall.state.alignment import BarrierAligner, Complete, Fail, Process, Reset
 from squall.state.checkpoint import CHECKPOINT_STREAM, COMMIT, PREPARE, RESETS
 from squall.state.providers import worker_store
 from squall.topology.component import DEFAULT_STREAM, Bolt
-from squall.topology.loading import resolve_class
+from squall.topology.loading import resolve_class, wrapped_class
 
 
 class CheckpointedBolt(Bolt):
@@ -30,10 +30,7 @@ class CheckpointedBolt(Bolt):
 
     @classmethod
     def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        user = resolve_class(options["bolt"])
-        if not (isinstance(user, type) and issubclass(user, Bolt)):
-            msg = f"{where}: {options['bolt']!r} is not a Bolt"
-            raise TopologyValidationError(msg)
+        wrapped_class(options, "bolt", Bolt, "is not a Bolt", where)
 
     @classmethod
     def check_definition(cls, cdef: Any, conf: Any, where: str) -> None:

@@ -28,6 +28,17 @@ def resolve_class(ref: Any) -> Any:
     return obj
 
 
+def wrapped_class(options: Mapping[str, Any], key: str, kinds: type | tuple[type, ...], refusal: str,
+                  where: str) -> Any:
+    """The class a wrapper runs inside itself (``options[key]``), checked to be one of
+    ``kinds``; TopologyValidationError ``"<where>: <ref> <refusal>"`` otherwise."""
+    found = resolve_class(options[key])
+    if not (isinstance(found, type) and issubclass(found, kinds)):
+        msg = f"{where}: {options[key]!r} {refusal}"
+        raise TopologyValidationError(msg)
+    return found
+
+
 # The option that holds a recipe for a component's instance (constructor
 # arguments, properties, method calls), with the "builder" that makes an
 # instance from it: "module:function", called as builder(cls, recipe, resolve).

@@ -21,9 +21,9 @@ from typing import Any
 
 from squall.cluster.fence import Fence, FencedOut
 from squall.cluster.fenced_state import COORDINATOR
-from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
+from squall.errors import CoordinationError, FailedException, SerializationError
 from squall.topology.component import Bolt
-from squall.topology.loading import resolve_class
+from squall.topology.loading import resolve_class, wrapped_class
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt
 from squall.transactional.emitter import state_id
@@ -40,10 +40,7 @@ class CoordinatedBolt(Bolt):
 
     @classmethod
     def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        user = resolve_class(options["bolt"])
-        if not (isinstance(user, type) and issubclass(user, (BatchBolt, Bolt))):
-            msg = f"{where}: {options['bolt']!r} is neither a BatchBolt nor a Bolt"
-            raise TopologyValidationError(msg)
+        wrapped_class(options, "bolt", (BatchBolt, Bolt), "is neither a BatchBolt nor a Bolt", where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options

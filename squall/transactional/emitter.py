@@ -29,7 +29,7 @@ from squall.cluster.fence import Fence, FencedOut
 from squall.cluster.fenced_state import decode_value, encode_value
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
 from squall.topology.component import Bolt
-from squall.topology.loading import resolve_class
+from squall.topology.loading import wrapped_class
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
 from squall.transactional.state import open_backend
@@ -54,10 +54,7 @@ class EmitterBolt(Bolt):
     def verify_options(cls, options: dict[str, Any], where: str) -> None:
         from squall.transactional.spouts import SPOUT_KINDS
 
-        spout = resolve_class(options["spout"])
-        if not (isinstance(spout, type) and issubclass(spout, SPOUT_KINDS)):
-            msg = f"{where}: {options['spout']!r} is not a transactional spout"
-            raise TopologyValidationError(msg)
+        wrapped_class(options, "spout", SPOUT_KINDS, "is not a transactional spout", where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options

@@ -64,7 +64,7 @@ def task_program(options: dict[str, Any], conf: dict[str, Any], context: Any,
         if node.state is not None:
             states[node.id] = node.state.factory.make_state(conf, context, index, n)
     exits = {node_id: True for node_id in group["exits"]}
-    program = Program(group["nodes"], exits, states, reporter, index, n)
+    program = Program(group["nodes"], exits, states, reporter, index)
     _PROGRAMS[key] = (program, group)
     return program, group
 

@@ -64,22 +64,19 @@ class Program:
     group, where each node's tuples leave the group, and the task's states."""
 
     def __init__(self, nodes: Sequence[Node], exits: dict[int, bool], states: dict[int, Any],
-                 reporter: Callable[[BaseException], None] | None = None, partition: int = 0,
-                 partitions: int = 1) -> None:
+                 reporter: Callable[[BaseException], None] | None = None, partition: int = 0) -> None:
         self.nodes = list(nodes)
-        self.partition, self.partitions = partition, partitions  # this task's, of the group's
+        self.partition = partition  # this task's index in the group
         inside = {n.id for n in self.nodes}
         self.children: dict[int, list[Node]] = {n.id: [] for n in self.nodes}
         for n in self.nodes:
             for p in n.parents:
                 if p.id in inside:
                     self.children[p.id].append(n)
-        self.exits = exits  # node id -> its tuples leave the group
         self.states = states  # node id -> the state it reads or updates
         self.reporter = reporter
         # The fields each node's input tuples have (its first parent's; a merge's are its own).
         self.in_index = {n.id: index_of(n.parents[0].fields) if n.parents else {} for n in self.nodes}
-        self.out_index = {n.id: index_of(n.fields) for n in self.nodes}
         # What each node's operation sees of its input: the positions of its fields, and the
         # names a TridentTuple of them answers to (made once, not per tuple).
         self.selection = {n.id: ([self.in_index[n.id][f] for f in n.in_fields], index_of(n.in_fields))

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.trident.graph import Node, ancestors
@@ -58,13 +57,6 @@ class Group:
 class Plan:
     groups: dict[str, Group]
     spouts: list[Group]
-
-    def group_of(self, node: Node) -> Group:
-        for g in self.groups.values():
-            if node in g.nodes:
-                return g
-        msg = f"{node!r} is in no group"
-        raise KeyError(msg)
 
 
 def _fail(message: str) -> None:
@@ -166,13 +158,3 @@ def _batch_groups(groups: dict[str, Group]) -> None:
                 _fail(f"Trident: {node.kind} of streams from spouts {sorted(spouts)}: the streams of "
                       "one operation come from one spout (each spout's batches are its own)")
             node.options["batch_group"] = next(iter(spouts)) if spouts else ""
-
-
-def describe(p: Plan) -> dict[str, Any]:
-    """What each bolt holds, for the UI and tests: group -> its operations and inputs."""
-    out = {}
-    for name, g in p.groups.items():
-        out[name] = {"operations": [n.name or n.kind for n in g.nodes], "parallelism": g.parallelism,
-                     "committer": g.committer,
-                     "inputs": [(e.source, e.grouping[0]) for e in g.inputs]}
-    return out

@@ -16,22 +16,17 @@ from squall.errors import TopologyValidationError
 from squall.trident import aggregation
 from squall.trident.graph import Node, StateSpec, as_fields, check_inputs, check_new
 from squall.trident.operations import (
-    Aggregator,
     Assembly,
-    CombinerAggregator,
     Filter,
     FlatMapFunction,
     Function,
     MapFunction,
     PeekFilter,
     QueryFunction,
-    ReducerAggregator,
     StateUpdater,
     check_operation,
 )
 from squall.trident.sources import spout_source
-
-AGGREGATORS = (CombinerAggregator, ReducerAggregator, Aggregator)
 
 
 def _agg_args(args: tuple[Any, ...], where: str) -> tuple[list[str] | None, Any, list[str]]:
@@ -404,5 +399,5 @@ def _fail(message: str) -> None:
     raise TopologyValidationError(message)
 
 
-__all__ = ["AGGREGATORS", "ChainedAggregatorDeclarer", "GroupedStream", "Stream", "TridentState",
+__all__ = ["ChainedAggregatorDeclarer", "GroupedStream", "Stream", "TridentState",
            "TridentTopology"]
