@@ -446,18 +446,17 @@ class Supervisor:
                 del self._children[port]  # reaped: no zombie left behind
             for action in self.process_sync.slot(desired.get(port), self._look_at(slot), self.now()):
                 self._execute(slot, action)
-        self.keep_logs()
+        self.keep_logs(desired)
 
-    def keep_logs(self) -> None:
-        """Rotate the running workers' logs that are due; now and then, remove stopped ones'."""
-        live = []
-        for slot in self.slots.values():
-            topology_id = (read_json(slot.assignment_file) or {}).get("topology_id")
-            if topology_id and slot.process() is not None:
-                live.append((topology_id, slot.port))
-                logrotation.rotate_if_due(logfiles.worker_dir(self.local_dir, topology_id, slot.port),
-                                          self.conf["supervisor.worker.log.max.bytes"],
-                                          int(self.conf["logviewer.max.per.worker.logs.size.mb"] * 2**20))
+    def keep_logs(self, desired: Mapping[int, Mapping[str, Any]]) -> None:
+        """Rotate the logs of the workers this node should run that are due; now and then,
+        remove stopped ones'.  From what the slots should run, which the loop above just
+        acted on: no process or file of a slot looked at a second time."""
+        live = [(want["topology_id"], port) for port, want in desired.items()]
+        for topology_id, port in live:
+            logrotation.rotate_if_due(logfiles.worker_dir(self.local_dir, topology_id, port),
+                                      self.conf["supervisor.worker.log.max.bytes"],
+                                      int(self.conf["logviewer.max.per.worker.logs.size.mb"] * 2**20))
         now = self.now()
         if now >= self._next_log_cleanup:
             self._next_log_cleanup = now + self.conf["logviewer.cleanup.interval.secs"]

@@ -168,6 +168,22 @@ def supervisor(tmp_path: Path, secrets: Any, **conf: Any) -> tuple[Supervisor, F
     return sup, state, port
 
 
+def test_the_supervisor_rotates_a_running_workers_log_past_its_size(tmp_path: Path, keyring: Keyring,
+                                                                    fake_popen: list[FakePopen]) -> None:
+    # Given a supervisor whose workers' logs rotate past 1 KiB, and its worker launched
+    sup, _, port = supervisor(tmp_path, {"curve": CURVE}, **{"squall.keyring.path": str(keyring.path),
+                                                            "supervisor.worker.log.max.bytes": 1024})
+    sup.sync_assignments()
+    sup.sync_processes()
+    log = sup.local_dir / "workers-artifacts" / "t-1" / str(port) / "worker.log"
+    # When the worker has written past it
+    with open(log, "ab") as f:
+        f.write(b"x" * 2000)
+    # Then the next round of the supervisor's loop rotates it
+    sup.sync_processes()
+    assert (log.parent / "worker.log.1").stat().st_size == 2000 and log.stat().st_size == 0
+
+
 def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, keyring: Keyring,
                                                                 fake_popen: list[FakePopen]) -> None:
     # Given a secure supervisor and a topology with its CURVE keys in ZooKeeper
