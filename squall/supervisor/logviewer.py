@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import os
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,6 +46,7 @@ from squall.errors import ApiError, ConfigError
 from squall.security import authz
 from squall.supervisor import logfiles
 from squall.supervisor.logfiles import BadLogRequest
+from squall.supervisor.workers import open_plain_file
 from squall.ui import STATIC
 from squall.ui.answers import JsonAnswer, call
 from squall.ui.app import Guard
@@ -67,13 +67,8 @@ class LogNotFound(ApiError):
 
 def open_log(path: Path) -> int:
     """A descriptor of the plain file at ``path``, not reached through a link; LogNotFound else."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
-    except OSError:
-        raise LogNotFound(path.name) from None
-    st = os.fstat(fd)
-    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-        os.close(fd)
+    fd = open_plain_file(path)
+    if fd is None:
         raise LogNotFound(path.name)
     return fd
 

@@ -159,17 +159,28 @@ def read_json(path: Path) -> Any:
         return None
 
 
-def read_worker_file(path: Path, offset: int = 0, limit: int = -1) -> bytes | None:
-    """The bytes from ``offset`` (at most ``limit``) of a plain file with one name, not
-    through a symbolic link; None if it is not such a file (or not there)."""
+def open_plain_file(path: Path) -> int | None:
+    """A read descriptor of the plain file with one name at ``path``, not reached through a
+    symbolic link; None if there is no such file (a link, a second name, not there).  What a
+    worker (user code) can write is opened so, not to be led to another file."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
+        os.close(fd)
+        return None
+    return fd
+
+
+def read_worker_file(path: Path, offset: int = 0, limit: int = -1) -> bytes | None:
+    """The bytes from ``offset`` (at most ``limit``) of a plain file with one name, not
+    through a symbolic link; None if it is not such a file (or not there)."""
+    fd = open_plain_file(path)
+    if fd is None:
+        return None
     with os.fdopen(fd, "rb") as f:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_nlink != 1:
-            return None
         if offset:
             f.seek(offset)
         return f.read(limit)
