@@ -115,14 +115,12 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
     specs: dict[str, ComponentSpec] = {}
     names = {g.name: g for g in plan.groups.values()}
     component_of = {g.name: g.name if g.spout is None else g.spout.options["tx_id"] for g in names.values()}
-    coordinator_of: dict[str, str] = {}
     for g in plan.spouts:
         spout_node = g.spout
         assert spout_node is not None
         tx_id = spout_node.options["tx_id"]
         component = component_of[g.name]
         coordinator = coordinator_name(component)
-        coordinator_of[g.name] = coordinator
         source = spout_source(spout_node.op)
         # A batch spout's rows travel in chunks unless an edge from the spout partitions them by
         # fields (a chunk goes to one task): one queue hop and one count per chunk, not per row.
@@ -148,8 +146,8 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
     for g in plan.groups.values():
         if g.spout is not None:
             continue
-        root = _root(g, names)
-        coordinator = coordinator_of[root.name]
+        tx_id = g.batch_group  # the transactional id of the spout whose batches it processes
+        coordinator = coordinator_name(tx_id)  # a spout's component is named by its id
         inputs: dict[Any, Any] = {}
         entries: dict[str, tuple[Node, int, bool]] = {}
         for edge in g.inputs:
@@ -183,9 +181,9 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         specs[g.name] = ComponentSpec(
             CoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
             options={"bolt": bolt, "bolt_options": {"group": encode(group_data)}, "committer": g.committer,
-                     "coordinator": coordinator, "transactional_id": root.spout.options["tx_id"],  # type: ignore[union-attr]
+                     "coordinator": coordinator, "transactional_id": tx_id,
                      "late_sources": sorted(component_of[e.source] for e in g.inputs if e.source in late),
-                     "trident": {"batchGroup": root.spout.options["tx_id"],  # type: ignore[union-attr]
+                     "trident": {"batchGroup": tx_id,
                                  "operations": [describe_node(n) for n in g.nodes],
                                  "committer": g.committer}})
     definition = build_definition(name, specs, {"topology.max.spout.pending": 1})
@@ -230,14 +228,6 @@ def _drpc_returns(topology: Any, leaves: list[Node]) -> list[Node]:
 
 def _stream(edge: planner.Edge) -> str:
     return f"s{edge.node.id}-{edge.target.id}"
-
-
-def _root(g: planner.Group, names: dict[str, planner.Group]) -> planner.Group:
-    """The spout group whose batches ``g`` processes."""
-    seen = g
-    while seen.spout is None:
-        seen = names[seen.inputs[0].source]
-    return seen
 
 
 def _late_groups(plan: planner.Plan) -> set[str]:
