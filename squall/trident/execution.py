@@ -278,10 +278,9 @@ class BatchRun:
                 node.op.complete(self.batch_id, self.kept[node.id])
 
     def _aggregate(self, node: Node) -> None:
-        if node.id in self.folded:
+        if node.id in self.folded:  # combiners only: every partial and final phase is one
             self._finish_folded(node)
             return
-        phase = node.options.get("phase", "all")
         specs: list[AggSpec] = node.op
         group = node.group_fields or []
         index = self.p.in_index[node.id]
@@ -292,13 +291,7 @@ class BatchRun:
         if not group and not groups and self._answers_empty(node):
             groups[()] = []  # an ungrouped aggregation answers for an empty batch too
         for key, rows in groups.items():
-            per_agg = []
-            for i, spec in enumerate(specs):
-                if phase == "final":
-                    at = index[node.options["partials"][i]]
-                    per_agg.append(self._combine_partials(spec.agg, [r[at] for r in rows], bool(group)))
-                else:
-                    per_agg.append(self._run_agg(spec, index, rows, phase))
+            per_agg = [self._run_agg(spec, index, rows) for spec in specs]
             for combo in itertools.product(*per_agg):
                 self._out(node, [*key, *itertools.chain.from_iterable(combo)])
 
@@ -319,24 +312,13 @@ class BatchRun:
         gone to (Storm's SingleEmitAggregator): partition 0."""
         return node.options.get("single_emit") != "global" or self.p.partition == 0
 
-    def _combine_partials(self, agg: CombinerAggregator, partials: list[Any],
-                          grouped: bool) -> list[list[Any]]:
-        if not partials:
-            return [] if grouped else [[agg.zero()]]
-        value = partials[0]
-        for other in partials[1:]:
-            value = agg.combine(value, other)
-        return [[value]]
-
-    def _run_agg(self, spec: AggSpec, index: dict[str, int], rows: list[list[Any]],
-                 phase: str) -> list[list[Any]]:
+    def _run_agg(self, spec: AggSpec, index: dict[str, int], rows: list[list[Any]]) -> list[list[Any]]:
+        """One aggregator of a chain that mixes kinds (a chain of combiners only is folded)."""
         agg = spec.agg
         fields = spec.in_fields
         names = index_of(fields)
         tuples = [TridentTuple([r[index[f]] for f in fields], names) for r in rows]
         if isinstance(agg, CombinerAggregator):
-            if phase == "partial" and not tuples:
-                return []
             value = agg.init(tuples[0]) if tuples else agg.zero()
             for tup in tuples[1:]:
                 value = agg.combine(value, agg.init(tup))

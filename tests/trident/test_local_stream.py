@@ -180,6 +180,9 @@ def test_aggregations_by_partition_by_group_and_over_the_batch(cluster: LocalClu
     sink(s.aggregate(["n"], CountAsAggregator(), ["c"]), "count-as")
     chain = s.chained_agg().aggregate(["n"], Sum(), ["sum"]).aggregate(["n"], Max(), ["max"]).chain_end()
     sink(chain, "chain")
+    mixed = (s.chained_agg().aggregate(["n"], Sum(), ["sum"])
+             .aggregate(["n"], CountAsAggregator(), ["c"]).chain_end())
+    sink(mixed, "mixed-chain")
     sink(s.min_by("n"), "min")
     sink(s.max_by("n"), "max")
     sink(s.aggregate(["n"], Pairs(), ["n2", "neg"]), "pairs")
@@ -191,6 +194,7 @@ def test_aggregations_by_partition_by_group_and_over_the_batch(cluster: LocalClu
     assert sorted(collected("reduce-by-word")) in ([["a", "13"], ["b", "5"]], [["a", "31"], ["b", "5"]])
     assert collected("count-as") == [[3]]
     assert collected("chain") == [[9, 5]]
+    assert collected("mixed-chain") == [[9, 3]]  # a combiner beside a general aggregator
     assert collected("min") == [["a", 1]] and collected("max") == [["b", 5]]
     assert collected("pairs") == [[1, -1], [3, -3], [5, -5]]
     # An empty batch: every global aggregation still answers (zero(), init()), groups none
