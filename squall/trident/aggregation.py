@@ -14,7 +14,7 @@ its outputs are the group fields, then each aggregator's fields in order.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from squall.errors import TopologyValidationError
@@ -146,22 +146,31 @@ class MapAggUpdater(StateUpdater):
         self.agg, self.key_width = agg, key_width
 
     def update_state(self, state: Any, tuples: list[TridentTuple], collector: Any) -> None:
-        by_key: dict[tuple[Any, ...], list[TridentTuple]] = {}
-        for tup in tuples:
-            by_key.setdefault(tuple(tup.values[:self.key_width]), []).append(tup)
-        keys = [list(k) for k in by_key]
-        updaters = [self._updater(ts) for ts in by_key.values()]
+        width = self.key_width
+        if isinstance(self.agg, CombinerAggregator):
+            # The batch's partials folded per key as they come: one updater per key, not a
+            # list of tuples kept to fold inside it.
+            combine = self.agg.combine
+            partials: dict[tuple[Any, ...], Any] = {}
+            for tup in tuples:
+                values = tup.values
+                key = tuple(values[:width])
+                partials[key] = combine(partials[key], values[width]) if key in partials else values[width]
+            keys = list(partials)
+            updaters: list[Any] = [_Combined(combine, partial) for partial in partials.values()]
+        else:
+            by_key: dict[tuple[Any, ...], list[TridentTuple]] = {}
+            for tup in tuples:
+                by_key.setdefault(tuple(tup.values[:width]), []).append(tup)
+            keys = list(by_key)
+            updaters = [self._reducer(ts) for ts in by_key.values()]
         values = state.multi_update(keys, updaters)
-        for key, value in zip(keys, values, strict=True):
-            collector.emit([*key, value])
+        if not getattr(collector, "discards", False):
+            for key, value in zip(keys, values, strict=True):
+                collector.emit([*key, value])
 
-    def _updater(self, tuples: list[TridentTuple]) -> Any:
+    def _reducer(self, tuples: list[TridentTuple]) -> Any:
         agg, width = self.agg, self.key_width
-        if isinstance(agg, CombinerAggregator):
-            partial = tuples[0].values[width]
-            for tup in tuples[1:]:
-                partial = agg.combine(partial, tup.values[width])
-            return lambda old: partial if old is None else agg.combine(old, partial)
 
         def reduce(old: Any) -> Any:
             value = agg.init() if old is None else old
@@ -176,6 +185,18 @@ class MapAggUpdater(StateUpdater):
 
     def cleanup(self) -> None:
         self.agg.cleanup()
+
+
+class _Combined:
+    """A key's updater for a combiner: the batch's partial, combined onto the stored value."""
+
+    __slots__ = ("combine", "partial")
+
+    def __init__(self, combine: Callable[[Any, Any], Any], partial: Any) -> None:
+        self.combine, self.partial = combine, partial
+
+    def __call__(self, old: Any) -> Any:
+        return self.partial if old is None else self.combine(old, self.partial)
 
 
 class SnapshotAggUpdater(StateUpdater):

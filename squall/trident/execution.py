@@ -54,6 +54,7 @@ class Discarding(Collector):
     """A collector whose emits go nowhere (an operation whose output nobody reads)."""
 
     __slots__ = ()
+    discards = True  # an updater may skip building what it would emit
 
     def emit(self, values: Any) -> None:
         return None
@@ -126,7 +127,10 @@ class Program:
             def count_one(values: list[Any]) -> None:  # the word count's: no call per tuple
                 key = (values[k],)
                 old = table.get(key)
-                table[key] = [1] if old is None else [old[0] + 1]
+                if old is None:
+                    table[key] = [1]
+                else:
+                    old[0] += 1  # the table's own list: counted in place
 
             return count_one
         if len(specs) == 1:

@@ -197,11 +197,12 @@ def check_keys(keys: Any) -> list[tuple[Any, ...]]:
         raise TypeError(msg)
     out = []
     for key in keys:
-        if isinstance(key, (str, bytes)) or not isinstance(key, Sequence):
-            msg = (f"a map state key is a sequence of the group's values, such as [{key!r}], "
-                   f"not {type(key).__name__} {key!r}")
-            raise TypeError(msg)
-        key = tuple(key)
+        if type(key) is not tuple:  # a tuple is the common case: Trident's own updaters pass them
+            if isinstance(key, (str, bytes)) or not isinstance(key, Sequence):
+                msg = (f"a map state key is a sequence of the group's values, such as [{key!r}], "
+                       f"not {type(key).__name__} {key!r}")
+                raise TypeError(msg)
+            key = tuple(key)
         try:
             hash(key)
         except TypeError as e:

@@ -199,12 +199,16 @@ class _TxidMap(MapState):
 
     def _read(self, keys: list[Key]) -> dict[Key, tuple[Any, bool]]:
         """Each key's stored value and whether this batch wrote it; one backing read for the rest."""
-        found = {key: (self._written[key], True) for key in keys if key in self._written}
+        written = self._written
+        found = {key: (written[key], True) for key in keys if key in written} if written else {}
         missing = [key for key in dict.fromkeys(keys) if key not in found]
         if missing:
             got = _get(self.backing, missing, self.in_batch)
+            stored_type = self._stored_type
             for key, value in zip(missing, got, strict=True):
-                found[key] = (self._stored(key, value), False)
+                if value is not None and not isinstance(value, stored_type):
+                    self._stored(key, value)  # raises, naming the key
+                found[key] = (value, False)
         return found
 
     def _write(self, writes: dict[Key, Any]) -> None:
@@ -298,16 +302,20 @@ class OpaqueMap(_TxidMap):
         keys = check_keys(keys)
         updaters = _updaters(keys, updaters)
         latest = self._read(keys)
-        writes: dict[Key, tuple[OpaqueValue, bool]] = {}
+        txid, epoch = self.txid, self.epoch
+        writes: dict[Key, OpaqueValue] = {}
         results = []
         for key, updater in zip(keys, updaters, strict=True):
             stored, written = latest[key]
-            new_value = updater(self._value(stored, written))
-            new = (OpaqueValue(self.txid, new_value, None, self.epoch) if stored is None
-                   else stored.update(self.txid, new_value, self.epoch))
-            latest[key] = writes[key] = new, True
+            if stored is None:
+                new_value = updater(None)
+                new = OpaqueValue(txid, new_value, None, epoch)
+            else:
+                new_value, new = stored.updated(txid, epoch, updater, written)
+            latest[key] = new, True
+            writes[key] = new
             results.append(new_value)
-        self._write({key: value for key, (value, _) in writes.items()})
+        self._write(writes)
         return results
 
     def multi_put(self, keys: Iterable[Any], values: Iterable[Any]) -> None:
