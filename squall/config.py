@@ -99,6 +99,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # and the least time between two new batches (the spout cannot say it has tuples).
     "topology.spout.max.batch.size": (1000, (int,), 1),
     "topology.trident.batch.emit.interval.millis": (500, (int, float), 0),
+    # A component's own key (spec(config=...)): its executor j runs in the worker of
+    # executor j of the named component (squall.worker.plan.colocations).
+    "topology.colocate.with": (None, (str, type(None)), None),
     # -- stateful bolts with checkpoints (squall.state; docs/state.md) ----------
     # Where bolts' checkpointed state lives: memory (lost with its worker),
     # sqlite (one machine) or redis; the .config is a JSON object (or its text,
@@ -382,6 +385,10 @@ DESCRIPTIONS: dict[str, str] = {
     "topology.trident.batch.emit.interval.millis": "A Trident stream read from a plain Spout: the least "
                                                    "time between the starts of two new batches (empty "
                                                    "or not; replays are not held back).",
+    "topology.colocate.with": "A component's own setting: the name of another component with as many "
+                              "executors; executor j of both runs in one worker, also after a "
+                              "reschedule. Trident sets it on a state_query's bolt, so that a state "
+                              "kept in a worker's memory or on its node is read where it is written.",
     "topology.state.provider": "Where stateful bolts' checkpoints live: sqlite (one machine), redis or "
                                "memory (lost with the worker).",
     "topology.state.provider.config": "The provider's settings, a map or its JSON text: {\"path\": ...} "

@@ -6,10 +6,10 @@ function answering how many times some words were seen.
     squall submit examples/trident/wordcount.py              # on a cluster, then:
     squall drpc-client words "cat the dog jumped"
 
-The counts are kept in a ``MemoryMapState``, in the workers' memory: one worker
-(``topology.workers`` 1, as here) keeps and answers them all.  Spread over several
-workers, keep them in Redis (``squall.contrib.redis.RedisMapState.opaque()``), which every
-worker reaches.
+The counts are kept in a ``MemoryMapState``, in the workers' memory: each partition in the
+worker that updates it, where its query runs too (on any number of workers).  A worker that
+dies loses its partitions; to keep them, keep the counts in Redis
+(``squall.contrib.redis.RedisMapState.opaque()``).
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ import structlog
 
 from squall.clock import Clock
 from squall.metrics.book import StatsBook, window_id
-from squall.worker.plan import TopologyPlan, spread
+from squall.worker.plan import TopologyPlan, colocations, spread
 from squall.worker.reporting import ErrorRecord
 from squall.worker.transport import InprocTransport
 from squall.worker.worker import Worker
@@ -42,7 +42,7 @@ class LocalTopology:
         self.active = True
         self.transport = InprocTransport()
         n = plan.conf["topology.workers"]
-        self.placement = spread(plan.executors, n)
+        self.placement = spread(plan.executors, n, colocations(plan)[0])
         self.addresses = [f"inproc://{plan.name}/worker-{i}" for i in range(n)]
         self.task_address = {t: self.addresses[i] for i, execs in enumerate(self.placement)
                              for e in execs for t in e.tasks}

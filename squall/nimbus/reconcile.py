@@ -26,7 +26,7 @@ from typing import Any
 
 from squall.nimbus.scheduler import ExecutorId, Slot, schedule
 from squall.topology.topology import definition_from_dict
-from squall.worker.plan import plan_topology
+from squall.worker.plan import colocations, plan_topology
 
 
 @dataclass(frozen=True)
@@ -99,7 +99,7 @@ class Reconciler:
         free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
                 for node, info in supervisors.items()}
         placement = schedule([e.id for e in plan.executors], record["num_workers"], free, alive,
-                             {e.id: e.component for e in plan.executors})
+                             {e.id: e.component for e in plan.executors}, colocations(plan)[0])
         workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],
                     "since": since.get((node, port), now) if (node, port) in alive else now}
                    for (node, port), execs in sorted(placement.items())]

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from squall.worker.plan import spread_ids
+from squall.worker.plan import ExecutorId, colocate, spread_ids
 
 Slot = tuple[str, int]
-ExecutorId = tuple[int, int]
+Pairs = list[tuple[list[ExecutorId], list[ExecutorId]]]
 
 
 def choose_slots(free: dict[str, list[int]], count: int) -> list[Slot]:
@@ -46,14 +46,25 @@ def schedule(
     free: dict[str, list[int]],
     alive: dict[Slot, list[ExecutorId]] | None = None,
     component_of: Mapping[ExecutorId, str] | None = None,
+    pairs: Pairs | None = None,
 ) -> dict[Slot, list[ExecutorId]]:
     """The new placement of a topology's executors.
 
     ``free`` are the slots no other topology uses (and not in ``alive``);
     ``alive`` are this topology's live workers and what they run now;
-    ``component_of`` names each executor's component.  The result is empty
-    when there is nowhere to run.
+    ``component_of`` names each executor's component; ``pairs`` are the executors that
+    must share a worker (squall.worker.plan.colocations), wherever the rest puts them --
+    also when orphans are dealt over fewer slots than the topology's workers.  The result
+    is empty when there is nowhere to run.
     """
+    placement = _place(executors, num_workers, free, alive, component_of)
+    colocate(placement, pairs or [])
+    return {slot: execs for slot, execs in placement.items() if execs}
+
+
+def _place(executors: list[ExecutorId], num_workers: int, free: dict[str, list[int]],
+           alive: dict[Slot, list[ExecutorId]] | None,
+           component_of: Mapping[ExecutorId, str] | None) -> dict[Slot, list[ExecutorId]]:
     wanted = set(executors)
     kept = {slot: [e for e in execs if e in wanted] for slot, execs in (alive or {}).items()}
     kept = {slot: execs for slot, execs in kept.items() if execs}

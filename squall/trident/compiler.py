@@ -27,6 +27,7 @@ from squall.trident.drpc import RETURN_STREAM, DRPCReturn
 from squall.trident.graph import Node, ancestors
 from squall.trident.sources import spout_source
 from squall.trident.spout import TridentSpout, encode
+from squall.worker.plan import COLOCATE_WITH
 
 TX = "tx"  # the first field of every stream: the batch's TransactionAttempt
 CHUNK = 256  # rows of a spout's batch to a tuple
@@ -180,6 +181,7 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
         bolt = TridentCommitterBolt if g.committer else TridentBolt
         specs[g.name] = ComponentSpec(
             CoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
+            config={COLOCATE_WITH: g.colocate_with} if g.colocate_with else {},
             options={"bolt": bolt, "bolt_options": {"group": encode(group_data)}, "committer": g.committer,
                      "coordinator": coordinator, "transactional_id": tx_id,
                      "late_sources": sorted(component_of[e.source] for e in g.inputs if e.source in late),

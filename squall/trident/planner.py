@@ -42,6 +42,7 @@ class Group:
     outputs: list[Edge] = field(default_factory=list)
     parallelism: int = 1
     spout: Node | None = None  # a spout group's spout
+    colocate_with: str | None = None  # a query group: the group updating the state it reads
 
     @property
     def committer(self) -> bool:
@@ -131,9 +132,11 @@ def _inherited(g: Group, groups: dict[str, Group]) -> int:
 
 def _align_queries(groups: dict[str, Group], where: dict[int, Group]) -> None:
     """A query of a state the topology updates runs with the state's partitions: as many
-    tasks as the updating bolt, so that task i of each holds partition i of the state (Storm
-    runs them in one bolt).  A query stream partitioned by the state's key then reaches the
-    partition that key is in."""
+    tasks as the updating bolt, so that task i of each holds partition i of the state, and
+    task i of both in one worker (``colocate_with``: Storm runs them in one bolt), where a
+    state in memory or in a node's file is one table.  A query stream partitioned by the
+    state's key then reaches the partition that key is in.  A group reading states of two
+    updating groups runs beside the first."""
     for g in groups.values():
         for node in g.nodes:
             updater = node.state.updater if node.kind == "state_query" and node.state is not None else None
@@ -146,6 +149,8 @@ def _align_queries(groups: dict[str, Group], where: dict[int, Group]) -> None:
                       f"parallelism {max(hinted)}; a query runs in the state's partitions (leave its "
                       "parallelism_hint out, or make it the state's)")
             g.parallelism = wanted
+            if g.colocate_with is None:
+                g.colocate_with = where[updater.id].name
 
 
 def _batch_groups(groups: dict[str, Group]) -> None:

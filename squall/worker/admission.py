@@ -18,7 +18,7 @@ from squall import config as config_mod
 from squall import plugins
 from squall.errors import ConfigError, TopologyValidationError
 from squall.topology.topology import TopologyDef
-from squall.worker.plan import TopologyPlan, plan_topology
+from squall.worker.plan import TopologyPlan, colocations, plan_topology
 
 NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 
@@ -71,5 +71,8 @@ def plan_submission(name: Any, defn: TopologyDef, conf: Any, hosts: list[str], l
     if limits is not None:
         check_size(defn, {**(base or {}), **defn.config, **conf}, limits)
     plan = plan_topology(defn, base, dict(conf))
+    problems = colocations(plan)[1]
+    if problems:
+        raise TopologyValidationError(problems[0])
     warnings = plugins.run_submit_checks(plan, hosts, log)
     return plan, warnings

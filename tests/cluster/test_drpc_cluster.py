@@ -32,7 +32,7 @@ def answered(client: DRPCClient) -> bool:
 
 def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any) -> None:
     # Given a secure cluster with its DRPC server, and the exclamation topology submitted
-    cluster = make_cluster(supervisors=1, slots=2, conf={"drpc.request.timeout.secs": TIMEOUT})
+    cluster = make_cluster(supervisors=1, slots=4, conf={"drpc.request.timeout.secs": TIMEOUT})
     squall_cli(cluster, "submit", TOPOLOGY, "--name", "exclaim", "--conf", "topology.workers=2")
     with DRPCClient(cluster.conf) as client:
         assert client.scheme == "https"
@@ -97,6 +97,31 @@ def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any)
     out = squall_cli(cluster, "drpc-client", "reach", "tech.backtype.com/blog/123").stdout
     # tim: alex; mike: john, bob; john: alice, nathan, jim, mike, bob
     assert out.strip() == 'reach "tech.backtype.com/blog/123" => "[[7]]"'
+
+    # A state in a worker's memory, on two workers: its query runs in the worker that updates
+    # it (topology.colocate.with), where the even scheduler alone would put it in the other one
+    squall_cli(cluster, "submit", str(TOPOLOGIES / "trident_colocated.py"), "--name", "colocated",
+               "--conf", "topology.workers=2")
+    info = cluster.api("GET", "topologies/colocated")
+    state, query = _state_and_query(info)
+    port = {tuple(e): w["port"] for w in info["workers"] for e in w["executors"]}
+    assert port[state] == port[query]
+    with DRPCClient(cluster.conf) as client:
+        poll_for(lambda: (trident_answer(client, "local_counts", "the cow") or [[0]])[0][0] > 0, timeout=90,
+                 message="the query reading the counts of the worker keeping them")
+
+
+def _state_and_query(info: dict[str, Any]) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The executors of a Trident topology's state and of its query, which the even scheduler
+    on its own puts in different workers of two (so that the test shows colocation)."""
+    from squall.topology.topology import definition_from_dict
+    from squall.worker.plan import colocations, plan_topology, spread
+
+    plan = plan_topology(definition_from_dict(info["definition"]), overrides=info["conf"])
+    (([state], [query]),) = colocations(plan)[0]
+    apart = {e.id: i for i, execs in enumerate(spread(plan.executors, 2)) for e in execs}
+    assert apart[state] != apart[query]
+    return state, query
 
 
 def trident_answer(client: DRPCClient, function: str, args: str) -> Any:

@@ -68,3 +68,39 @@ def test_single_executor_components_take_workers_in_turn() -> None:
     singles = {(1, 1): "a", (2, 2): "b", (3, 3): "c", (4, 4): "d"}
     placement = schedule(sorted(singles), 2, {"x": [1], "y": [1]}, component_of=singles)
     assert sorted(len(execs) for execs in placement.values()) == [2, 2]
+
+
+# A Trident word count's state and its query, one executor each (squall.trident.planner
+# colocates them): task ids follow sorted component names.
+TRIDENT = {(1, 1): "b-0", (2, 2): "b-1", (3, 3): "spout1", (4, 4): "words"}
+QUERY_BESIDE_STATE = [([(1, 1)], [(2, 2)])]  # b-1 (the query) runs beside b-0 (the state)
+
+
+def _worker_of(placement: dict, executor: tuple[int, int]) -> tuple[str, int]:
+    (slot,) = [slot for slot, execs in placement.items() if executor in execs]
+    return slot
+
+
+def test_colocated_executors_share_a_worker_where_singles_would_take_turns() -> None:
+    free = {"x": [1], "y": [1]}
+    apart = schedule(sorted(TRIDENT), 2, free, component_of=TRIDENT)
+    assert _worker_of(apart, (1, 1)) != _worker_of(apart, (2, 2))  # what colocation is for
+    placement = schedule(sorted(TRIDENT), 2, free, component_of=TRIDENT, pairs=QUERY_BESIDE_STATE)
+    assert _worker_of(placement, (1, 1)) == _worker_of(placement, (2, 2))
+    assert sorted(e for execs in placement.values() for e in execs) == sorted(TRIDENT)
+
+
+def test_colocated_orphans_dealt_over_live_workers_stay_together() -> None:
+    # The worker holding the state and its query died and no slot is free: its executors are
+    # dealt over the live workers, which would put them apart.
+    alive = {("x", 1): [(3, 3)], ("y", 1): [(4, 4)]}
+    placement = schedule(sorted(TRIDENT), 3, {}, alive, TRIDENT, QUERY_BESIDE_STATE)
+    assert _worker_of(placement, (1, 1)) == _worker_of(placement, (2, 2))
+    assert placement[("x", 1)][0] == (3, 3) and placement[("y", 1)][0] == (4, 4)  # live ones kept
+
+
+def test_a_follower_orphan_joins_its_anchor_on_a_live_worker() -> None:
+    alive = {("x", 1): [(1, 1), (3, 3)], ("y", 1): [(4, 4)]}
+    placement = schedule(sorted(TRIDENT), 2, {"z": [1]}, alive, TRIDENT, QUERY_BESIDE_STATE)
+    assert _worker_of(placement, (2, 2)) == ("x", 1)
+    assert ("z", 1) not in placement  # a new slot left empty is not a worker

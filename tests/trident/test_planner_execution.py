@@ -55,6 +55,11 @@ def test_a_query_runs_with_its_states_partitions_and_refuses_another_count() -> 
     p = plan(t.spouts, [counts.node, query.node])
     (query_group,) = [g for g in p.groups.values() if any(n.kind == "state_query" for n in g.nodes)]
     assert query_group.parallelism == 4
+    # and its tasks run beside the state's, where a state in memory or on a node is one table
+    (state_group,) = [g for g in p.groups.values() if g.committer]
+    assert query_group.colocate_with == state_group.name
+    compiled = t.build("counts").definition().components
+    assert compiled[query_group.name].config == {"topology.colocate.with": state_group.name}
     query.parallelism_hint(2)
     with pytest.raises(TopologyValidationError, match="a query runs in the state's partitions"):
         plan(t.spouts, [counts.node, query.node])

@@ -87,3 +87,40 @@ def test_a_clusters_size_caps_are_checked_before_planning() -> None:
                        match=r"asks for 4 executors, over this cluster's nimbus\.executors\.perTopology \(3"):
         plan_submission("counting", Counting.definition(), {}, ["node-a"], structlog.get_logger(),
                         limits={"nimbus.executors.perTopology": 3})
+
+
+class Tally(StatefulBolt):
+    def init_state(self, state: Any) -> None:
+        self.counts = state
+
+    def process(self, tup: Any) -> None:
+        pass
+
+
+def _colocating(anchor: str, par: int = 1, back: bool = False) -> type[Topology]:
+    class Colocated(Topology):
+        words = Words.spec()
+        count = Count.spec(inputs=[words], config={"topology.colocate.with": "tally"} if back else {})
+        tally = Tally.spec(inputs=[words], par=par, config={"topology.colocate.with": anchor})
+    return Colocated
+
+
+@pytest.mark.parametrize(("topology", "message"), [
+    (_colocating("counter"), (r"colocate\.with of 'tally' names 'counter', not a component of this topology "
+                             r"\(it has \['count', 'tally', 'words'\]\)")),
+    (_colocating("count", par=2), r"both need as many executors \('tally' has 2, 'count' 1\)"),
+    (_colocating("count", back=True), r"'count' goes round in a circle: count -> tally -> count"),
+])
+def test_a_colocation_that_cannot_hold_is_refused_at_submit(topology: type[Topology], message: str) -> None:
+    with LocalCluster() as cluster:
+        with pytest.raises(TopologyValidationError, match=message):
+            cluster.submit("colocated", topology)
+        assert cluster.topologies() == {}
+
+
+def test_a_colocated_component_runs_in_its_anchors_worker_in_local_mode() -> None:
+    with LocalCluster() as cluster:
+        runner = cluster.submit("colocated", _colocating("count"), conf={"topology.workers": 2})
+        workers = [{e.component for e in execs} for execs in runner.placement]
+        (beside,) = [components for components in workers if "tally" in components]
+        assert "count" in beside
