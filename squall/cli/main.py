@@ -171,12 +171,14 @@ def build_parser() -> argparse.ArgumentParser:
     from squall.cli import drpc as drpc_cli
     from squall.cli import log_levels as log_levels_cli
     from squall.cli import secrets as secrets_cli
+    from squall.cli import sparse as sparse_cli
 
     flux_command.add_commands(sub)
     cluster_cli.add_commands(sub)
     log_levels_cli.add_commands(sub)
     drpc_cli.add_commands(sub)
     secrets_cli.add_commands(sub)
+    sparse_cli.add_commands(sub, main)
     return parser
 
 
