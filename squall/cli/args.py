@@ -69,12 +69,13 @@ def _trident_topologies(module: Any, module_name: str) -> dict[str, type[Topolog
             if isinstance(obj, trident.TridentTopology)}
 
 
-def parse_conf(pairs: list[str]) -> dict[str, Any]:
+def parse_conf(pairs: list[str], flag: str = "--conf") -> dict[str, Any]:
+    """``key=value`` pairs, each value read as YAML (``3`` an int, ``[a, b]`` a list)."""
     conf: dict[str, Any] = {}
     for pair in pairs:
         key, sep, value = pair.partition("=")
         if not sep or not key:
-            msg = f"--conf expects key=value, got {pair!r}"
+            msg = f"{flag} expects key=value, got {pair!r}"
             raise SquallError(msg)
         conf[key] = yaml.safe_load(value)
     return conf

@@ -17,8 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from squall.errors import SquallError
 
 CONFIG_FILE = "config.json"
@@ -157,14 +155,9 @@ def unused_settings(env: dict[str, Any]) -> list[str]:
 
 def parse_options(pairs: list[str] | None) -> dict[str, Any]:
     """``-o key=value`` pairs, each value read as YAML (as streamparse reads them)."""
-    out: dict[str, Any] = {}
-    for pair in pairs or []:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            msg = f"-o expects key=value, got {pair!r}"
-            raise SquallError(msg)
-        out[key] = yaml.safe_load(value)
-    return out
+    from squall.cli.args import parse_conf
+
+    return parse_conf(list(pairs or []), flag="-o")
 
 
 def invocation(project: Project, name: str | None, env_name: str | None, options: dict[str, Any],
