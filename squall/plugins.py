@@ -13,12 +13,17 @@ Groups:
   a provider object (see squall.state.providers.StateProvider);
 - ``squall.submit_checks``: a check nimbus and local mode run on every
   topology submitted (squall.worker.admission), ``check(plan, hosts) -> list
-  of warnings``, raising ConfigError or TopologyValidationError to refuse it.
+  of warnings``, raising ConfigError or TopologyValidationError to refuse it;
+- ``squall.import_roots``: a directory (a str) put first on the import path of
+  every process that imports a topology's code -- the worker, ``squall local`` and
+  ``submit`` loading a file, nimbus's verifier -- and nowhere else: packages only
+  that code may import (squall.compat.streamparse's ``streamparse``).
 """
 
 from __future__ import annotations
 
 import functools
+import sys
 from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
@@ -26,6 +31,7 @@ from squall.errors import ConfigError
 
 STATE_PROVIDERS = "squall.state_providers"
 SUBMIT_CHECKS = "squall.submit_checks"
+IMPORT_ROOTS = "squall.import_roots"
 
 
 @functools.cache
@@ -42,6 +48,24 @@ def load(group: str, name: str) -> Any:
                f"(installed: {sorted(declared(group)) or 'none'})")
         raise ConfigError(msg)
     return found.load()
+
+
+def add_import_roots(path: list[str] | None = None) -> list[str]:
+    """Put every installed import root first on ``path`` (``sys.path``), once; the roots.
+
+    First, before site-packages: a topology's own environment may hold the library a
+    root stands in for (a streamparse project's virtualenv has streamparse), whose
+    classes Squall cannot run in-process.  Callers then put the topology's own
+    directory before them.
+    """
+    target = sys.path if path is None else path
+    roots = []
+    for _name, ep in sorted(declared(IMPORT_ROOTS).items()):
+        root = str(ep.load())
+        if root not in target:
+            target.insert(0, root)
+        roots.append(root)
+    return roots
 
 
 def run_submit_checks(plan: Any, hosts: list[str], log: Any) -> list[str]:

@@ -26,7 +26,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("api", {"topology"}),
     ("engine", {"worker", "cluster"}),
     ("features", {"transactional", "trident", "drpc", "windowing", "state", "flux", "multilang", "spark",
-                  "contrib"}),
+                  "contrib", "compat"}),
     ("daemons", {"nimbus", "supervisor", "drpc_server", "local", "ui", "testing", "__init__"}),
     ("cli", {"cli"}),
 ]

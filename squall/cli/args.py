@@ -17,8 +17,10 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
                   env_filter: bool = False) -> type[Topology]:
     """Import a topology file and pick its Topology subclass; a ``.yaml``/``.yml``
     file is a Flux definition (``filter``/``env_filter``: its substitutions)."""
-    from squall import flux
+    from squall import flux, plugins
 
+    # What only code Squall runs may import (a streamparse project's ``streamparse``).
+    plugins.add_import_roots()
     if flux.is_flux_file(path):
         if name is not None:
             msg = f"--topology picks a class of a Python file; {path} is a Flux file with one topology"

@@ -26,6 +26,7 @@ import sys
 import traceback
 from typing import Any
 
+from squall import plugins
 from squall.errors import SquallError
 from squall.runtime.sandbox import Limits
 from squall.topology.topology import TopologyDef, definition_from_dict
@@ -121,6 +122,7 @@ def main(argv: list[str]) -> int:
     # Limits that count per user are set here, inside the sandbox's user namespace
     # (squall.nimbus.verifier); the rest were set before the sandbox started.
     Limits(**request.get("limits", {})).apply()
+    plugins.add_import_roots()  # a streamparse project's ``streamparse``, as its workers have it
     sys.path.insert(0, code_dir)
     said = {**verdict(request["definition"]), "nonce": request["nonce"]}
     with os.fdopen(verdict_fd, "w") as out:

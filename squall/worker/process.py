@@ -20,7 +20,7 @@ from typing import Any
 
 import structlog
 
-from squall import config
+from squall import config, plugins
 from squall.clock import Clock
 from squall.cluster.fenced_state import BACKEND_RESOURCE
 from squall.errors import SquallError, TransportError
@@ -176,6 +176,9 @@ class WorkerProcess:
         structlog.contextvars.bind_contextvars(node=self.node, topology=assignment.topology_id,
                                                worker=assignment.address, pid=os.getpid())
         self._set_levels(assignment.log_levels)
+        # What only code Squall runs may import (a streamparse project's ``streamparse``),
+        # then the topology's code before it.
+        plugins.add_import_roots()
         if assignment.code_dir and assignment.code_dir not in sys.path:
             sys.path.insert(0, assignment.code_dir)
         try:

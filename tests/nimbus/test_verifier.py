@@ -88,6 +88,15 @@ def test_a_package_that_loads_is_verified(verifier: Verifier) -> None:
     assert [e["event"] for e in logs] == ["package verified"]
 
 
+def test_a_streamparse_projects_package_is_verified_with_streamparse_importable(verifier: Verifier) -> None:
+    # Given a package whose spout is written against streamparse (squall.compat.streamparse)
+    words = "from streamparse import Spout\n\nclass Words(Spout):\n    outputs = ['x']\n"
+    # Then the sandboxed import finds streamparse, as the topology's workers will
+    with structlog.testing.capture_logs() as logs:
+        verifier.verify(definition("words:Words"), package(words=words))
+    assert [e["event"] for e in logs] == ["package verified"]
+
+
 def test_an_exception_at_import_is_named_and_its_message_only_logged(verifier: Verifier) -> None:
     # Given a module that raises with something secret-looking in its message
     blob = package(wc="print('printed-by-the-package')\nraise ValueError('leaked-message-4711')\n")

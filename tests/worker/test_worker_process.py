@@ -430,3 +430,36 @@ def test_log_levels_in_the_assignment_apply_without_a_restart_and_expire(workers
     poll_for(lambda: len(workers.lines("seen")) > seen + 20, timeout=10, message="more tuples")
     assert '"sink saw"' not in log_of(d)[settled:]
     assert proc.poll() is None
+
+
+# A bolt as a streamparse project writes it: `streamparse` exists only in code Squall runs.
+STREAMPARSE_SINK = '''
+import os
+
+from streamparse import Bolt
+
+
+class Sink(Bolt):
+    def initialize(self, conf, ctx):
+        self.seen = open(os.path.join(conf["test.out"], f"sp-seen-{ctx['taskid']}"), "a")
+        self.logger.info("streamparse sink %s ready", self.component_name)
+
+    def process(self, tup):
+        self.seen.write(f"{tup.values.n}\\n")
+        self.seen.flush()
+'''
+
+
+def test_a_streamparse_bolt_runs_in_a_worker_process(workers: Workers) -> None:
+    # Given a topology whose sink is a streamparse Bolt, in the topology's code
+    (workers.code / "spbolts.py").write_text(STREAMPARSE_SINK)
+    d = one_worker(workers, topology=topology_dict("spbolts:Sink"))
+    # When a worker runs it
+    workers.launch(d)
+    # Then the bolt imported streamparse, saw every number and (auto_ack) had each tree acked
+    poll_for(lambda: len(workers.acked()) == 200, timeout=20, message="200 numbers acked")
+    assert sorted(int(n) for n in workers.lines("sp-seen-")) == list(range(200))
+    # and its self.logger line is in the worker's log, under pystorm's logger name
+    line = next(json.loads(s) for s in log_of(d).splitlines() if "streamparse sink" in s)
+    assert line["event"] == "streamparse sink sink ready" and line["logger"] == "pystorm.component.sink"
+    assert line["component"] == "sink" and line["level"] == "info"
