@@ -65,9 +65,10 @@ class Submission:
         self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
         self.verifier = Verifier(conf)
         # Topologies' environments, built here before one is taken in (squall.runtime.envbuild).
-        self.envs = EnvStore(Path(conf["storm.local.dir"]).resolve() / "envs",
-                             conf["supervisor.env.build.timeout.secs"])
-        self.env_cache = EnvCache(conf["supervisor.env.cache.grace.secs"])
+        setting = {**config_mod.DEFAULTS, **conf}.__getitem__  # tests build nimbus from a partial conf
+        self.envs = EnvStore(Path(setting("storm.local.dir")).resolve() / "envs",
+                             setting("supervisor.env.build.timeout.secs"))
+        self.env_cache = EnvCache(setting("supervisor.env.cache.grace.secs"))
         self._env_lock = threading.Lock()
         self._envs_in_flight: dict[str, int] = {}  # key -> submissions building or verifying in it
 
