@@ -227,6 +227,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "supervisor.worker.start.timeout.secs": (120, (int, float), 0.01),
     # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
     "supervisor.worker.shutdown.sleep.secs": (6, (int, float), 0),
+    # -- topologies' own environments (squall.runtime.envbuild, docs/dependencies.md) ----
+    "supervisor.env.cache.grace.secs": (600, (int, float), 0),
+    "supervisor.env.build.timeout.secs": (900, (int, float), 1),
     # -- logs and the logviewer (squall.supervisor.logviewer) --------------------
     # Each supervisor serves its workers' logs (and its daemons', from storm.log.dir) on this
     # port, over nimbus's TLS and tokens; 0: one the OS picks (the UI and `squall logs` find
@@ -485,6 +488,12 @@ DESCRIPTIONS: dict[str, str] = {
     "supervisor.assignments.sync.secs": "How often the supervisor reads its assignments (and fetches new "
                                         "topologies' code).",
     "supervisor.worker.timeout.secs": "A worker whose heartbeat is this old is killed and restarted.",
+    "supervisor.env.cache.grace.secs": "A topology's environment (<storm.local.dir>/envs/<hash>, built "
+                                       "from its --requirements) that no topology on the node uses is "
+                                       "removed after this many seconds; nimbus keeps its own cache by the "
+                                       "same rule.",
+    "supervisor.env.build.timeout.secs": "How long building one topology environment (pip install) may take, "
+                                         "on nimbus and on a supervisor, before it counts as failed.",
     "supervisor.worker.start.timeout.secs": "How long a starting worker has to send its first heartbeat.",
     "supervisor.worker.shutdown.sleep.secs": "How long the supervisor waits for a worker it stops before "
                                              "killing it.",

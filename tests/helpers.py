@@ -238,3 +238,28 @@ def processes_marked(marker: str) -> list[Any]:
     import psutil
 
     return [p for p in psutil.process_iter(["cmdline"]) if marker in " ".join(p.info["cmdline"] or [])]
+
+
+def make_wheel(directory: Any, name: str, version: str) -> Any:
+    """A pure-Python wheel of one package ``name`` whose ``VERSION`` is ``version``, written
+    into ``directory`` (no build tool, no network: a wheel is a zip with three metadata files)."""
+    import base64
+    import hashlib
+    import zipfile
+    from pathlib import Path
+
+    info = f"{name}-{version}.dist-info"
+    files = {f"{name}/__init__.py": f"VERSION = {version!r}\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: squall-tests\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n"}
+    path = Path(directory) / f"{name}-{version}-py3-none-any.whl"
+    record = []
+    with zipfile.ZipFile(path, "w") as zf:
+        for member, text in files.items():
+            data = text.encode()
+            digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+            record.append(f"{member},sha256={digest},{len(data)}")
+            zf.writestr(member, data)
+        zf.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
+    return path

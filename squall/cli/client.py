@@ -84,9 +84,12 @@ class NimbusClient:
         msg = f"no leading nimbus answered (tried {', '.join(tried) or 'nothing'})"
         raise NimbusUnavailable(msg)
 
-    def submit(self, name: str, topology: dict[str, Any], conf: dict[str, Any], code_b64: str | None) -> Any:
-        return self.request("POST", "topologies", {"name": name, "topology": topology, "conf": conf,
-                                                   "code": code_b64})
+    def submit(self, name: str, topology: dict[str, Any], conf: dict[str, Any], code_b64: str | None,
+               requirements: dict[str, Any] | None = None) -> Any:
+        body = {"name": name, "topology": topology, "conf": conf, "code": code_b64}
+        if requirements is not None:
+            body["requirements"] = requirements  # squall.runtime.envs.Requirements.to_record
+        return self.request("POST", "topologies", body)
 
     def kill(self, name: str, wait_secs: float | None = None) -> Any:
         return self.request("POST", f"topologies/{name}/kill", {"wait_secs": wait_secs})

@@ -129,6 +129,11 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from squall.topology.verify import verify_loadable
 
     conf = _client_conf(args)
+    requirements = None
+    if args.requirements:
+        from squall.cli import environments
+
+        requirements = environments.load(args.requirements)
     topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
     # Every class loads here, with the whole error, before anything is sent: nimbus imports
     # the package only in a sandbox, where there is one, and tells less of what went wrong.
@@ -147,8 +152,19 @@ def cmd_submit(args: argparse.Namespace) -> int:
         print(f"not submitted (--dry-run): {len(code):,} bytes zipped")
         return 0
     name = args.name or topology.__name__
-    result = _client(conf).submit(name, portable(topology.definition().to_dict(), package.root),
-                                  overrides, base64.b64encode(code).decode())
+    client = _client(conf)
+    if requirements is not None and not requirements.lines:
+        requirements = None  # all provided by Squall: nothing to build
+    if requirements is not None:
+        # Nimbus builds the environment before it answers: as long as a build may take.
+        client.timeout = max(client.timeout, conf["supervisor.env.build.timeout.secs"] + 60)
+        print(f"nimbus builds the environment of {requirements.source} unless it has it cached...",
+              flush=True)
+    result = client.submit(name, portable(topology.definition().to_dict(), package.root),
+                           overrides, base64.b64encode(code).decode(),
+                           requirements.to_record() if requirements is not None else None)
+    if requirements is not None:
+        print(environments.describe_remote(requirements, result.get("environment")))
     print(f"submitted topology {result['name']} (id {result['id']})")
     for warning in result.get("warnings") or []:
         print(f"warning: {warning}", file=sys.stderr)
@@ -289,6 +305,9 @@ def add_commands(sub: Any) -> None:
                    help="also pack these files (data, configs), relative to the root; '**/*.csv', "
                         "'data' (a directory); repeatable, added to topology.package.include")
     p.add_argument("--dry-run", action="store_true", help="print what would be packed, send nothing")
+    from squall.cli.environments import REQUIREMENTS_HELP
+
+    p.add_argument("--requirements", metavar="PATH", default=None, help=REQUIREMENTS_HELP)
     from squall.cli.flux import add_filter_flags
 
     add_filter_flags(p)

@@ -64,6 +64,10 @@ def pin_local(cpu: str) -> None:
 
 
 def cmd_local(args: argparse.Namespace) -> int:
+    if args.requirements:
+        from squall.cli.environments import run_in_environment
+
+        run_in_environment(args.requirements, args.argv)  # returns once running in the environment
     topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
     conf = parse_conf(args.conf)
     name = args.name or topology.__name__
@@ -163,6 +167,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serve the web UI and Storm's UI REST API from this process")
     local.add_argument("--ui-port", type=int, default=8080,
                        help="the UI's port on 127.0.0.1 (default 8080; 0: any free port)")
+    from squall.cli.environments import REQUIREMENTS_HELP
+
+    local.add_argument("--requirements", metavar="PATH", default=None, help=REQUIREMENTS_HELP)
     from squall.cli import flux as flux_command
 
     flux_command.add_filter_flags(local)
@@ -185,6 +192,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # what local --requirements runs again
     configure_logging(args.log_level)
     try:
         return int(args.func(args))

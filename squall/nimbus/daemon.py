@@ -141,6 +141,11 @@ class Nimbus:
     def _monitor(self) -> None:
         period = self.conf["nimbus.monitor.freq.secs"]
         while not self._stop.wait(period):
+            try:
+                # Every nimbus keeps its own cache of topology environments.
+                self.service.submission.sweep_envs()
+            except Exception:  # noqa: BLE001 - ZooKeeper or disk trouble: next round
+                log.warning("sweeping topology environments failed; next round", exc_info=True)
             if not self.is_leader:
                 continue
             try:

@@ -14,6 +14,7 @@ import binascii
 import hashlib
 import os
 import secrets
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -24,9 +25,11 @@ import structlog
 from squall import config as config_mod
 from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
-from squall.errors import ConfigError, TopologyValidationError
+from squall.errors import ConfigError, SquallError, TopologyValidationError
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.verifier import Verifier
+from squall.runtime.envbuild import EnvBuildError, Environment, EnvStore, key_of
+from squall.runtime.envs import EnvCache, Requirements, from_record
 from squall.security.curve import new_keypair
 from squall.security.keyring import DRPC_TOKEN_PREFIX, Keyring
 from squall.topology.topology import definition_from_dict
@@ -61,6 +64,13 @@ class Submission:
         self.now = now
         self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
         self.verifier = Verifier(conf)
+        # Topologies' environments, built here before one is taken in (squall.runtime.envbuild).
+        setting = {**config_mod.DEFAULTS, **conf}.__getitem__  # tests build nimbus from a partial conf
+        self.envs = EnvStore(Path(setting("storm.local.dir")).resolve() / "envs",
+                             setting("supervisor.env.build.timeout.secs"))
+        self.env_cache = EnvCache(setting("supervisor.env.cache.grace.secs"))
+        self._env_lock = threading.Lock()
+        self._envs_in_flight: dict[str, int] = {}  # key -> submissions building or verifying in it
 
     def start(self) -> None:
         """At nimbus's start: whether submitted code is imported here (ConfigError when
@@ -85,7 +95,58 @@ class Submission:
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
             raise ApiError(409, f"a topology named {name!r} is already running")
         blob = self._decode_code(body.get("code"))
-        self.verifier.verify(defn.to_dict(), blob)
+        try:
+            requirements = from_record(body.get("requirements"))
+        except SquallError as e:
+            raise bad_request(f"requirements: {e}") from e
+        key = key_of(requirements) if requirements is not None else None
+        if key is not None:
+            with self._env_lock:
+                self._envs_in_flight[key] = self._envs_in_flight.get(key, 0) + 1
+        try:
+            env = self._environment(name, requirements)
+            self.verifier.verify(defn.to_dict(), blob, env.path if env is not None else None)
+            return self._take_in(name, defn, conf, plan, warnings, blob, owner, requirements, env)
+        finally:
+            if key is not None:
+                with self._env_lock:
+                    self._envs_in_flight[key] -= 1
+                    if not self._envs_in_flight[key]:
+                        del self._envs_in_flight[key]
+
+    def _environment(self, name: str, requirements: Requirements | None) -> Environment | None:
+        """The topology's environment, built here now unless cached; a failed build is the
+        submitter's error, with pip's words (nothing of it is left)."""
+        if requirements is None:
+            return None
+        try:
+            env = self.envs.ensure(requirements)
+        except EnvBuildError as e:
+            log.warning("topology environment failed", topology=name, error=str(e))
+            raise bad_request(f"the topology's environment could not be built: {e}") from e
+        log.info("topology environment ready", topology=name, key=env.key, built=env.built,
+                 secs=round(env.secs, 2))
+        return env
+
+    def sweep_envs(self) -> None:
+        """Remove environments no topology uses, after supervisor.env.cache.grace.secs."""
+        in_use: dict[str, set[str]] = {}
+        for record in self.state.topologies():
+            try:
+                requirements = from_record(record.get("requirements"))
+            except SquallError:
+                continue
+            if requirements is not None:
+                in_use.setdefault(key_of(requirements), set()).add(record["id"])
+        with self._env_lock:
+            for key in self._envs_in_flight:
+                in_use.setdefault(key, set()).add("(submitting)")
+        for key in self.env_cache.sweep(self.envs.present(), in_use, self.now()):
+            self.envs.remove(key)
+
+    def _take_in(self, name: str, defn: Any, conf: dict[str, Any], plan: Any, warnings: list[str],
+                 blob: bytes, owner: str | None, requirements: Requirements | None,
+                 env: Environment | None) -> dict[str, Any]:
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.
@@ -100,11 +161,17 @@ class Submission:
             "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
             "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
             "owner": owner,
+            **({"requirements": requirements.to_record()} if requirements is not None else {}),
         })
         log.info("topology submitted", topology=name, id=topology_id, owner=owner,
                  executors=len(plan.executors), workers=plan.conf["topology.workers"])
         self._reconcile(topology_id)
-        return {"name": name, "id": topology_id, **({"warnings": warnings} if warnings else {})}
+        answer: dict[str, Any] = {"name": name, "id": topology_id}
+        if warnings:
+            answer["warnings"] = warnings
+        if env is not None:
+            answer["environment"] = {"key": env.key, "built": env.built, "secs": round(env.secs, 3)}
+        return answer
 
     def _new_secrets(self, topology_id: str, defn: Any, topo_conf: dict[str, Any]) -> dict[str, Any]:
         """The topology's CURVE keypair, and a ZooKeeper identity of its own that

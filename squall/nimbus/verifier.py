@@ -33,6 +33,7 @@ import threading
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -105,9 +106,11 @@ class Verifier:
     def _identity(uid: int) -> Identity | None:
         return Identity(uid, uid) if can_switch_users() else None
 
-    def verify(self, definition: dict[str, Any], blob: bytes) -> None:
+    def verify(self, definition: dict[str, Any], blob: bytes, env: Path | None = None) -> None:
         """Unpack the package (a bad one is refused, even where nothing is imported), then
-        import every class the definition names; ApiError when the package is refused."""
+        import every class the definition names; ApiError when the package is refused.
+        ``env``: the topology's environment (squall.runtime.envbuild), whose Python imports
+        it, as its workers' will."""
         self.start()
         with tempfile.TemporaryDirectory(prefix="squall-verify-", ignore_cleanup_errors=True) as work:
             code = os.path.join(work, "code")
@@ -122,7 +125,7 @@ class Verifier:
                 return
             uid = self._take_uid()
             try:
-                self._run(definition, work, code, self._identity(uid))
+                self._run(definition, work, code, self._identity(uid), env)
             finally:
                 with self._lock:
                     self._busy.discard(uid)
@@ -139,7 +142,8 @@ class Verifier:
             self._busy.add(uid)
             return uid
 
-    def _run(self, definition: dict[str, Any], work: str, code: str, identity: Identity | None) -> None:
+    def _run(self, definition: dict[str, Any], work: str, code: str, identity: Identity | None,
+             env: Path | None = None) -> None:
         reference = f"verify-{os.urandom(3).hex()}"
         nonce = os.urandom(16).hex()
         if identity is not None:
@@ -150,7 +154,8 @@ class Verifier:
         inside = {} if identity is not None else {"processes": LIMITS.processes}
         request = json.dumps({"definition": definition, "nonce": nonce, "limits": inside}).encode()
         box = Sandbox(cwd=code, identity=identity, write=[code], network=False, strict=True,
-                      die_with_parent=True)
+                      die_with_parent=True, read=[str(env)] if env is not None else [])
+        python = str(env / "bin" / "python") if env is not None else sys.executable
         timeout = self.conf["nimbus.verify.timeout.secs"]
         started = self.now()
         with ExitStack() as stack:
@@ -159,7 +164,7 @@ class Verifier:
             stack.callback(os.close, read_end)
             try:
                 proc = subprocess.Popen(
-                    sandbox.argv(box, [sys.executable, "-c", ENTRY, code, str(write_end)]),
+                    sandbox.argv(box, [python, "-c", ENTRY, code, str(write_end)]),
                     stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT, cwd=code,
                     env=child_env(code, identity), pass_fds=(write_end,), preexec_fn=limits.apply,
                     start_new_session=True)

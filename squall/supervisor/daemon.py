@@ -48,6 +48,8 @@ from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, i
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, SquallError
 from squall.runtime import sandbox
+from squall.runtime.envbuild import EnvStore, key_of
+from squall.runtime.envs import EnvCache, Requirements, from_record
 from squall.runtime.package import extract
 from squall.runtime.status import Status
 from squall.supervisor import logfiles, logrotation
@@ -139,6 +141,11 @@ class Supervisor:
 
             self.spark = NodeServer(conf, self.local_dir)
         self.launches = 0
+        # Topologies' environments (squall.runtime.envbuild): built in a thread each, before
+        # their workers launch; removed when unused for supervisor.env.cache.grace.secs.
+        self.envs = EnvStore(self.local_dir / "envs", conf["supervisor.env.build.timeout.secs"])
+        self.env_cache = EnvCache(conf["supervisor.env.cache.grace.secs"])
+        self._env_builds: dict[str, threading.Thread] = {}  # key -> its builder, while it runs
         # Workers as their topologies' own users (supervisor.run.worker.as.user): decided at start.
         self.run_as_users = False
         self._uids_file = self.local_dir / "uids.json"
@@ -339,6 +346,8 @@ class Supervisor:
     def sync_assignments(self) -> None:
         desired: dict[int, dict[str, Any]] = {}
         records: dict[str, dict[str, Any]] = {}
+        env_users: dict[str, set[str]] = {}  # environment key -> topologies here that run in it
+        pending: set[str] = set()  # topologies whose environment is being built
         for topology_id, assignment in self.state.assignments().items():
             if not any(w["node"] == self.node for w in assignment["workers"]):
                 continue  # before any I/O: most topologies run nothing here
@@ -354,9 +363,19 @@ class Supervisor:
                 run_as = self._run_as(topology_id, record["definition"])
                 if run_as is not None:
                     self._share_code(code_dir, run_as.identity.gid)
+                requirements = from_record(record.get("requirements"))
             except SquallError as e:
                 self._refuse(topology_id, record, str(e))
                 continue
+            python = None
+            if requirements is not None:
+                key = key_of(requirements)
+                env_users.setdefault(key, set()).add(topology_id)
+                if not self.envs.ready(key):
+                    pending.add(topology_id)  # launched once its environment is built
+                    self._build_env(key, requirements, topology_id, record)
+                    continue
+                python = str(self.envs.path(key) / "bin" / "python")
             self._refused.pop(topology_id, None)
             self._log_readers[topology_id] = logfiles.readers_record(
                 topology_id, record.get("name", topology_id), record.get("owner"), record["conf"])
@@ -367,8 +386,12 @@ class Supervisor:
             worker_conf["squall.secure"] = self.secure  # the cluster's, never a topology's
             if run_as is not None and not worker_conf.get("squall.state.dir"):
                 worker_conf["squall.state.dir"] = str(run_as.state_dir)  # the one its sandbox may write
-            desired.update(workers_of_node(self.node, self.host, topology_id, assignment, record,
-                                           worker_conf, str(code_dir), self.state.log_levels(topology_id)))
+            workers = workers_of_node(self.node, self.host, topology_id, assignment, record,
+                                      worker_conf, str(code_dir), self.state.log_levels(topology_id))
+            if python is not None:
+                for want in workers.values():
+                    want["python"] = python  # squall.supervisor.workers.Slot.launch runs it
+            desired.update(workers)
         with self._lock:
             self._desired = desired
         self._synced.set()
@@ -386,8 +409,46 @@ class Supervisor:
             del self._refused[gone]
         for gone in set(self._log_readers) - wanted:
             del self._log_readers[gone]
-        self._remove_stale_code(wanted)
+        self._remove_stale_code(wanted | pending)
         self._watch_log_levels(wanted)
+        self._sweep_envs(env_users)
+
+    def _build_env(self, key: str, requirements: Requirements, topology_id: str,
+                   record: dict[str, Any]) -> None:
+        """Build an environment in a thread of its own (other topologies' workers are not held
+        up), unless one is at it or a failed build's backoff runs; the next sync launches the
+        workers.  A failure is the topology's error, as a worker that cannot launch."""
+        if key in self._env_builds or not self.env_cache.may_build(key, self.now()):
+            return
+
+        def build() -> None:
+            try:
+                env = self.envs.ensure(requirements)
+                self.env_cache.built(key)
+                log.info("topology environment ready", topology=topology_id, key=key, built=env.built,
+                         secs=round(env.secs, 2))
+            except Exception as e:  # noqa: BLE001 - pip's failure or the disk's: told, retried later
+                wait = self.env_cache.build_failed(key, self.now())
+                log.error("topology environment failed", topology=topology_id, key=key, retry_secs=wait)
+                try:
+                    self._refuse(topology_id, record, f"its environment could not be built (retried with "
+                                                      f"backoff): {e}")
+                except Exception:  # noqa: BLE001 - ZooKeeper away: logged above
+                    log.warning("cannot report the environment's failure", topology=topology_id)
+            finally:
+                self._env_builds.pop(key, None)
+                self._sync_now.set()
+
+        thread = threading.Thread(target=build, name=f"supervisor-env-{key[:12]}", daemon=True)
+        self._env_builds[key] = thread
+        thread.start()
+
+    def _sweep_envs(self, env_users: dict[str, set[str]]) -> None:
+        in_use = {key: set(users) for key, users in env_users.items()}
+        for key in list(self._env_builds):
+            in_use.setdefault(key, set()).add("(building)")
+        for key in self.env_cache.sweep(self.envs.present(), in_use, self.now()):
+            self.envs.remove(key)
 
     def _watch_log_levels(self, topology_ids: set[str]) -> None:
         for gone in set(self._log_level_watches) - topology_ids:

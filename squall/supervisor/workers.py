@@ -255,8 +255,11 @@ class Slot:
         if env is None:
             env = worker_env(os.environ, config.DEFAULTS["supervisor.worker.env.allow"], None,
                              {"SQUALL_NODE": node})
-        command = [sys.executable, "-m", "squall.worker", "--dir", str(self.dir)]
+        # The topology's environment's Python when it has one (squall.runtime.envbuild).
+        python = assignment.get("python") or sys.executable
+        command = [python, "-m", "squall.worker", "--dir", str(self.dir)]
         code_dir = assignment.get("code_dir") or None
+        env_dir = [str(Path(python).parents[1])] if assignment.get("python") else []
         info_read = info_write = None
         if run_as is not None:
             info_read, info_write = os.pipe()
@@ -265,7 +268,7 @@ class Slot:
             env.pop("TMPDIR", None)  # /tmp is the sandbox's own
             who = sandbox.identity_files(run_as.identity, str(self.dir), str(self.dir))
             box = sandbox.Sandbox(cwd=code_dir or str(self.dir), identity=run_as.identity,
-                                  read=[code_dir] if code_dir else [],
+                                  read=([code_dir] if code_dir else []) + env_dir,
                                   write=[str(self.dir), str(run_as.state_dir), *run_as.shared],
                                   network=True, strict=False, die_with_parent=False, info_fd=info_write,
                                   overlay=who)

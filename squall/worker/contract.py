@@ -18,6 +18,8 @@ rewritten while the worker runs)::
      "task_address": {"1": "zmq+tcp://host:6700", ...},   # every task of the topology
      "active": true,
      "version": 7,
+     "python": "/env/bin/python",  # the Python the supervisor launched it with (its topology's
+                                   # environment, squall.runtime.envbuild); may be absent
      "log_levels": {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1718000030.0}}}
                                    # set_log_level's (squall.runtime.log_levels); may be absent
 
