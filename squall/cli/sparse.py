@@ -155,7 +155,10 @@ def _conf_flags(conf: dict[str, Any]) -> list[str]:
 
 
 def _squall(args: argparse.Namespace, argv: list[str], squall_config: str | None = None) -> int:
-    return int(args.squall_main([*(["--config", squall_config] if squall_config else []), *argv]))
+    """``squall ARGV``, with the environment's squall.yaml, else the one ``squall --config``
+    was given."""
+    config = squall_config or args.config
+    return int(args.squall_main([*(["--config", config] if config else []), *argv]))
 
 
 def _requirements_flags(inv: Any) -> list[str]:

@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 from typing import Any
 
+from squall.cli.sparse_quickstart import quickstart
 from squall.testing import poll_for
 from tests.cluster.conftest import REPO, TOPOLOGIES, squall_cli
 from tests.helpers import make_wheel
@@ -103,3 +105,34 @@ def test_topologies_run_in_their_own_environments(make_cluster: Any, tmp_path: P
     poll_for(lambda: not any(p.exists() for p in env_two) and len(env_dirs(nimbus_dir)) == 1, timeout=30,
              message="the unused environment removed on its node and on nimbus")
     assert all(p.exists() for p in env_one)
+
+    # A streamparse project as `squall sparse quickstart` writes it (from streamparse import ...,
+    # virtualenvs/wordcount.txt naming streamparse): `squall sparse submit` in its directory
+    project = quickstart("wordcount", tmp_path)
+
+    def sparse(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file), "sparse", *args]
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=project, check=False)
+        assert done.returncode == 0, f"sparse {args}: {done.stdout}\n{done.stderr}"
+        return done
+
+    submitted = sparse("submit", "-w", "1")
+    assert "submitted topology wordcount" in submitted.stdout
+    assert "streamparse: provided by Squall" in submitted.stderr
+    assert "bolts/wordcount.py" in submitted.stdout and "spouts/words.py" in submitted.stdout  # src/ packed
+    assert "wordcount" in sparse("list").stdout
+    # Then its bolt counts in a worker, each task's running total logged at each thousand
+    counted = re.compile(r"counted \[([\d,]+)\] words .*task=(\d+)")
+
+    def totals() -> dict[str, list[int]]:
+        by_task: dict[str, list[int]] = {}
+        for line in sparse("tail").stdout.splitlines():
+            found = counted.search(line)
+            if found:
+                by_task.setdefault(found[2], []).append(int(found[1].replace(",", "")))
+        return by_task
+
+    logged = poll_for(totals, timeout=60, message="the quickstart's bolt logging its counts")
+    for task, values in logged.items():
+        assert all(v % 1000 == 0 for v in values) and values == sorted(set(values)), (task, values)
+    sparse("kill", "--wait", "0")

@@ -34,8 +34,10 @@ class Version(Bolt):
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         file = Path(conf["squall.test.dir"]) / f"{conf['topology.name']}-{os.getpid()}.json"
-        file.write_text(json.dumps({"version": sqdeptest.VERSION, "python": sys.executable,
-                                    "module": sqdeptest.__file__}))
+        partial = file.with_suffix(".part")  # renamed when whole: the test reads *.json any time
+        partial.write_text(json.dumps({"version": sqdeptest.VERSION, "python": sys.executable,
+                                       "module": sqdeptest.__file__}))
+        partial.rename(file)
 
     def process(self, tup: Any) -> None:
         pass
