@@ -73,10 +73,9 @@ class WordCountBolt(Bolt):
 TOPOLOGY = '''\
 """The quickstart's word count: a spout of animal names, counted by name."""
 
-from streamparse import Grouping, Topology
-
 from bolts.wordcount import WordCountBolt
 from spouts.words import WordSpout
+from streamparse import Grouping, Topology
 
 
 class WordCount(Topology):

@@ -121,3 +121,10 @@ def test_outside_a_project_and_commands_with_no_counterpart_say_so(tmp_path: Pat
     assert main(["sparse", "jar"]) == 1
     assert "`sparse jar` has no counterpart on Squall: there is no jar" in capsys.readouterr().err
     assert set(FILES) >= {"config.json", "README.md"}
+
+
+def test_the_committed_example_is_what_quickstart_writes(tmp_path: Path) -> None:
+    example = Path(__file__).resolve().parents[2] / "examples" / "streamparse" / "wordcount"
+    fresh = quickstart("wordcount", tmp_path)
+    for relative in FILES:
+        assert (example / relative).read_text() == (fresh / relative).read_text(), relative
