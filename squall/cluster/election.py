@@ -7,18 +7,29 @@ the session, so another contender may lead already, and the term ends even
 when a new session came back before the leader looked.  After a loss the
 elector does not contend again until the session has recovered (the daemon
 re-registered), then it runs for a new term.
+
+A term is named by its lock node's sequence number, which only grows from
+term to term: a leader's node is the lowest alive, so every node behind it
+was made later and is numbered higher.  :class:`LeaderFence` carries both, and
+a write made with it (:meth:`squall.cluster.state.ClusterState.put_assignment`)
+checks in the same ZooKeeper transaction that the node is still there.  A
+leader that was partitioned away, or paused, keeps believing it leads until
+it next looks at its session; its lock node died with the session, so its
+writes are refused the moment it was deposed, not when it notices.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import structlog
 
 from squall.clock import Clock
 from squall.cluster.session import Session
+from squall.errors import CoordinationError
 
 log = structlog.get_logger("squall.cluster.election")
 
@@ -28,6 +39,38 @@ RETRY_SECS = 1.0  # after an election that failed (connection trouble)
 
 def _ignore(leading: bool) -> None:
     return None
+
+
+@dataclass(frozen=True)
+class LeaderFence:
+    """One leadership term: ``leader`` (the contender's identifier) holds the
+    lock node ``node``, whose sequence number ``term`` orders terms."""
+
+    leader: str
+    node: str
+    term: int
+
+
+class NotLeader(CoordinationError):
+    """A write fenced by a leadership term that has ended (or none): not made."""
+
+    def __init__(self, fence: LeaderFence | None) -> None:
+        self.fence = fence
+        if fence is None:
+            msg = "not the leader: the write was not made"
+        else:
+            msg = (f"term {fence.term} of {fence.leader} has ended (its lock node is gone): "
+                   "the write was not made")
+        super().__init__(msg)
+
+
+def term_of(node: str) -> int:
+    """The sequence number kazoo's lock recipe appends to a contender's node name."""
+    digits = node[-10:]
+    if not digits.isdigit():
+        msg = f"not a sequential lock node name: {node!r}"
+        raise ValueError(msg)
+    return int(digits)
 
 
 class LeaderElection:
@@ -50,6 +93,7 @@ class LeaderElection:
         self.name = name
         self.is_leader = False
         self.terms = 0  # how many terms this elector won
+        self.fence: LeaderFence | None = None  # the term held now, None between terms
         self._stop = threading.Event()
         self._recipe: Any = None
         self._thread: threading.Thread | None = None
@@ -94,12 +138,17 @@ class LeaderElection:
 
     def _lead(self) -> None:
         losses = self.session.losses
+        lock = self._recipe.lock
+        self.fence = LeaderFence(self.identifier, f"{lock.path}/{lock.node}", term_of(lock.node))
         self.terms += 1
         self.is_leader = True
+        log.info("leadership term began", path=self.path, leader=self.identifier, term=self.fence.term)
         self._notify(True)
         while not self._stop.is_set() and not self.session.lost and self.session.losses == losses:
             self._wait(POLL_SECS)
+        log.info("leadership term ended", path=self.path, leader=self.identifier, term=self.fence.term)
         self.is_leader = False
+        self.fence = None
         self._notify(False)
 
     def _notify(self, leading: bool) -> None:

@@ -22,6 +22,12 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
 
 Every write is JSON.  Idempotent steps treat NodeExists/NoNode as done.
 
+Assignment writes given a :class:`~squall.cluster.election.LeaderFence` are
+made in one transaction with a check that the leader's lock node still
+exists: a nimbus deposed while its round was under way (its session expired
+behind a partition or a pause) has its write refused (:class:`NotLeader`)
+rather than undoing its successor's.
+
 Secure clusters: every node carries the client's digest ACL (see
 ``squall.cluster.zookeeper``).  After a rotation of the ZooKeeper password,
 :meth:`ClusterState.fix_acls` (run by :meth:`ClusterState.setup`) gives the
@@ -37,13 +43,14 @@ from typing import Any
 
 import structlog
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.security import ACL, Id, Permissions
 
 from squall.clock import Clock
-from squall.cluster.election import LeaderElection
+from squall.cluster.election import LeaderElection, LeaderFence, NotLeader
 from squall.cluster.session import Session
 from squall.cluster.watches import ChildrenWatch, DataWatch
+from squall.errors import CoordinationError
 
 # ZooKeeper's default jute.maxbuffer is 1 MiB per node; stay well under.
 CODE_CHUNK = 512 * 1024
@@ -313,11 +320,42 @@ class ClusterState:
         """``on_change(topology ids)`` now and whenever a topology's assignment appears or goes."""
         return ChildrenWatch(self.zk, self.path("assignments"), on_change)
 
-    def put_assignment(self, topology_id: str, record: dict[str, Any]) -> None:
-        self._put(self.path("assignments", topology_id), record)
+    def put_assignment(self, topology_id: str, record: dict[str, Any],
+                       fence: LeaderFence | None = None) -> None:
+        """Write the assignment; with ``fence``, only while its term holds (else :class:`NotLeader`)."""
+        path = self.path("assignments", topology_id)
+        if fence is None:
+            self._put(path, record)
+            return
+        data = _dump(record)
+        # set, or create when there is none yet; a create racing another's (NodeExists) sets again.
+        for attempt in ("set", "create", "set"):
+            txn = self.zk.transaction()
+            txn.check(fence.node, 0)  # the lock node's data is never changed: version 0 while it lives
+            if attempt == "set":
+                txn.set_data(path, data)
+            else:
+                txn.create(path, data)
+            failure = _failure(txn.commit(), fence)
+            if failure is None:
+                return
+            if not isinstance(failure, (NoNodeError, NodeExistsError)):
+                raise failure
+        msg = f"assignment {topology_id!r} kept appearing and vanishing while being written"
+        raise CoordinationError(msg)
 
-    def remove_assignment(self, topology_id: str) -> None:
-        self._delete(self.path("assignments", topology_id))
+    def remove_assignment(self, topology_id: str, fence: LeaderFence | None = None) -> None:
+        """Remove the assignment (none is fine); with ``fence``, only while its term holds."""
+        path = self.path("assignments", topology_id)
+        if fence is None:
+            self._delete(path)
+            return
+        txn = self.zk.transaction()
+        txn.check(fence.node, 0)
+        txn.delete(path)
+        failure = _failure(txn.commit(), fence)
+        if failure is not None and not isinstance(failure, NoNodeError):
+            raise failure
 
     # -- supervisors and worker heartbeats -----------------------------------
 
@@ -387,6 +425,15 @@ class ClusterState:
             if info is not None:
                 out[nimbus_id] = info
         return out
+
+
+def _failure(results: list[Any], fence: LeaderFence) -> Exception | None:
+    """What failed in a fenced transaction ``[check, op]``: None if it was made,
+    :class:`NotLeader` if the fence's lock node is gone, else the op's own error."""
+    check, outcome = results
+    if isinstance(check, (NoNodeError, BadVersionError)):
+        return NotLeader(fence)
+    return outcome if isinstance(outcome, Exception) else None
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

@@ -4,6 +4,11 @@ that follows every change and runs each monitor round.
 
 The decisions of a reconciliation are :class:`squall.nimbus.reconcile.Reconciler`'s;
 here they are fed what ZooKeeper holds and carried out.
+
+A round is fenced by the leadership term in force when it began (``leadership``
+gives it): its assignment writes carry the writer and the term, and are made
+only while that term holds, so a nimbus deposed mid-round (partitioned from
+ZooKeeper, paused) writes nothing after its successor took over.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 import structlog
 
 from squall import config as config_mod
+from squall.cluster.election import LeaderFence, NotLeader
 from squall.cluster.state import ClusterState
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.reconcile import (
@@ -42,10 +48,13 @@ class TopologyControl:
     """Changes to running topologies, and the reconciliation that carries them out."""
 
     def __init__(self, state: ClusterState, conf: dict[str, Any],
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time,
+                 leadership: Callable[[], LeaderFence | None] | None = None) -> None:
         self.state = state
         self.conf = conf
         self.now = now
+        # The term held now (None: not leading); without it (a lone nimbus in tests) writes are unfenced.
+        self.leadership = leadership
         self.reconciler = Reconciler(_setting(conf, "nimbus.task.timeout.secs"),
                                      _setting(conf, "nimbus.task.launch.secs"))
         # One reconciliation at a time: the monitor thread's pass and an API call's (a kill,
@@ -168,18 +177,42 @@ class TopologyControl:
     def reconcile_all(self) -> None:
         for topology_id in self.state.topology_ids():
             try:
-                self.reconcile(topology_id)
+                self._reconcile(topology_id)
+            except NotLeader as e:  # deposed: the other topologies are the new leader's
+                log.warning("reconciliation stopped: no longer the leader", reason=str(e))
+                return
             except Exception:  # noqa: BLE001 - one bad topology must not stop the others
                 log.exception("reconciling a topology failed", id=topology_id)
-        self.remove_orphan_assignments()
+        try:
+            self.remove_orphan_assignments()
+        except NotLeader as e:
+            log.warning("reconciliation stopped: no longer the leader", reason=str(e))
 
     def remove_orphan_assignments(self) -> None:
         """Drop the assignments of topologies that no longer exist, freeing their slots."""
         with self._reconcile_lock:
-            self._execute(Reconciler.orphans(self.state.topology_ids(), self.state.assignment_ids()))
+            fence = self._fence()
+            self._execute(Reconciler.orphans(self.state.topology_ids(), self.state.assignment_ids()), fence)
 
     def reconcile(self, topology_id: str, reschedule: bool = False) -> None:
+        """One topology's round, for a change asked over the API: a 503 if this nimbus
+        is deposed before it writes (the change asked for is recorded; the leader carries it out)."""
+        try:
+            self._reconcile(topology_id, reschedule)
+        except NotLeader as e:
+            raise ApiError(503, f"this nimbus is no longer the leader: {e}") from e
+
+    def _fence(self) -> LeaderFence | None:
+        if self.leadership is None:
+            return None
+        fence = self.leadership()
+        if fence is None:
+            raise NotLeader(None)
+        return fence
+
+    def _reconcile(self, topology_id: str, reschedule: bool = False) -> None:
         with self._reconcile_lock:
+            fence = self._fence()  # the term the round's decisions are made in
             record = self.state.topology(topology_id)
             if record is None:
                 return
@@ -187,9 +220,9 @@ class TopologyControl:
             supervisors, beats = self.state.supervisors(), self.state.worker_beats()
             current = self.state.assignment(topology_id)
             observed = Observed(supervisors, beats, self.state.assignments())
-            self._execute(self.reconciler.topology(record, current, observed, now, reschedule))
+            self._execute(self.reconciler.topology(record, current, observed, now, reschedule), fence)
 
-    def _execute(self, actions: list[Action]) -> None:
+    def _execute(self, actions: list[Action], fence: LeaderFence | None = None) -> None:
         for action in actions:
             if isinstance(action, RemoveTopology):
                 # Its ZooKeeper identity goes with it: the nodes it was granted are the cluster's again.
@@ -200,11 +233,19 @@ class TopologyControl:
                 log.info("topology removed", topology=action.name, id=action.topology_id)
             elif isinstance(action, WriteAssignment):
                 a = action.assignment
-                self.state.put_assignment(action.topology_id, a)
+                if fence is not None:  # who wrote it, in which term: what a leader audit reads
+                    a = {**a, "writer": fence.leader, "term": fence.term}
+                try:
+                    self.state.put_assignment(action.topology_id, a, fence)
+                except NotLeader as e:
+                    log.warning("assignment write refused: the term has ended", topology=action.name,
+                                version=a["version"], reason=str(e))
+                    raise
                 log.info("assignment written", topology=action.name, version=a["version"],
-                         slots=[f"{w['node']}:{w['port']}" for w in a["workers"]], active=a["active"])
+                         slots=[f"{w['node']}:{w['port']}" for w in a["workers"]], active=a["active"],
+                         writer=a.get("writer"), term=a.get("term"))
             elif isinstance(action, RemoveOrphanAssignment) and self._orphaned(action.topology_id):
-                self.state.remove_assignment(action.topology_id)
+                self.state.remove_assignment(action.topology_id, fence)
                 log.warning("orphan assignment removed", id=action.topology_id)
 
     def _orphaned(self, topology_id: str) -> bool:

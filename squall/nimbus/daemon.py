@@ -20,6 +20,7 @@ from typing import Any
 
 import structlog
 
+from squall.cluster.election import LeaderFence
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, disconnect, make_client
@@ -40,7 +41,8 @@ class Nimbus:
         self._threads: list[threading.Thread] = []
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
-        self.service = NimbusService(self.state, conf, now)
+        # Assignment writes are fenced by the election's term (see squall.cluster.election).
+        self.service = NimbusService(self.state, conf, now, leadership=self._term)
         self.api = api_server(self)
         # Clients and standbys are told this URL: the node's advertised name,
         # not the (possibly wildcard) address the server listens on.
@@ -53,6 +55,9 @@ class Nimbus:
     @property
     def is_leader(self) -> bool:
         return self.election.is_leader
+
+    def _term(self) -> LeaderFence | None:
+        return self.election.fence
 
     @property
     def leader_terms(self) -> int:

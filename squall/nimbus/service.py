@@ -17,6 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from squall.cluster.election import LeaderFence
 from squall.cluster.state import ClusterState
 from squall.metrics.book import StatsBook
 from squall.nimbus.control import TopologyControl
@@ -31,12 +32,13 @@ __all__ = ["NAME", "ApiError", "NimbusService", "bad_request", "worker_sample"]
 
 class NimbusService:
     def __init__(self, state: ClusterState, conf: dict[str, Any],
-                 now: Callable[[], float] = time.time, stats: StatsBook | None = None) -> None:
+                 now: Callable[[], float] = time.time, stats: StatsBook | None = None,
+                 leadership: Callable[[], LeaderFence | None] | None = None) -> None:
         self.state = state
         self.conf = conf
         self.now = now
         self.views = TopologyViews(state, now, stats)
-        self.control = TopologyControl(state, conf, now)
+        self.control = TopologyControl(state, conf, now, leadership)
         self.submission = Submission(state, conf, self.control.reconcile, now)
 
     def start(self) -> None:
