@@ -375,7 +375,13 @@ class Network:
         args = ["delay", f"{delay_ms}ms", *([f"{jitter_ms}ms"] if jitter_ms else []),
                 *(["loss", f"{loss_pct}%"] if loss_pct else []),
                 *(["reorder", f"{reorder_pct}%"] if reorder_pct else [])]
-        run("tc", "-n", self.ns(node), "qdisc", "replace", "dev", "eth0", "root", "netem", *args)
+        try:
+            run("tc", "-n", self.ns(node), "qdisc", "replace", "dev", "eth0", "root", "netem", *args)
+        except NetnsError as e:
+            if "unknown" in str(e):
+                msg = f"this kernel has no netem qdisc (sch_netem), so no slow or lossy links: {e}"
+                raise NetnsError(msg) from e
+            raise
         run("tc", "qdisc", "replace", "dev", self.veth(node), "root", "netem", *args)
         self.shaped[node] = " ".join(args)
 
