@@ -245,7 +245,8 @@ class DevCluster:
             # The supervisors' logviewers, on ports of their own; they serve the daemons' logs too.
             "logviewer.port": 0, "storm.log.dir": str(self.root / "logs"),
             # Its DRPC server, which `squall drpc-client` and the topologies' spouts find here.
-            **({"drpc.servers": [self.host_of("drpc")], "drpc.port": self.drpc_port} if self.with_drpc else {}),
+            **({"drpc.servers": [self.host_of("drpc")], "drpc.port": self.drpc_port}
+               if self.with_drpc else {}),
             **self.extra,
         }
         _write_private(self.config_file, yaml.safe_dump(self.conf))
