@@ -6,7 +6,7 @@
 # Squall and its test tools.  Idempotent and quick when everything is there:
 # the venv is reinstalled only when pyproject.toml changed since the last
 # install.  ``--tests``: also what only the tests need (Chromium,
-# redis-server), so that running the word count does not download a browser.
+# redis-server, libfaketime), so that running the word count does not download a browser.
 # ``--redis``: redis-server only (the Redis examples).
 set -euo pipefail
 tests=0
@@ -61,6 +61,16 @@ if [ "$redis" = 1 ] && ! command -v redis-server >/dev/null 2>&1; then
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
+fi
+
+# The partition tests (tests/partitions) skew a node's clock with Debian's libfaketime, and
+# build their network with iproute2 (ip netns, tc) as root.
+if [ "$tests" = 1 ] && [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
+    echo "bootstrap: installing libfaketime (faketime)" >&2
+    SUDO=""
+    [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+    $SUDO apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq faketime iproute2 >/dev/null
 fi
 
 stamp=.venv/.squall-installed

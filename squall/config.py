@@ -408,16 +408,17 @@ DESCRIPTIONS: dict[str, str] = {
     # -- Redis and Spark ----------------------------------------------------------------
     # -- DRPC ------------------------------------------------------------------------------
     "drpc.servers": "The DRPC servers' hosts, which DRPC clients call and DRPC spouts fetch requests from.",
-    "drpc.port": "A DRPC server's HTTP(S) port, for clients and topologies alike (0: one the OS picks).",
+    "drpc.port": "A DRPC server's HTTP(S) port on storm.local.hostname, for clients and topologies alike "
+                 "(0: one the OS picks).",
     "drpc.request.timeout.secs": "A DRPC request not answered within this long fails (SERVER_TIMEOUT).",
     "drpc.max.requests": "Requests a DRPC server holds open at once; past it one is answered 503.",
     "drpc.max_buffer_size": "The largest arguments or result a DRPC server takes (bytes).",
     "drpc.authorizer.acl": "Who may call which DRPC function: {function: {client.users: [...]}}; null: "
                            "every authenticated user.",
     # -- logs and the logviewer ----------------------------------------------------------
-    "logviewer.port": "The port of each supervisor's logviewer, which serves its workers' and daemons' "
-                      "logs over nimbus's TLS and tokens (0: one the OS picks, found through ZooKeeper; "
-                      "null: none).",
+    "logviewer.port": "The port of each supervisor's logviewer, on storm.local.hostname, which serves its "
+                      "workers' and daemons' logs over nimbus's TLS and tokens (0: one the OS picks, "
+                      "found through ZooKeeper; null: none).",
     "supervisor.worker.log.max.bytes": "A worker's log (workers-artifacts/<topology id>/<port>/worker.log) "
                                        "rotates past this size.",
     "supervisor.worker.log.json": "Workers log JSON lines, one per event, instead of readable lines.",
@@ -502,7 +503,8 @@ DESCRIPTIONS: dict[str, str] = {
                                      "once and kept.",
     # -- nimbus ---------------------------------------------------------------------------
     "nimbus.seeds": "Where clients find nimbus: host:port of every nimbus (any one answers).",
-    "nimbus.host": "The address nimbus's HTTPS API and UI listen on.",
+    "nimbus.host": "The address nimbus's HTTPS API and UI listen on (it advertises storm.local.hostname, "
+                   "which should reach it).",
     "nimbus.http.port": "The port of nimbus's HTTPS API and UI.",
     "nimbus.monitor.freq.secs": "How often the leader compares assignments with heartbeats and reassigns "
                                 "what died.",
@@ -550,8 +552,10 @@ DESCRIPTIONS: dict[str, str] = {
     "storm.zookeeper.connection.timeout": "How long a daemon waits to connect to ZooKeeper (ms).",
     "storm.local.dir": "A supervisor's own directory: its node id, topologies' code, its worker "
                        "slots, sandboxed state, the node's Spark Connect files.",
-    "storm.local.hostname": "The address this node's supervisor registers, where other workers reach "
-                            "its workers.",
+    "storm.local.hostname": "This node's address, never assumed to be 127.0.0.1 elsewhere: its supervisor "
+                            "registers it and its workers listen and are reached on it, its logviewer "
+                            "and DRPC server listen on it, a nimbus advertises it to clients and "
+                            "standbys, and `squall dev-zookeeper` listens on it unless given --host.",
 }
 
 

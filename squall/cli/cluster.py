@@ -61,9 +61,9 @@ def cmd_dev_zookeeper(args: argparse.Namespace) -> int:
 
     conf = _conf(args)
     port = args.port or conf["storm.zookeeper.port"]
-    zk = DevZookeeper(port, args.dir)
+    zk = DevZookeeper(port, args.dir, host=args.host or conf["storm.local.hostname"])
     zk.start()
-    print(f"zookeeper serving on 127.0.0.1:{port}, data in {args.dir}; ^C to stop", flush=True)
+    print(f"zookeeper serving on {zk.address}, data in {args.dir}; ^C to stop", flush=True)
     try:
         while zk.process is not None and zk.process.poll() is None:
             time.sleep(0.5)
@@ -286,6 +286,8 @@ def add_commands(sub: Any) -> None:
     command("supervisor", cmd_supervisor, "run a supervisor daemon in the foreground")
     p = command("dev-zookeeper", cmd_dev_zookeeper, "run the embedded single ZooKeeper server (Java 17)")
     p.add_argument("--port", type=int, default=None, help="default: storm.zookeeper.port")
+    p.add_argument("--host", default=None,
+                   help="the one address it listens on (default: storm.local.hostname, 127.0.0.1 unless set)")
     p.add_argument("--dir", default="squall-dev/zookeeper", help="data directory")
     p = command("dev-cluster", cmd_dev_cluster, "ZooKeeper, nimbus and supervisors on this machine")
     p.add_argument("--dir", default="squall-dev", help="where configs, logs and state go")

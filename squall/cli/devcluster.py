@@ -3,6 +3,11 @@
 For trying Squall out (``squall dev-cluster``) and for tests: every daemon
 is a real process with its own config file and log under one directory,
 on free ports, and the handles here can kill or restart any of them.
+Every daemon is told its node's address (``storm.local.hostname``, and
+``nimbus.host`` for nimbus): 127.0.0.1 here, while a subclass may put each
+daemon on a node of its own (:meth:`DevCluster.host_of`) and start it there
+(:meth:`DevCluster.launch_prefix`), as the partition tests' network
+namespaces do.
 
 Stopping kills only processes the dev cluster knows by pid, never by a
 pattern.  It records every process it starts in ``<dir>/pids.json`` (pid
@@ -92,11 +97,16 @@ class NimbusRequestError(OSError):
 
 class _RecordedZookeeper(DevZookeeper):
     """The dev ZooKeeper, its JVM recorded as soon as it is launched (not
-    once it answers: the owner may die while it starts)."""
+    once it answers: the owner may die while it starts), and started behind
+    ``prefix`` (a command that execs the rest, so the pid stays the JVM's)."""
 
-    def __init__(self, *args: Any, record: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, record: Any, prefix: list[str], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._record = record
+        self._prefix = prefix
+
+    def command(self) -> list[str]:
+        return [*self._prefix, *super().command()]
 
     def wait_ready(self, timeout: float) -> None:
         if self.process is not None:
@@ -106,7 +116,8 @@ class _RecordedZookeeper(DevZookeeper):
 
 class DevCluster:
     def __init__(self, root: Path, supervisors: int = 2, slots: int = 2,
-                 conf: dict[str, Any] | None = None, nimbuses: int = 1, secure: bool = True) -> None:
+                 conf: dict[str, Any] | None = None, nimbuses: int = 1, secure: bool = True,
+                 drpc: bool = True) -> None:
         self.root = Path(root).resolve()
         # Secure like production (TLS, tokens, CURVE, ZooKeeper ACLs) with a keyring
         # of its own in the root, made on first start; --insecure turns it all off.
@@ -114,6 +125,7 @@ class DevCluster:
         self.n_supervisors = supervisors
         self.n_slots = slots
         self.n_nimbus = nimbuses
+        self.with_drpc = drpc
         self.extra = dict(conf or {})
         self.zk: DevZookeeper | None = None
         self._ports: set[int] = set()  # every port handed out, see new_port
@@ -143,12 +155,37 @@ class DevCluster:
     def scheme(self) -> str:
         return "https" if self.secure else "http"
 
+    # -- where each daemon runs: one loopback node here -----------------------
+
+    def host_of(self, key: str) -> str:
+        """The address of the node daemon ``key`` (``zookeeper``, ``nimbus-0``, ``drpc``,
+        ``supervisor-1``...) runs on: it listens there and advertises it."""
+        return "127.0.0.1"
+
+    def launch_prefix(self, key: str) -> list[str]:
+        """What daemon ``key``'s command runs behind (it must exec the rest: the pid
+        recorded is the daemon's); none here."""
+        return []
+
+    def launch_env(self, key: str) -> dict[str, str] | None:
+        """Daemon ``key``'s environment (None: this process's)."""
+        return None
+
+    def daemon_keys(self) -> list[str]:
+        return ["zookeeper", *(f"nimbus-{i}" for i in range(self.n_nimbus)),
+                *(["drpc"] if self.with_drpc else []),
+                *(f"supervisor-{i}" for i in range(self.n_supervisors))]
+
+    def hosts(self) -> list[str]:
+        """Every node's address, once: the names the cluster's certificates are for."""
+        return list(dict.fromkeys(self.host_of(key) for key in self.daemon_keys()))
+
     @property
     def nimbus_url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.nimbus_ports[0]}"
+        return self.nimbus_urls()[0]
 
     def nimbus_urls(self) -> list[str]:
-        return [f"{self.scheme}://127.0.0.1:{p}" for p in self.nimbus_ports]
+        return [f"{self.scheme}://{self.host_of(f'nimbus-{i}')}:{p}" for i, p in enumerate(self.nimbus_ports)]
 
     @property
     def supervisor_keyring_file(self) -> Path:
@@ -163,7 +200,7 @@ class DevCluster:
         server's own (no user's token: workers run user code, and the DRPC server needs none);
         again after a user is added, for the logviewers and the DRPC server to know them."""
         if self.secure and not self.keyring_file.exists():
-            keyring, _token = Keyring.create(cluster=f"dev-{self.root.name}")
+            keyring, _token = Keyring.create(hosts=self.hosts(), cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
         if self.secure:
             keyring = Keyring.load(self.keyring_file)
@@ -202,19 +239,21 @@ class DevCluster:
         self.conf = {
             **DEV_CONF,
             **security,
-            "storm.zookeeper.servers": ["127.0.0.1"],
+            "storm.zookeeper.servers": [self.host_of("zookeeper")],
             "storm.zookeeper.port": zk_port,
-            "nimbus.seeds": [f"127.0.0.1:{p}" for p in self.nimbus_ports],
+            "nimbus.seeds": [url.split("://", 1)[1] for url in self.nimbus_urls()],
             # The supervisors' logviewers, on ports of their own; they serve the daemons' logs too.
             "logviewer.port": 0, "storm.log.dir": str(self.root / "logs"),
             # Its DRPC server, which `squall drpc-client` and the topologies' spouts find here.
-            "drpc.servers": ["127.0.0.1"], "drpc.port": self.drpc_port,
+            **({"drpc.servers": [self.host_of("drpc")], "drpc.port": self.drpc_port}
+               if self.with_drpc else {}),
             **self.extra,
         }
         _write_private(self.config_file, yaml.safe_dump(self.conf))
         self.start_reaper()
         steps = [self.start_zookeeper, *(lambda i=i: self.start_nimbus(i) for i in range(self.n_nimbus)),
-                 self.start_drpc, *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
+                 *([self.start_drpc] if self.with_drpc else []),
+                 *(lambda i=i: self.start_supervisor(i) for i in range(self.n_supervisors))]
         for step in steps:
             if self.stopping.is_set():
                 return
@@ -262,7 +301,8 @@ class DevCluster:
 
     def start_zookeeper(self) -> None:
         self.zk = _RecordedZookeeper(self.conf["storm.zookeeper.port"], self.root / "zookeeper",
-                                     self.root / "logs" / "zookeeper.log", record=self.record)
+                                     self.root / "logs" / "zookeeper.log", host=self.host_of("zookeeper"),
+                                     record=self.record, prefix=self.launch_prefix("zookeeper"))
         with _process_umask(UMASK):  # the JVM inherits it: its snapshots and logs 0600
             self.zk.start()
         if self.zk.process is not None:
@@ -276,12 +316,13 @@ class DevCluster:
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
         path = self.root / f"{key}.yaml"
-        _write_private(path, yaml.safe_dump({**self.conf, **conf}))
+        _write_private(path, yaml.safe_dump({**self.conf, "storm.local.hostname": self.host_of(key), **conf}))
         with open(self.root / "logs" / f"{key}.log", "ab", opener=_private) as log:
             # A session of its own: a ^C in the terminal reaches only the dev
             # cluster's owner, which stops everything in order.
-            proc = subprocess.Popen([sys.executable, "-m", "squall.cli", "--log-level", "info", command,
-                                     "--config", str(path)], stdout=log, stderr=subprocess.STDOUT,
+            proc = subprocess.Popen([*self.launch_prefix(key), sys.executable, "-m", "squall.cli",
+                                     "--log-level", "info", command, "--config", str(path)],
+                                    stdout=log, stderr=subprocess.STDOUT, env=self.launch_env(key),
                                     stdin=subprocess.DEVNULL, cwd=self.root, start_new_session=True,
                                     umask=UMASK)
         self.procs[key] = proc
@@ -289,7 +330,8 @@ class DevCluster:
         return proc
 
     def start_nimbus(self, i: int = 0) -> subprocess.Popen[bytes]:
-        return self._daemon(f"nimbus-{i}", "nimbus", {"nimbus.http.port": self.nimbus_ports[i]})
+        return self._daemon(f"nimbus-{i}", "nimbus", {"nimbus.host": self.host_of(f"nimbus-{i}"),
+                                                      "nimbus.http.port": self.nimbus_ports[i]})
 
     def start_drpc(self) -> subprocess.Popen[bytes]:
         """The DRPC server, secure like nimbus with a keyring of its own (no user's token)."""
@@ -299,10 +341,11 @@ class DevCluster:
 
     @property
     def drpc_url(self) -> str:
-        return f"{self.scheme}://127.0.0.1:{self.drpc_port}"
+        return f"{self.scheme}://{self.host_of('drpc')}:{self.drpc_port}"
 
     def new_port(self) -> int:
-        """A free port on 127.0.0.1 that this cluster has not handed out before.  The
+        """A free port (on 127.0.0.1, so free in a fresh network namespace too) that this
+        cluster has not handed out before.  The
         kernel may give the same free port twice once the probe's socket is closed, and
         two slots on one port leave one worker failing to bind for ever."""
         while True:
@@ -357,7 +400,8 @@ class DevCluster:
     def _drpc_listening(self) -> bool:
         if "drpc" not in self.procs:
             return True
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", self.drpc_port), timeout=1):
+        with contextlib.suppress(OSError), socket.create_connection((self.host_of("drpc"), self.drpc_port),
+                                                                    timeout=1):
             return True
         return False
 

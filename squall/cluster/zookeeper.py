@@ -4,7 +4,8 @@ Production points ``storm.zookeeper.servers`` at an existing ensemble.  For
 development and tests, :class:`DevZookeeper` runs the server class shipped in
 pyspark's wheel (``pyspark/jars/zookeeper-*.jar``) with the JVM that Spark
 needs anyway: ``java -cp "<pyspark>/jars/*" ...ZooKeeperServerMain <dir>/zoo.cfg``,
-listening on 127.0.0.1 only, its data directory readable by this user only.
+listening on one address only (127.0.0.1 unless given another: a node's own
+address in a multi-host test), its data directory readable by this user only.
 
 Secure mode (``squall.secure``, the default): every client authenticates with
 the cluster's ZooKeeper digest credentials (from the keyring, or given: a
@@ -168,14 +169,15 @@ def zookeeper_classpath() -> str:
     return f"{jars}/*"
 
 
-def free_port() -> int:
+def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
+        s.bind((host, 0))
         return int(s.getsockname()[1])
 
 
 class DevZookeeper:
-    """One standalone ZooKeeper server in a child JVM, on 127.0.0.1 only.
+    """One standalone ZooKeeper server in a child JVM, on one address only: ``host``
+    (127.0.0.1 by default; a node's own address where the node is a network namespace).
 
     Its configuration is ``<data dir>/zoo.cfg``; the data directory is 0700
     (and made so if it exists): the snapshots hold every node's data,
@@ -183,7 +185,8 @@ class DevZookeeper:
     """
 
     def __init__(self, port: int, data_dir: str | os.PathLike[str],
-                 log_path: str | os.PathLike[str] | None = None) -> None:
+                 log_path: str | os.PathLike[str] | None = None, host: str = "127.0.0.1") -> None:
+        self.host = host
         self.port = port
         self.data_dir = Path(data_dir)
         self._log_path = log_path
@@ -192,7 +195,7 @@ class DevZookeeper:
 
     @property
     def address(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def config_file(self) -> Path:
@@ -203,7 +206,7 @@ class DevZookeeper:
             "tickTime": 2000,
             "dataDir": self.data_dir.resolve(),
             "clientPort": self.port,
-            "clientPortAddress": "127.0.0.1",
+            "clientPortAddress": self.host,
             "maxClientCnxns": 200,
             # No Jetty admin server (it would listen on 8080, all interfaces).
             "admin.enableServer": "false",
@@ -252,7 +255,7 @@ class DevZookeeper:
                 msg = f"zookeeper exited with code {self.process.returncode} while starting"
                 raise CoordinationError(msg)
             try:
-                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as s:
+                with socket.create_connection((self.host, self.port), timeout=0.5) as s:
                     # "srvr" is whitelisted by default; any answer means it serves.
                     s.sendall(b"srvr")
                     if s.recv(64):
