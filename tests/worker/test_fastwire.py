@@ -25,7 +25,7 @@ from tests.worker.test_frame_fuzz import anything
 from tests.worker.test_frame_fuzz import messages as structures
 from tests.worker.wire_topology import PLAN
 
-SETTINGS = settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 RECORD = record_type(("a", "b", "c"))
 # Every length and magnitude where msgpack changes its header or int form.
 EDGES = [0, 1, 127, 128, 255, 256, 65535, 65536, (1 << 32) - 1, 1 << 32, (1 << 63) - 1, 1 << 63,
