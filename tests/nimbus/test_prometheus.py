@@ -121,8 +121,12 @@ def total(families: dict[str, Any], name: str, **labels: str) -> float:
 
 def test_a_running_topology_is_scraped_and_its_counters_grow(cluster: DevCluster) -> None:
     def acked() -> Any:
+        # (both workers' stats in: each worker reports on its own beat, not with the other)
         families = scrape(cluster)
-        return total(families, "squall_acked_total", component="sentences") > 0 and families
+        workers = samples(families, "squall_worker_rss_bytes", topology="WordCount")
+        if total(families, "squall_acked_total", component="sentences") > 0 and len(workers) == 2:
+            return families
+        return None
 
     first = poll_for(acked, timeout=60, interval=0.2, message="acked trees in /metrics")
     assert total(first, "squall_cluster_supervisors") == 1
