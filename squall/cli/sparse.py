@@ -124,8 +124,7 @@ def _not_here(name: str, instead: str) -> Any:
 
 def _load(args: argparse.Namespace, *, local: bool = False) -> tuple[project_mod.Project, Any]:
     project = project_mod.load_project(".", args.project_config)
-    options = project_mod.parse_options([o for o in args.options if o is not None]) \
-        if hasattr(args, "options") else {}
+    options = project_mod.parse_options([o for o in args.options if o is not None])
     inv = project_mod.invocation(project, args.name, args.environment, options, local=local,
                                  requirements=getattr(args, "requirements", None),
                                  override_name=getattr(args, "override_name", None))
@@ -161,6 +160,14 @@ def _squall(args: argparse.Namespace, argv: list[str], squall_config: str | None
     return int(args.squall_main([*(["--config", config] if config else []), *argv]))
 
 
+def _client(args: argparse.Namespace, inv: Any) -> Any:
+    """A nimbus client on the cluster :func:`_squall`'s commands reach."""
+    from squall.cli.client import NimbusClient
+    from squall.runtime.settings import load_conf
+
+    return NimbusClient.for_conf(load_conf(inv.squall_config or args.config, None, client=True))
+
+
 def _requirements_flags(inv: Any) -> list[str]:
     return ["--requirements", str(inv.requirements)] if inv.requirements is not None else []
 
@@ -175,11 +182,11 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def cmd_submit(args: argparse.Namespace) -> int:
     project, inv = _load(args)
-    if args.force and _running(inv):
+    if args.force and _running(args, inv):
         code = _squall(args, ["kill", inv.name, "-w", str(args.wait)], inv.squall_config)
         if code:
             return code
-        _wait_gone(inv, args.wait + 60)
+        _wait_gone(args, inv, args.wait + 60)
     code = _squall(args, ["submit", str(inv.file), "--name", inv.name, "--root", str(project.root),
                     *_conf_flags(inv.conf), *_requirements_flags(inv)], inv.squall_config)
     if code == 0 and not args.active:
@@ -187,20 +194,13 @@ def cmd_submit(args: argparse.Namespace) -> int:
     return code
 
 
-def _client(inv: Any) -> Any:
-    from squall.cli.client import NimbusClient
-    from squall.runtime.settings import load_conf
-
-    return NimbusClient.for_conf(load_conf(inv.squall_config, None, client=True))
+def _running(args: argparse.Namespace, inv: Any) -> bool:
+    return any(row["name"] == inv.name for row in _client(args, inv).list())
 
 
-def _running(inv: Any) -> bool:
-    return any(row["name"] == inv.name for row in _client(inv).list())
-
-
-def _wait_gone(inv: Any, timeout: float) -> None:
+def _wait_gone(args: argparse.Namespace, inv: Any, timeout: float) -> None:
     deadline = time.monotonic() + timeout
-    while _running(inv):
+    while _running(args, inv):
         if time.monotonic() > deadline:
             msg = f"topology {inv.name} is still being killed after {timeout:.0f} s: not submitted"
             raise SquallError(msg)
@@ -212,9 +212,7 @@ def _squall_config(args: argparse.Namespace) -> str | None:
     if args.project_config is None and not Path(project_mod.CONFIG_FILE).is_file():
         return None
     project = project_mod.load_project(".", args.project_config)
-    _env_name, env = project_mod.environment(project, args.environment)
-    given = env.get("squall_config")
-    return str((project.root / given).resolve()) if given else None
+    return project_mod.squall_config_of(project, *project_mod.environment(project, args.environment))
 
 
 def cmd_list(args: argparse.Namespace) -> int:

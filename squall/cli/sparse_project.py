@@ -182,13 +182,17 @@ def invocation(project: Project, name: str | None, env_name: str | None, options
             conf["topology.acker.executors"] = 1
     notes = unused_settings(env)
     req = _requirements(project, topology_name, requirements, notes)
-    squall_config = env.get("squall_config")
-    if squall_config is not None and not isinstance(squall_config, str):
+    return Invocation(override_name or topology_name, file, conf, req,
+                      squall_config_of(project, env_name, env), notes)
+
+
+def squall_config_of(project: Project, env_name: str | None, env: dict[str, Any]) -> str | None:
+    """The squall.yaml an environment names (``squall_config``, relative to the project), if any."""
+    given = env.get("squall_config")
+    if given is not None and not isinstance(given, str):
         msg = f"config.json's environment {env_name!r}: squall_config must be the path of a squall.yaml"
         raise SquallError(msg)
-    if squall_config:
-        squall_config = str((project.root / squall_config).resolve())
-    return Invocation(override_name or topology_name, file, conf, req, squall_config or None, notes)
+    return str((project.root / given).resolve()) if given else None
 
 
 def _requirements(project: Project, name: str, given: list[str] | None, notes: list[str]) -> Path | None:
