@@ -321,12 +321,14 @@ class ClusterState:
         return ChildrenWatch(self.zk, self.path("assignments"), on_change)
 
     def put_assignment(self, topology_id: str, record: dict[str, Any],
-                       fence: LeaderFence | None = None) -> None:
-        """Write the assignment; with ``fence``, only while its term holds (else :class:`NotLeader`)."""
+                       fence: LeaderFence | None = None) -> int | None:
+        """Write the assignment; with ``fence``, only while its term holds (else :class:`NotLeader`),
+        returning the write's zxid: ZooKeeper's order of writes, which a leader audit reads
+        (a node's clock may be wrong, the zxids are not)."""
         path = self.path("assignments", topology_id)
         if fence is None:
             self._put(path, record)
-            return
+            return None
         data = _dump(record)
         # set, or create when there is none yet; a create racing another's (NodeExists) sets again.
         for attempt in ("set", "create", "set"):
@@ -336,9 +338,10 @@ class ClusterState:
                 txn.set_data(path, data)
             else:
                 txn.create(path, data)
-            failure = _failure(txn.commit(), fence)
+            results = txn.commit()
+            failure = _failure(results, fence)
             if failure is None:
-                return
+                return _zxid(results[1], self.zk, path)
             if not isinstance(failure, (NoNodeError, NodeExistsError)):
                 raise failure
         msg = f"assignment {topology_id!r} kept appearing and vanishing while being written"
@@ -434,6 +437,16 @@ def _failure(results: list[Any], fence: LeaderFence) -> Exception | None:
     if isinstance(check, (NoNodeError, BadVersionError)):
         return NotLeader(fence)
     return outcome if isinstance(outcome, Exception) else None
+
+
+def _zxid(outcome: Any, zk: Any, path: str) -> int | None:
+    """The zxid of a transaction's set (its stat) or create (which returns only the path:
+    read back, so a later write may show through; only a fenced leader writes here)."""
+    stat = getattr(outcome, "mzxid", None)
+    if stat is not None:
+        return int(stat)
+    found = zk.exists(path)
+    return int(found.mzxid) if found is not None else None
 
 
 def _batches(items: list[str], size: int) -> Iterator[list[str]]:

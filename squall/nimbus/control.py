@@ -236,14 +236,14 @@ class TopologyControl:
                 if fence is not None:  # who wrote it, in which term: what a leader audit reads
                     a = {**a, "writer": fence.leader, "term": fence.term}
                 try:
-                    self.state.put_assignment(action.topology_id, a, fence)
+                    zxid = self.state.put_assignment(action.topology_id, a, fence)
                 except NotLeader as e:
                     log.warning("assignment write refused: the term has ended", topology=action.name,
                                 version=a["version"], reason=str(e))
                     raise
                 log.info("assignment written", topology=action.name, version=a["version"],
                          slots=[f"{w['node']}:{w['port']}" for w in a["workers"]], active=a["active"],
-                         writer=a.get("writer"), term=a.get("term"))
+                         writer=a.get("writer"), term=a.get("term"), zxid=zxid)
             elif isinstance(action, RemoveOrphanAssignment) and self._orphaned(action.topology_id):
                 self.state.remove_assignment(action.topology_id, fence)
                 log.warning("orphan assignment removed", id=action.topology_id)

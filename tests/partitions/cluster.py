@@ -16,15 +16,19 @@ libfaketime); the network's (partitions, netem) are ``cluster.net``'s.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from squall.cli.devcluster import DevCluster, NimbusRequestError
+from tests.partitions import netns
+from tests.partitions.nemesis import Nodes
 from tests.partitions.netns import Network
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,6 +48,23 @@ def node_of_key(key: str) -> str:
     return key
 
 
+def faketime_fix() -> Path:
+    """tests/partitions/faketime_fix.c built (once per content) into a preloadable library."""
+    source = Path(__file__).with_name("faketime_fix.c")
+    digest = hashlib.sha256(source.read_bytes()).hexdigest()[:12]
+    built = Path(tempfile.gettempdir()) / f"squall-faketime-fix-{digest}.so"
+    if not built.exists():
+        compiler = shutil.which("cc") or shutil.which("gcc")
+        if compiler is None:
+            msg = "no C compiler (cc) to build tests/partitions/faketime_fix.c"
+            raise FileNotFoundError(msg)
+        tmp = built.with_suffix(f".{os.getpid()}.tmp")
+        subprocess.run([compiler, "-shared", "-fPIC", "-O2", "-o", str(tmp), str(source), "-ldl"],
+                       check=True, capture_output=True, timeout=60)
+        tmp.replace(built)
+    return built
+
+
 def skew_environment(offset_file: Path) -> dict[str, str]:
     """A process's environment under libfaketime, its wall clock offset by what
     ``offset_file`` says (``+30s``, ``-5s``; re-read every second, so the offset changes
@@ -51,21 +72,20 @@ def skew_environment(offset_file: Path) -> dict[str, str]:
     stepped by NTP has it: Python's time.monotonic, and every timeout Squall measures
     with it, is unaffected; time.time, logs' timestamps and heartbeats' times are skewed.
 
-    Debian bookworm's libfaketime 0.9.10 has a bug with a real monotonic clock: Python
-    3.11's time.sleep (clock_nanosleep on an absolute CLOCK_MONOTONIC deadline) fails
-    with EINVAL (libfaketime issue 426, fixed after 0.9.10).  Faking the monotonic clock
-    too is worse: waits on a lock or an Event (sem_clockwait) then last as long as the
-    fake epoch (issue 390), so every daemon hangs.  A daemon that calls time.sleep dies
-    of the first; see :func:`faketime_sleep_works`."""
+    Debian bookworm's libfaketime 0.9.10 breaks a sleep on the real monotonic clock
+    (Python's time.sleep fails with EINVAL, libfaketime issue 426, fixed after 0.9.10);
+    faking the monotonic clock too is worse (waits on a lock last as long as the fake
+    epoch, issue 390).  :func:`faketime_fix` is preloaded first and mends the former."""
     if not LIBFAKETIME.exists():
         msg = f"{LIBFAKETIME} is missing: apt-get install faketime (ops/bootstrap.sh --tests installs it)"
         raise FileNotFoundError(msg)
-    return {**os.environ, "LD_PRELOAD": str(LIBFAKETIME), "FAKETIME_TIMESTAMP_FILE": str(offset_file),
-            "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    return {**os.environ, "LD_PRELOAD": f"{faketime_fix()} {LIBFAKETIME}",
+            "FAKETIME_TIMESTAMP_FILE": str(offset_file), "FAKETIME_CACHE_DURATION": "1",
+            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
 
 
 def faketime_sleep_works(offset_file: Path) -> bool:
-    """Does time.sleep work in a Python under :func:`skew_environment` (libfaketime >= 0.9.11)?"""
+    """Does time.sleep work in a Python under :func:`skew_environment`?"""
     proc = subprocess.run([sys.executable, "-c", "import time; time.sleep(0.01)"],
                           env=skew_environment(offset_file), capture_output=True, timeout=30, check=False)
     return proc.returncode == 0
@@ -77,7 +97,9 @@ class NetnsCluster(DevCluster):
     removed in the reverse order, whatever happened)."""
 
     def __init__(self, root: Path, supervisors: int = 3, nimbuses: int = 2, drpc: bool = True,
-                 slots: int = 2, conf: dict[str, Any] | None = None) -> None:
+                 slots: int = 2, conf: dict[str, Any] | None = None, skewable: bool = False) -> None:
+        """``skewable``: every nimbus and supervisor node starts under libfaketime (offset
+        0), so that :meth:`skew` moves their clocks live."""
         if not 1 <= nimbuses <= len(NIMBUS_NODES):
             msg = f"nimbuses must be 1 or 2, not {nimbuses}"
             raise ValueError(msg)
@@ -85,6 +107,7 @@ class NetnsCluster(DevCluster):
                          secure=True, drpc=drpc)
         self.net = Network([*dict.fromkeys(node_of_key(k) for k in self.daemon_keys()), "client"])
         self.skewed: dict[str, Path] = {}  # node -> its offset file
+        self.skewable = skewable
 
     # -- DevCluster's hooks ----------------------------------------------------------
 
@@ -113,6 +136,10 @@ class NetnsCluster(DevCluster):
         self.close()
 
     def start(self, timeout: float = 60.0) -> None:
+        if self.skewable:
+            self.root.mkdir(parents=True, exist_ok=True)
+            for node in (*self.nodes().nimbuses, *self.nodes().supervisors):
+                self.skew(node, 0)
         # In the client's namespace: ZooKeeper's readiness probe and root ACL, and nimbus's
         # answers, are reached from there (the root namespace has no route to the nodes).
         self.net.threads("client").call(super().start, timeout)
@@ -145,6 +172,50 @@ class NetnsCluster(DevCluster):
             return bool(self.api("GET", "cluster")["leader"])
         except NimbusRequestError:
             return False
+
+    # -- the nemesis's view (tests/partitions/nemesis.py) -----------------------------
+
+    def nodes(self) -> Nodes:
+        """The nodes a schedule picks from: not ``drpc`` nor ``client`` (the observers)."""
+        nimbuses = [node_of_key(k) for k in self.daemon_keys() if k.startswith("nimbus-")]
+        supervisors = [node_of_key(k) for k in self.daemon_keys() if k.startswith("supervisor-")]
+        return Nodes(("zk",), tuple(nimbuses), tuple(supervisors))
+
+    def leader(self) -> str:
+        """The node of the nimbus that says it leads (asked of each, from the client node)."""
+        for url in self.nimbus_urls():
+            try:
+                this = self.api("GET", "cluster", url=url).get("this") or {}
+            except NimbusRequestError:
+                continue
+            if this.get("leader"):
+                return self.net.node_of(url.split("://", 1)[1].rsplit(":", 1)[0])
+        msg = "no nimbus says it leads"
+        raise RuntimeError(msg)
+
+    def partition(self, groups: list[list[str]]) -> None:
+        """Nodes of different ``groups`` reach nothing of each other; nodes no group names
+        (the client, DRPC) still reach everyone.  Replaces any earlier partition."""
+        named = [n for g in groups for n in g]
+        pairs = netns.blocked_pairs([set(g) for g in groups], named)
+        self.net.heal()
+        self.net.block(pairs)
+
+    def isolate(self, node: str) -> None:
+        """``node`` reaches no other node, nor any it (the client and DRPC included)."""
+        self.net.isolate(node)
+
+    def cut(self, a: str, b: str) -> None:
+        self.net.cut(a, b)
+
+    def heal(self) -> None:
+        self.net.heal()
+
+    def shape(self, node: str, rate_kbit: int = 0, loss_pct: float = 0) -> None:
+        self.net.shape(node, rate_kbit=rate_kbit, loss_pct=loss_pct)
+
+    def unshape(self, node: str) -> None:
+        self.net.unshape(node)
 
     # -- a node's faults -------------------------------------------------------------
 
@@ -182,13 +253,13 @@ class NetnsCluster(DevCluster):
             else:
                 self.start_supervisor(int(key.split("-")[1]))
 
-    def skew(self, node: str, seconds: float) -> None:
-        """``node``'s wall clock ``seconds`` off from now on: live for daemons started
+    def skew(self, node: str, secs: float) -> None:
+        """``node``'s wall clock ``secs`` off from now on: live for daemons started
         skewed (the offset file is re-read every second), else from their next
         :meth:`restart` (see :func:`skew_environment` for what it does and does not move)."""
         path = self.skewed.get(node) or self.root / f"faketime-{node}"
         tmp = path.with_suffix(".tmp")
-        tmp.write_text(f"{seconds:+}s\n")
+        tmp.write_text(f"{secs:+}s\n")
         tmp.replace(path)
         self.skewed[node] = path
 

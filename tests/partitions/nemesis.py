@@ -21,11 +21,14 @@ partition-leader-from-zk       ``cut(leader, zk)``: its standby still      ``hea
 pause                          ``pause(node)`` (SIGSTOP) for longer than   ``resume(node)``
                                the heartbeat timeouts
 kill                           ``kill(node)``                              ``restart(node)``
-slow-net                       ``netem(node, delay_ms=...)``               ``netem(node)``
-lossy-net                      ``netem(node, delay_ms=, loss_pct=,         ``netem(node)``
-                               reorder_pct=)`` (netem reorders only
-                               delayed packets, hence a small delay)
-clock-skew                     ``skew(node, secs)``, either direction      ``skew(node, 0)``
+slow-net                       ``shape(node, rate_kbit=...)``: a link of   ``unshape(node)``
+                               that bandwidth, latency growing with load
+lossy-net                      ``shape(node, loss_pct=...)``: packets      ``unshape(node)``
+                               dropped at random (a few let through
+                               seconds late: reordered)
+clock-skew                     ``skew(node, secs)``, either direction, a   ``skew(node, 0)``
+                               nimbus or supervisor node (ZooKeeper's JVM
+                               is not skewed)
 =============================  ==========================================  ===============
 
 A **grudge** is who refuses whom: node -> the nodes it cannot reach.  For
@@ -77,9 +80,8 @@ class Timing:
     gap: tuple[float, float] = (5.0, 15.0)
     fault: tuple[float, float] = (10.0, 30.0)
     pause_min: float = 35.0
-    delay_ms: tuple[int, int] = (50, 500)
+    rate_kbit: tuple[int, int] = (128, 1024)
     loss_pct: tuple[int, int] = (5, 30)
-    reorder_pct: tuple[int, int] = (5, 25)
     skew_secs: tuple[float, float] = (5.0, 120.0)
 
 
@@ -135,11 +137,12 @@ def _fault(fault: str, rng: random.Random, nodes: Nodes,
         return ("pause", {"node": node}), ("resume", {"node": node})
     if fault == "kill":
         return ("kill", {"node": node}), ("restart", {"node": node})
+    unshape: tuple[str, dict[str, Any]] = ("unshape", {"node": node})
     if fault == "slow-net":
-        return ("netem", {"node": node, "delay_ms": rng.randint(*timing.delay_ms)}), ("netem", {"node": node})
+        return ("shape", {"node": node, "rate_kbit": rng.randint(*timing.rate_kbit)}), unshape
     if fault == "lossy-net":
-        return (("netem", {"node": node, "delay_ms": 10, "loss_pct": rng.randint(*timing.loss_pct),
-                           "reorder_pct": rng.randint(*timing.reorder_pct)}), ("netem", {"node": node}))
+        return ("shape", {"node": node, "loss_pct": rng.randint(*timing.loss_pct)}), unshape
+    node = rng.choice((*nodes.nimbuses, *nodes.supervisors))
     secs = round(rng.uniform(*timing.skew_secs), 3) * rng.choice((-1, 1))
     return ("skew", {"node": node, "secs": secs}), ("skew", {"node": node, "secs": 0})
 
@@ -206,7 +209,8 @@ class Cluster(Protocol):
     def heal(self) -> Any: ...
     def isolate(self, node: str) -> Any: ...
     def cut(self, a: str, b: str) -> Any: ...
-    def netem(self, node: str, delay_ms: int = 0, loss_pct: float = 0, reorder_pct: float = 0) -> Any: ...
+    def shape(self, node: str, rate_kbit: int = 0, loss_pct: float = 0) -> Any: ...
+    def unshape(self, node: str) -> Any: ...
     def pause(self, node: str) -> Any: ...
     def resume(self, node: str) -> Any: ...
     def kill(self, node: str) -> Any: ...

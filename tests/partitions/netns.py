@@ -21,8 +21,8 @@ after SIGKILLing what still runs in those namespaces.
 Faults, each undone by its opposite (see :class:`Network`): partitions are
 blackhole routes, one per blocked (source, destination) pair, inside the
 source's namespace.  Not iptables (not on this machine), and simpler than tc
-filters, which would have to share the root qdisc with netem: a route leaves
-the qdisc to netem alone.  A blackholed destination is silent for what is
+filters, which would have to share the root qdisc with the link's shaping: a
+route leaves the qdisc to :meth:`Network.shape` alone.  A blackholed destination is silent for what is
 established (packets vanish, as on a cut cable: TCP retransmits into nothing,
 ZooKeeper sessions time out) while a new connection from the blocked side
 fails at once (EINVAL) and one toward it hangs until its timeout.
@@ -217,7 +217,7 @@ class Network:
         self.bridge = f"{PREFIX}{self.run_id}br"
         self.subnet = 0
         self.blocked: set[tuple[str, str]] = set()
-        self.shaped: dict[str, str] = {}  # node -> its netem arguments
+        self.shaped: dict[str, str] = {}  # node -> how its link is shaped
         self._lock = threading.Lock()
         self._made = False
         self._threads: dict[str, NamespaceThreads] = {}
@@ -356,7 +356,7 @@ class Network:
         self.block([(a, b)] if one_way else [(a, b), (b, a)])
 
     def heal(self) -> None:
-        """Every blocked pair open again (links shaped by :meth:`netem` stay so)."""
+        """Every blocked pair open again (shaped links stay so)."""
         self._routes(self.blocked, "del")
         self.blocked.clear()
 
@@ -379,14 +379,46 @@ class Network:
             run("tc", "-n", self.ns(node), "qdisc", "replace", "dev", "eth0", "root", "netem", *args)
         except NetnsError as e:
             if "unknown" in str(e):
-                msg = f"this kernel has no netem qdisc (sch_netem), so no slow or lossy links: {e}"
+                msg = ("this kernel has no netem qdisc (sch_netem): Network.shape makes slow and lossy "
+                       f"links without it: {e}")
                 raise NetnsError(msg) from e
             raise
         run("tc", "qdisc", "replace", "dev", self.veth(node), "root", "netem", *args)
         self.shaped[node] = " ".join(args)
 
-    def clear_netem(self, node: str | None = None) -> None:
-        """``node``'s link (None: every shaped link) as it was."""
+    def shape(self, node: str, rate_kbit: int = 0, loss_pct: float = 0) -> None:
+        """``node``'s link slow (``rate_kbit``: a link of that bandwidth, its queue up to a
+        hundred packets, so latency grows with load as on a congested uplink) and/or lossy
+        (``loss_pct`` of packets, drawn at random), both ways.  Kernels without netem have
+        this: an HTB class at the rate, and a classic-BPF filter reading the kernel's random
+        number sends a packet to a class that drains a byte a second through a one-packet
+        queue (dropped, or let through seconds late: reordered)."""
+        if rate_kbit < 0 or not 0 <= loss_pct <= 100:
+            msg = f"shape rate_kbit={rate_kbit} loss_pct={loss_pct} is out of range"
+            raise ValueError(msg)
+        self.unshape(node)
+        rate = f"{rate_kbit}kbit" if rate_kbit else "10gbit"
+        threshold = int((1 << 32) * (1 - loss_pct / 100))
+        # ld [random]; jge #threshold -> ret -1 (match: the dropping class), else ret 0
+        program = f"4,32 0 0 {(1 << 32) - 4096 + 56},53 0 1 {threshold},6 0 0 4294967295,6 0 0 0"
+        for prefix, dev in ((["-n", self.ns(node)], "eth0"), ([], self.veth(node))):
+            tc = ["tc", *prefix]
+            run(*tc, "qdisc", "add", "dev", dev, "root", "handle", "1:", "htb", "default", "10")
+            run(*tc, "class", "add", "dev", dev, "parent", "1:", "classid", "1:10", "htb", "rate", rate,
+                "ceil", rate)
+            limit = "100" if rate_kbit else "1000"
+            run(*tc, "qdisc", "add", "dev", dev, "parent", "1:10", "pfifo", "limit", limit)
+            if loss_pct:
+                run(*tc, "class", "add", "dev", dev, "parent", "1:", "classid", "1:20", "htb", "rate", "8bit",
+                    "ceil", "8bit")
+                run(*tc, "qdisc", "add", "dev", dev, "parent", "1:20", "pfifo", "limit", "1")
+                run(*tc, "filter", "add", "dev", dev, "parent", "1:", "prio", "1", "bpf", "bytecode", program,
+                    "classid", "1:20")
+        self.shaped[node] = f"rate {rate}" + (f" loss {loss_pct}%" if loss_pct else "")
+
+    def unshape(self, node: str | None = None) -> None:
+        """``node``'s link (None: every shaped link) as it was, whether netem or :meth:`shape`
+        shaped it."""
         for name in [node] if node is not None else list(self.shaped):
             run("tc", "-n", self.ns(name), "qdisc", "del", "dev", "eth0", "root", check=False)
             run("tc", "qdisc", "del", "dev", self.veth(name), "root", check=False)

@@ -23,7 +23,7 @@ from tests.partitions.nemesis import (
 
 NODES = Nodes(("zk",), ("nimbus-a", "nimbus-b"), ("sup-1", "sup-2", "sup-3"))
 STOPS = {"isolate": "heal", "partition": "heal", "cut": "heal", "pause": "resume", "kill": "restart",
-         "netem": "netem", "skew": "skew"}
+         "shape": "unshape", "skew": "skew"}
 
 
 def test_a_seed_gives_one_schedule_bounded_and_ending_healed() -> None:
@@ -57,10 +57,11 @@ def test_each_fault_class_starts_and_stops_as_named(fault: str) -> None:
     elif fault == "partition-leader-from-zk":
         assert start.args["pairs"] == [[LEADER, "zk"]]
     elif fault in ("slow-net", "lossy-net"):
-        assert start.op == stop.op == "netem" and stop.args == {"node": start.args["node"]}
-        assert ("loss_pct" in start.args) == (fault == "lossy-net")
+        assert (start.op, stop.op) == ("shape", "unshape") and stop.args == {"node": start.args["node"]}
+        assert ("loss_pct" in start.args) == (fault == "lossy-net") != ("rate_kbit" in start.args)
     elif fault == "clock-skew":
         assert 5 <= abs(start.args["secs"]) <= 120 and stop.args["secs"] == 0
+        assert start.args["node"] in (*NODES.nimbuses, *NODES.supervisors)  # never the JVM's node
     else:
         assert (start.op, stop.op) == {"pause": ("pause", "resume"), "kill": ("kill", "restart")}[fault]
 

@@ -1,0 +1,378 @@
+"""Workloads of the partition tests: a client feeding word counts, the history it
+records, and each topology's final state read back for the checker.
+
+The client appends messages (``id sentence``) to each workload's queue file at a
+steady rate, each an ``emit`` invocation in that workload's history (process:
+the message id, one operation each).  An observer thread completes them ``ok``
+when the topology says it is done with them -- the at-least-once count's spout
+acked the id, the transactional count committed the id's marker -- as the
+recorder sees it (its clock, never a node's).  Once the schedule has run and the
+network is healed, :meth:`Workload.wait_done` waits until every message is
+complete (a message never completed is lost to liveness, and fails the run), and
+the counts are read once they stop moving.
+
+The leader audit reads the nimbuses' logs as they are written: "leadership term
+began/ended" (the term's token) and "assignment written" (writer, term, and the
+write's zxid, ZooKeeper's own order of writes).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sqlite3
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from tests.partitions import checker
+from tests.partitions.history import History, Op
+from tests.partitions.leaders import Term, Write, audit
+
+TOPOLOGY_FILE = Path(__file__).with_name("topologies") / "queue_wordcount.py"
+VOCAB = [f"w{i:02d}" for i in range(30)]
+WORDS_PER_SENTENCE = 6
+
+
+class Workload:
+    """One topology, its queue directory and its history."""
+
+    topology = ""  # the class in queue_wordcount.py
+
+    def __init__(self, root: Path, name: str, conf: Iterable[str] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.name = name
+        self.dir = root / name
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.dir.chmod(0o777)  # workers may run as their topology's own user
+        self.queue = (self.dir / "queue.log").open("a", buffering=1)
+        self.history = History(clock)
+        self.conf = list(conf)
+        self.open: dict[int, Op] = {}
+        self.done: set[int] = set()
+        self.lock = threading.Lock()
+
+    def submit(self, cli: Callable[..., Any]) -> None:
+        cli("submit", str(TOPOLOGY_FILE), "--name", self.name, "--topology", self.topology,
+            "--conf", f"squall.test.dir={self.dir}", *(c for kv in self.conf for c in ("--conf", kv)))
+
+    def emit(self, key: int, words: list[str]) -> None:
+        with self.lock:
+            self.open[key] = self.history.invoke(key, "emit", {"id": key, "words": words})
+        self.queue.write(f"{key} {' '.join(words)}\n")  # one write: a reader never sees half a line
+
+    def observe(self) -> None:
+        """Complete ``ok`` whatever the topology has finished since the last call."""
+        for key in self.finished() - self.done:
+            with self.lock:
+                invocation = self.open.pop(key, None)
+                if invocation is not None:
+                    self.history.ok(invocation, {"id": key})
+            self.done.add(key)
+
+    def close(self) -> None:
+        self.queue.close()
+
+    def pending(self) -> int:
+        with self.lock:
+            return len(self.open)
+
+    # -- what a topology defines --
+
+    def finished(self) -> set[int]:
+        raise NotImplementedError
+
+    def counts(self) -> Counter[str]:
+        raise NotImplementedError
+
+    def check(self, counts: Counter[str]) -> checker.Verdict:
+        raise NotImplementedError
+
+
+class AtLeastOnce(Workload):
+    """Every acked message's words counted (replays may count twice)."""
+
+    topology = "AtLeastOnceWordCount"
+
+    def finished(self) -> set[int]:
+        path = self.dir / "acked.log"
+        if not path.exists():
+            return set()
+        return {int(line) for line in path.read_text().splitlines() if line.strip()}
+
+    def counts(self) -> Counter[str]:
+        return Counter(line.split()[2] for p in self.dir.glob("counted-*.log")
+                       for line in p.read_text().splitlines() if len(line.split()) == 3)
+
+    def check(self, counts: Counter[str]) -> checker.Verdict:
+        return checker.at_least_once(self.history.ops, counts)
+
+
+class ExactlyOnce(Workload):
+    """Each committed message's words counted once (the transactional topology)."""
+
+    topology = "TransactionalWordCount"
+
+    def _table(self) -> dict[str, int]:
+        path = self.dir / "counts.sqlite"
+        if not path.exists():
+            return {}
+        try:
+            with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+                rows = db.execute("SELECT key, value FROM squall_state").fetchall()
+        except sqlite3.OperationalError:  # the table not made yet, or busy: next time
+            return {}
+        return {key: json.loads(value)["value"] for key, value in rows}
+
+    def finished(self) -> set[int]:
+        return {int(k[1:]) for k in self._table() if k.startswith("#")}
+
+    def counts(self) -> Counter[str]:
+        return Counter({k: v for k, v in self._table().items() if not k.startswith("#")})
+
+    def markers(self) -> Counter[str]:
+        return Counter({k: v for k, v in self._table().items() if k.startswith("#")})
+
+    def check(self, counts: Counter[str]) -> checker.Verdict:
+        verdict = checker.exactly_once(self.history.ops, counts)
+        twice = [checker.Finding("duplicated", k, f"message {k[1:]} committed {n} times")
+                 for k, n in self.markers().items() if n != 1]
+        if not twice:
+            return verdict
+        return checker.Verdict(False, (*verdict.findings, *twice), verdict.stats)
+
+
+class Client:
+    """Feeds every workload the same sentences, ``rate`` a second, while it runs, and
+    observes their completions."""
+
+    def __init__(self, workloads: list[Workload], rate: float = 30, seed: int = 1) -> None:
+        self.workloads = workloads
+        self.rate = rate
+        self.rng = random.Random(seed)
+        self.feeding = threading.Event()
+        self.stopped = threading.Event()
+        self.sent = 0
+        self.threads = [threading.Thread(target=self._feed, daemon=True, name="client-feed"),
+                        threading.Thread(target=self._observe, daemon=True, name="client-observe")]
+
+    def start(self) -> Client:
+        self.feeding.set()
+        for t in self.threads:
+            t.start()
+        return self
+
+    def stop_feeding(self) -> None:
+        self.feeding.clear()
+
+    def close(self) -> None:
+        self.feeding.clear()
+        self.stopped.set()
+        for t in self.threads:
+            t.join(10)
+
+    def _feed(self) -> None:
+        started = time.monotonic()
+        while self.feeding.is_set():
+            due = started + self.sent / self.rate
+            if time.monotonic() < due:
+                self.stopped.wait(due - time.monotonic())
+                continue
+            words = self.rng.choices(VOCAB, k=WORDS_PER_SENTENCE)
+            for w in self.workloads:
+                w.emit(self.sent, words)
+            self.sent += 1
+
+    def _observe(self) -> None:
+        while not self.stopped.wait(0.2):
+            for w in self.workloads:
+                w.observe()
+
+    def wait_done(self, timeout: float) -> None:
+        """Until every message of every workload is complete: progress, or a clear failure."""
+        deadline = time.monotonic() + timeout
+        while any(w.pending() for w in self.workloads):
+            if time.monotonic() > deadline:
+                left = {w.name: sorted(w.open)[:10] for w in self.workloads if w.pending()}
+                msg = f"messages never completed after the heal ({timeout}s): {left}"
+                raise AssertionError(msg)
+            time.sleep(0.2)
+
+
+def settled(read: Callable[[], Any], quiet: float = 3.0, timeout: float = 60.0) -> Any:
+    """``read()`` once it has returned the same for ``quiet`` seconds."""
+    deadline = time.monotonic() + timeout
+    value, since = read(), time.monotonic()
+    while time.monotonic() - since < quiet and time.monotonic() < deadline:
+        time.sleep(0.3)
+        now = read()
+        if now != value:
+            value, since = now, time.monotonic()
+    return value
+
+
+# -- the leader audit, from the nimbuses' logs ---------------------------------------------
+
+_FIELD = re.compile(r"\b(leader|writer|term|zxid|topology|version)=([^\s,]+)")
+
+
+class LeaderLog:
+    """Tails the nimbus logs; terms and writes on the recorder's clock."""
+
+    def __init__(self, paths: list[Path], clock: Callable[[], float] = time.monotonic) -> None:
+        self.paths = paths
+        self.offsets = {p: 0 for p in paths}
+        self.clock = clock
+        self.began: dict[int, tuple[str, float]] = {}
+        self.ended: dict[int, float] = {}
+        self.writes: list[Write] = []
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name="leader-log")
+
+    def start(self) -> LeaderLog:
+        self.thread.start()
+        return self
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(10)
+        self.poll()
+
+    def _run(self) -> None:
+        while not self.stopped.wait(0.1):
+            self.poll()
+
+    def poll(self) -> None:
+        for path in self.paths:
+            if not path.exists():
+                continue
+            with path.open("rb") as f:
+                f.seek(self.offsets[path])
+                data = f.read()
+            complete = data.rpartition(b"\n")[0]
+            self.offsets[path] += len(complete) + (1 if complete else 0)
+            now = self.clock()
+            for raw in complete.decode(errors="replace").splitlines():
+                self._line(raw, now)
+
+    def _line(self, line: str, now: float) -> None:
+        fields = _fields(line)
+        if "leadership term began" in line and "term" in fields:
+            self.began.setdefault(int(fields["term"]), (fields.get("leader", "?"), now))
+        elif "leadership term ended" in line and "term" in fields:
+            self.ended.setdefault(int(fields["term"]), now)
+        elif "assignment written" in line and fields.get("term") not in (None, "None", "null"):
+            zxid = fields.get("zxid")
+            self.writes.append(Write(fields.get("writer", "?"), int(fields["term"]), now,
+                                     f"{fields.get('topology')} v{fields.get('version')}",
+                                     int(zxid) if zxid and zxid.isdigit() else None))
+
+    def terms(self) -> list[Term]:
+        return [Term(node, token, start, self.ended.get(token))
+                for token, (node, start) in self.began.items()]
+
+    def audit(self) -> checker.Verdict:
+        return audit(self.terms(), self.writes)
+
+
+def _fields(line: str) -> dict[str, str]:
+    if line.startswith("{"):
+        try:
+            return {k: str(v) for k, v in json.loads(line).items()}
+        except ValueError:
+            return {}
+    return {k: v.strip("'\"") for k, v in _FIELD.findall(line)}
+
+
+# -- a run: workloads under one schedule ----------------------------------------------------
+
+class MonotonicClock:
+    """The nemesis runner's clock: this machine's monotonic time, which no skew moves."""
+
+    def now(self) -> float:
+        return time.monotonic()
+
+    def sleep_until(self, deadline: float, stop: threading.Event) -> bool:
+        while (left := deadline - time.monotonic()) > 0:
+            if stop.wait(min(left, 0.5)):
+                return False
+        return True
+
+
+class Run:
+    """What one run left: each workload's history and verdict, the faults, the audit."""
+
+    def __init__(self, workloads: list[Workload], nemesis: History, leaders: LeaderLog) -> None:
+        self.workloads = workloads
+        self.nemesis = nemesis
+        self.leaders = leaders
+        self.verdicts: dict[str, checker.Verdict] = {}
+        self.audit: checker.Verdict | None = None
+
+    def judge(self) -> None:
+        for w in self.workloads:
+            self.verdicts[w.name] = w.check(settled(w.counts))
+        self.audit = self.leaders.audit()
+
+    def faults(self) -> list[Op]:
+        return [op for op in self.nemesis.ops if op.type == "info"]
+
+    def report(self) -> str:
+        """The verdicts, each finding with its excerpt, and the faults played."""
+        lines = ["faults:"] + [f"  {op.time:.1f} {op.f} {_args(op.value)}" for op in self.faults()]
+        for name, verdict in [*self.verdicts.items(), ("leaders", self.audit)]:
+            if verdict is None:
+                continue
+            lines.append(f"{name}: {'valid' if verdict.valid else 'INVALID'} {dict(verdict.stats)}")
+            lines += [f"  {f.kind} {f.key}: {f.detail}\n    {list(f.excerpt)[:6]}"
+                      for f in verdict.findings[:10]]
+        return "\n".join(lines)
+
+    def write(self, folder: Path) -> None:
+        for w in self.workloads:
+            w.history.write(folder / f"history-{w.name}.jsonl")
+        self.nemesis.write(folder / "history-nemesis.jsonl")
+
+
+def _args(value: dict[str, Any]) -> str:
+    shown = {k: v for k, v in value.items() if k not in ("fault", "phase", "op", "result")}
+    return " ".join(f"{k}={v}" for k, v in shown.items())
+
+
+def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: float = 30,
+        warmup_acks: int = 20, after: float = 5.0, drain: float = 120.0) -> Run:
+    """Submit ``workloads``, feed them, play ``events`` once each has completed
+    ``warmup_acks`` messages, feed ``after`` seconds more, then drain and judge."""
+    from tests.partitions.nemesis import play  # the runner's, beside the workloads
+
+    logs = cluster.root / "logs"
+    nimbus_logs = [logs / f"{k}.log" for k in cluster.daemon_keys() if k.startswith("nimbus-")]
+    leaders = LeaderLog(nimbus_logs).start()
+    nemesis = History()
+    for w in workloads:
+        w.submit(cluster.cli)
+    client = Client(workloads, rate=rate).start()
+    result = Run(workloads, nemesis, leaders)
+    try:
+        deadline = time.monotonic() + 90
+        while any(len(w.done) < warmup_acks for w in workloads):
+            if time.monotonic() > deadline:
+                msg = f"the topologies never got going: {[(w.name, len(w.done)) for w in workloads]}"
+                raise AssertionError(msg)
+            time.sleep(0.2)
+        play(events, cluster, nemesis, MonotonicClock(), leader=cluster.leader)
+        time.sleep(after)
+        client.stop_feeding()
+        client.wait_done(drain)
+    finally:
+        client.close()
+        leaders.close()
+        for w in workloads:
+            w.close()
+    result.judge()
+    return result
