@@ -49,10 +49,12 @@ class TopologyControl:
 
     def __init__(self, state: ClusterState, conf: dict[str, Any],
                  now: Callable[[], float] = time.time,
-                 leadership: Callable[[], LeaderFence | None] | None = None) -> None:
+                 leadership: Callable[[], LeaderFence | None] | None = None,
+                 local: Callable[[], float] = time.monotonic) -> None:
         self.state = state
         self.conf = conf
         self.now = now
+        self.local = local  # what liveness is judged on: this machine's, no other's (reconcile.py)
         # The term held now (None: not leading); without it (a lone nimbus in tests) writes are unfenced.
         self.leadership = leadership
         self.reconciler = Reconciler(_setting(conf, "nimbus.task.timeout.secs"),
@@ -220,7 +222,8 @@ class TopologyControl:
             supervisors, beats = self.state.supervisors(), self.state.worker_beats()
             current = self.state.assignment(topology_id)
             observed = Observed(supervisors, beats, self.state.assignments())
-            self._execute(self.reconciler.topology(record, current, observed, now, reschedule), fence)
+            self._execute(self.reconciler.topology(record, current, observed, now, reschedule,
+                                                   local=self.local()), fence)
 
     def _execute(self, actions: list[Action], fence: LeaderFence | None = None) -> None:
         for action in actions:

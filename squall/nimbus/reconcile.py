@@ -9,13 +9,22 @@ Per topology, one of:
 
 * a topology being killed whose wait is over is removed (:class:`RemoveTopology`);
 * otherwise its executors are placed: live workers keep theirs, and the
-  executors of dead workers (no fresh heartbeat after their launch grace, or
-  on a supervisor gone for longer than ``nimbus.task.timeout.secs``) move, by
+  executors of dead workers (a heartbeat unchanged for ``nimbus.task.timeout.secs``
+  after their launch grace, or on a supervisor gone for that long) move, by
   :func:`squall.nimbus.scheduler.schedule`; an assignment that differs from
   the current one is written (:class:`WriteAssignment`).
 
 And across topologies, the assignments whose topology no longer exists are
 removed (:class:`RemoveOrphanAssignment`).
+
+Liveness is judged on this nimbus's own monotonic clock (``local``), never by
+comparing a heartbeat's time, written by the worker's machine, with this one's:
+a heartbeat is fresh while it has *changed* within the timeout, as Storm's
+nimbus keeps its heartbeat cache.  Comparing the two clocks made every worker
+look dead the moment the leader's clock jumped ahead (docs/partitions.md,
+"Heartbeats judged by a skewed clock"), and a worker whose machine ran ahead
+look alive after it died.  A heartbeat first seen counts as changed then, so a
+new leader gives each worker the timeout from its first look, as Storm does.
 """
 
 from __future__ import annotations
@@ -65,18 +74,24 @@ class Observed:
 
 
 class Reconciler:
-    """Nimbus's decisions; its only memory is when it last saw each supervisor registered."""
+    """Nimbus's decisions; its only memory is when it last saw each supervisor registered
+    and each worker's heartbeat change, on its own clock."""
 
     def __init__(self, task_timeout_secs: float, launch_secs: float) -> None:
         self.task_timeout_secs = task_timeout_secs
         self.launch_secs = launch_secs
         # node -> when this nimbus last saw its supervisor registered (or first missed it).
         self.node_seen: dict[str, float] = {}
+        # (topology, node, port) -> (the heartbeat's time as written, when this nimbus saw it change)
+        self.beat_seen: dict[tuple[str, str, int], tuple[Any, float]] = {}
 
     def topology(self, record: Mapping[str, Any], current: Mapping[str, Any] | None, observed: Observed,
-                 now: float, reschedule: bool = False) -> list[Action]:
+                 now: float, reschedule: bool = False, local: float | None = None) -> list[Action]:
         """The actions for one topology; ``current`` is its assignment (None: none yet), and
-        with ``reschedule`` every executor is placed afresh (a rebalance)."""
+        with ``reschedule`` every executor is placed afresh (a rebalance).  ``now`` is the
+        wall time (kill deadlines, the times written); ``local`` this nimbus's monotonic
+        time, which liveness is judged on (``now`` when not given)."""
+        local = now if local is None else local
         topology_id = record["id"]
         if record["status"] == "killing" and now >= record.get("kill_at", 0):
             return [RemoveTopology(topology_id, record["name"])]
@@ -87,14 +102,17 @@ class Reconciler:
             if other_id != topology_id:
                 used.update((w["node"], w["port"]) for w in other["workers"])
         for node in supervisors:
-            self.node_seen[node] = now
+            self.node_seen[node] = local
         alive: dict[Slot, list[ExecutorId]] = {}
         since: dict[Slot, float] = {}
+        assigned = {(topology_id, w["node"], w["port"]) for w in (current or {}).get("workers", [])}
+        for key in [k for k in self.beat_seen if k[0] == topology_id and k not in assigned]:
+            del self.beat_seen[key]  # a slot no longer this topology's: its history goes
         if current and not reschedule:
             for w in current["workers"]:
                 slot = (w["node"], w["port"])
                 since[slot] = w["since"]
-                if self._alive(topology_id, w, observed, now):
+                if self._alive(topology_id, w, observed, now, local):
                     alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
         free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
                 for node, info in supervisors.items()}
@@ -113,7 +131,8 @@ class Reconciler:
         return [WriteAssignment(topology_id, record["name"], {
             "version": version, "time": now, "workers": workers, "hosts": hosts, "active": active})]
 
-    def _alive(self, topology_id: str, worker: Mapping[str, Any], observed: Observed, now: float) -> bool:
+    def _alive(self, topology_id: str, worker: Mapping[str, Any], observed: Observed, now: float,
+               local: float) -> bool:
         """Does the assigned ``worker`` keep its executors?"""
         node = worker["node"]
         if node not in observed.supervisors:
@@ -121,11 +140,19 @@ class Reconciler:
             # running, and its ZooKeeper node is gone for a moment: its workers keep their
             # executors for nimbus.task.timeout.secs from when it was last seen (from now
             # for a nimbus that never saw it, as Storm gives a new leader's first look).
-            seen = self.node_seen.setdefault(node, now)
-            return now - seen < self.task_timeout_secs
+            seen = self.node_seen.setdefault(node, local)
+            return local - seen < self.task_timeout_secs
+        key = (topology_id, node, worker["port"])
         beat = observed.beats.get(node, {}).get(str(worker["port"]))
-        fresh = bool(beat and beat.get("topology_id") == topology_id
-                     and now - beat["time"] < self.task_timeout_secs)
+        fresh = False
+        if beat and beat.get("topology_id") == topology_id:
+            last = self.beat_seen.get(key)
+            if last is None or last[0] != beat.get("time"):
+                self.beat_seen[key] = last = (beat.get("time"), local)
+            fresh = local - last[1] < self.task_timeout_secs
+        # The launch grace compares the assignment's time with the wall clock: both may
+        # be a different nimbus's, and a skew only lengthens or shortens a grace that a
+        # running worker's heartbeats make moot.
         return fresh or now - worker["since"] < self.launch_secs
 
     @staticmethod

@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.partitions.cluster import NetnsCluster
 from tests.partitions.nemesis import Timing, schedule
-from tests.partitions.workload import AtLeastOnce, ExactlyOnce, Run, run
+from tests.partitions.workload import AtLeastOnce, ExactlyOnce, Run, TridentCount, run
 
 # Faults shorter than CI can afford elsewhere, still past every timeout they should trip:
 # the dev cluster's session is 6 s, its worker and task timeouts 10 s.
@@ -18,20 +18,24 @@ CI_LENGTH = 22.0  # one fault: gap + fault fit, a second does not
 CLUSTER_CONF = {"supervisor.run.worker.as.user": False}
 
 
-def one_fault_run(root: Path, fault: str, seed: int, *, broken: bool = False,
+def one_fault_run(root: Path, fault: str, seed: int, *, broken: bool = False, trident: bool = False,
                   length: float = CI_LENGTH, timing: Timing = CI_TIMING, skewable: bool = False,
                   **run_args: Any) -> tuple[Run, list[Any]]:
-    """A cluster of three supervisors and two nimbuses, the at-least-once and the
-    transactional word count (and, with ``broken``, the at-least-once count that drops
-    1% of its words), one schedule of ``fault``."""
-    with NetnsCluster(root / "cluster", supervisors=3, nimbuses=2, drpc=False, conf=CLUSTER_CONF,
-                      skewable=skewable) as cluster:
+    """A cluster of three supervisors (three slots each) and two nimbuses, the
+    at-least-once and the transactional word count (with ``broken``, also the
+    at-least-once count that drops 1% of its words; with ``trident``, the Trident count
+    read through DRPC), one schedule of ``fault`` (one fault in the CI's ``length``,
+    several in a longer one)."""
+    with NetnsCluster(root / "cluster", supervisors=3, nimbuses=2, drpc=trident, slots=3,
+                      conf=CLUSTER_CONF, skewable=skewable) as cluster:
         events = schedule(seed, [fault], cluster.nodes(), length=length, timing=timing)
         if not events:
             msg = f"the schedule of {fault} (seed {seed}) holds no fault in {length}s"
             raise ValueError(msg)
         workloads = [AtLeastOnce(root, "alo", ["topology.workers=2"]),
                      ExactlyOnce(root, "eo", ["topology.workers=2"])]
+        if trident:
+            workloads.append(TridentCount(root, "trident", ["topology.workers=2"]))
         if broken:
             workloads.append(AtLeastOnce(root, "alo-broken",
                                          ["topology.workers=1", "squall.test.drop.every=100"]))

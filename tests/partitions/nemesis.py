@@ -19,16 +19,17 @@ partition-leader-from-zk       ``cut(leader, zk)``: its standby still      ``hea
                                reaches ZooKeeper; the leader is asked of
                                the cluster when the fault starts
 pause                          ``pause(node)`` (SIGSTOP) for longer than   ``resume(node)``
-                               the heartbeat timeouts
-kill                           ``kill(node)``                              ``restart(node)``
+                               the heartbeat timeouts; any node or the
+                               leader
+kill                           ``kill(node)``, any node or the leader      ``restart(node)``
 slow-net                       ``shape(node, rate_kbit=...)``: a link of   ``unshape(node)``
                                that bandwidth, latency growing with load
 lossy-net                      ``shape(node, loss_pct=...)``: packets      ``unshape(node)``
                                dropped at random (a few let through
                                seconds late: reordered)
 clock-skew                     ``skew(node, secs)``, either direction, a   ``skew(node, 0)``
-                               nimbus or supervisor node (ZooKeeper's JVM
-                               is not skewed)
+                               supervisor or the leader (ZooKeeper's JVM
+                               is not skewed; a standby's clock is idle)
 =============================  ==========================================  ===============
 
 A **grudge** is who refuses whom: node -> the nodes it cannot reach.  For
@@ -49,7 +50,7 @@ from tests.partitions.history import NEMESIS, History
 
 FAULTS = ("partition-random-node", "partition-halves", "partition-supervisor-from-zk",
           "partition-leader-from-zk", "pause", "kill", "slow-net", "lossy-net", "clock-skew")
-LEADER = "@leader"  # in an event's args: the nimbus leading when the event is played
+LEADER = "@leader"  # in an event's args: the nimbus leading when its fault starts
 
 
 @dataclass(frozen=True)
@@ -133,16 +134,16 @@ def _fault(fault: str, rng: random.Random, nodes: Nodes,
         return ("cut", {"pairs": [[rng.choice(nodes.supervisors), z] for z in nodes.zookeeper]}), heal
     if fault == "partition-leader-from-zk":
         return ("cut", {"pairs": [[LEADER, z] for z in nodes.zookeeper]}), heal
-    if fault == "pause":
-        return ("pause", {"node": node}), ("resume", {"node": node})
-    if fault == "kill":
-        return ("kill", {"node": node}), ("restart", {"node": node})
+    if fault in ("pause", "kill"):
+        node = rng.choice((*nodes.all, LEADER))  # any node, or the nimbus leading when it starts
+        return (("pause", {"node": node}), ("resume", {"node": node})) if fault == "pause" else \
+            (("kill", {"node": node}), ("restart", {"node": node}))
     unshape: tuple[str, dict[str, Any]] = ("unshape", {"node": node})
     if fault == "slow-net":
         return ("shape", {"node": node, "rate_kbit": rng.randint(*timing.rate_kbit)}), unshape
     if fault == "lossy-net":
         return ("shape", {"node": node, "loss_pct": rng.randint(*timing.loss_pct)}), unshape
-    node = rng.choice((*nodes.nimbuses, *nodes.supervisors))
+    node = rng.choice((LEADER, *nodes.supervisors))  # a standby's clock is idle: the leader's is not
     secs = round(rng.uniform(*timing.skew_secs), 3) * rng.choice((-1, 1))
     return ("skew", {"node": node, "secs": secs}), ("skew", {"node": node, "secs": 0})
 
@@ -239,23 +240,38 @@ def play(events: Sequence[Event], cluster: Cluster, history: History, clock: Clo
         for i, event in enumerate(events):
             if not clock.sleep_until(begun + event.at, stop):
                 break
-            # A schedule's stop follows its start.
-            pending = [e for e in events[i + 1:i + 2] if e.phase == "stop"] if event.phase == "start" else []
-            _apply(_resolve(event, leader), cluster, history)
+            if event.phase == "start":
+                # The leader is asked once, when a fault starts: its stop (a schedule's
+                # stop follows its start) undoes it on that same node, whoever leads then.
+                who = leader() if leader is not None and _names_leader(event) else None
+                event = _resolve(event, who)
+                pending = [_resolve(e, who) for e in events[i + 1:i + 2] if e.phase == "stop"]
+                _apply(event, cluster, history)
+            else:
+                _apply(pending[0] if pending else event, cluster, history)
+                pending = []
     finally:
         for event in pending:
-            _apply(_resolve(event, leader), cluster, history)
+            _apply(event, cluster, history)
 
 
-def _resolve(event: Event, leader: Callable[[], str] | None) -> Event:
-    if event.op != "cut" or not any(LEADER in pair for pair in event.args["pairs"]):
+def _names_leader(event: Event) -> bool:
+    return event.args.get("node") == LEADER or any(LEADER in pair for pair in event.args.get("pairs", ()))
+
+
+def _resolve(event: Event, who: str | None) -> Event:
+    """``event`` with :data:`LEADER` replaced by ``who``."""
+    if not _names_leader(event):
         return event
-    if leader is None:
-        msg = f"{event.fault} cuts the leader, and the runner was given no way to ask who leads"
+    if who is None:
+        msg = f"{event.fault} names the leader, and the runner was given no way to ask who leads"
         raise ValueError(msg)
-    who = leader()
-    pairs = [[who if x == LEADER else x for x in pair] for pair in event.args["pairs"]]
-    return Event(event.at, event.op, {**event.args, "pairs": pairs}, event.fault, event.phase)
+    args = dict(event.args)
+    if args.get("node") == LEADER:
+        args["node"] = who
+    if "pairs" in args:
+        args["pairs"] = [[who if x == LEADER else x for x in pair] for pair in args["pairs"]]
+    return Event(event.at, event.op, args, event.fault, event.phase)
 
 
 def _apply(event: Event, cluster: Cluster, history: History) -> None:

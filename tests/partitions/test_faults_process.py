@@ -1,4 +1,4 @@
-"""Issue 33's suite, faults of processes, links and clocks: one seeded schedule per class
+"""Issue 33's suite, faults of processes: one seeded schedule per class
 (tests/partitions/faults.py), the checkers' verdicts asserted; and the checker shown to
 see, on a real cluster: a word count that drops 1% of its words is caught."""
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.partitions import netns
-from tests.partitions.cluster import LIBFAKETIME, tools_missing
+from tests.partitions.cluster import tools_missing
 from tests.partitions.faults import one_fault_run
 
 _why_not = tools_missing() or netns.unavailable()
@@ -18,27 +18,16 @@ pytestmark = [pytest.mark.skipif(_why_not is not None, reason=f"network namespac
 
 
 # Seeds chosen for where the fault lands (tests/partitions/nemesis.py draws the node):
-# the leading nimbus (nimbus-a leads a fresh cluster) or a supervisor, whose workers run
-# the topologies; a fault of ZooKeeper alone is the chaos suite's (tests/cluster).
+# the leading nimbus or a supervisor, whose workers run the topologies; a fault of
+# ZooKeeper alone is the chaos suite's (tests/cluster).
 @pytest.mark.parametrize(("fault", "seed"), [
-    ("pause", 2),  # nimbus-a, past its session: the standby takes over, the old leader wakes up
-    ("pause", 3),  # sup-2 and its workers, past every heartbeat timeout
-    ("kill", 3),  # sup-2 and its workers, then restarted
-    ("slow-net", 4),  # sup-1 on a 286 kbit/s link
-    ("lossy-net", 3),  # sup-2 losing 20% of its packets both ways
+    ("pause", 9),  # the leader, past its session: the standby takes over, the old leader wakes up
+    ("pause", 2),  # sup-3 and its workers, past every heartbeat timeout
+    ("kill", 2),  # sup-3 and its workers, then restarted
 ])
-def test_a_fault_of_a_process_or_a_link_loses_nothing_and_counts_nothing_twice(
+def test_a_fault_of_a_process_loses_nothing_and_counts_nothing_twice(
         tmp_path: Path, fault: str, seed: int) -> None:
     result, _events = one_fault_run(tmp_path, fault, seed)
-    print(result.report())
-    assert all(v.valid for v in result.verdicts.values()), result.report()
-    assert result.audit is not None and result.audit.valid, result.report()
-
-
-@pytest.mark.skipif(not LIBFAKETIME.exists(), reason="apt-get install faketime (ops/bootstrap.sh --tests)")
-def test_a_skewed_clock_loses_nothing_and_counts_nothing_twice(tmp_path: Path) -> None:
-    # nimbus-a, leading, 99 s behind: it judges heartbeats' ages and writes the times
-    result, _events = one_fault_run(tmp_path, "clock-skew", 7, skewable=True)
     print(result.report())
     assert all(v.valid for v in result.verdicts.values()), result.report()
     assert result.audit is not None and result.audit.valid, result.report()

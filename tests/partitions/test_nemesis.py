@@ -61,9 +61,10 @@ def test_each_fault_class_starts_and_stops_as_named(fault: str) -> None:
         assert ("loss_pct" in start.args) == (fault == "lossy-net") != ("rate_kbit" in start.args)
     elif fault == "clock-skew":
         assert 5 <= abs(start.args["secs"]) <= 120 and stop.args["secs"] == 0
-        assert start.args["node"] in (*NODES.nimbuses, *NODES.supervisors)  # never the JVM's node
+        assert start.args["node"] in (LEADER, *NODES.supervisors)  # never the JVM's node, nor an idle standby
     else:
         assert (start.op, stop.op) == {"pause": ("pause", "resume"), "kill": ("kill", "restart")}[fault]
+        assert start.args == stop.args and start.args["node"] in (*NODES.all, LEADER)
 
 
 def test_unknown_fault_classes_are_named() -> None:
@@ -141,3 +142,15 @@ def test_a_runner_stopped_mid_fault_stops_it() -> None:
     cluster = Recording(clock, stop_after=1, stop=stop)
     play(events, cluster, History(clock.now), clock, stop=stop)  # type: ignore[arg-type]
     assert [op for _t, op, _a in cluster.calls] == ["partition", "heal"]
+
+
+def test_a_fault_of_the_leader_is_undone_on_the_node_it_was_done_to() -> None:
+    # Given a pause of the leader, which hands leadership to the standby while it holds
+    events = [Event(5, "pause", {"node": LEADER}, "pause", "start"),
+              Event(25, "resume", {"node": LEADER}, "pause", "stop")]
+    leaders = iter(["nimbus-a", "nimbus-b"])
+    clock = SteppingClock()
+    cluster = Recording(clock)
+    play(events, cluster, History(clock.now), clock, leader=lambda: next(leaders))  # type: ignore[arg-type]
+    # Then the leader was asked once, and the node paused is the node resumed
+    assert cluster.calls == [(105, "pause", {"node": "nimbus-a"}), (125, "resume", {"node": "nimbus-a"})]

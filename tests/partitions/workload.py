@@ -34,7 +34,7 @@ from tests.partitions import checker
 from tests.partitions.history import History, Op
 from tests.partitions.leaders import Term, Write, audit
 
-TOPOLOGY_FILE = Path(__file__).with_name("topologies") / "queue_wordcount.py"
+TOPOLOGIES = Path(__file__).with_name("topologies")
 VOCAB = [f"w{i:02d}" for i in range(30)]
 WORDS_PER_SENTENCE = 6
 
@@ -42,7 +42,8 @@ WORDS_PER_SENTENCE = 6
 class Workload:
     """One topology, its queue directory and its history."""
 
-    topology = ""  # the class in queue_wordcount.py
+    file = TOPOLOGIES / "queue_wordcount.py"
+    topology: str | None = None  # the class in ``file``, when it has several
 
     def __init__(self, root: Path, name: str, conf: Iterable[str] = (),
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -58,8 +59,9 @@ class Workload:
         self.lock = threading.Lock()
 
     def submit(self, cli: Callable[..., Any]) -> None:
-        cli("submit", str(TOPOLOGY_FILE), "--name", self.name, "--topology", self.topology,
-            "--conf", f"squall.test.dir={self.dir}", *(c for kv in self.conf for c in ("--conf", kv)))
+        which = ["--topology", self.topology] if self.topology else []
+        cli("submit", str(self.file), "--name", self.name, *which, "--conf", f"squall.test.dir={self.dir}",
+            *(c for kv in self.conf for c in ("--conf", kv)))
 
     def emit(self, key: int, words: list[str]) -> None:
         with self.lock:
@@ -112,6 +114,30 @@ class AtLeastOnce(Workload):
     def check(self, counts: Counter[str]) -> checker.Verdict:
         return checker.at_least_once(self.history.ops, counts)
 
+    def replayed(self) -> tuple[int, int]:
+        """(messages, words) counted more than once: the replays that reached the count."""
+        seen: Counter[tuple[str, str]] = Counter()
+        for p in self.dir.glob("counted-*.log"):
+            for line in p.read_text().splitlines():
+                parts = line.split()
+                if len(parts) == 3:
+                    seen[(parts[0], parts[1])] += 1
+        again = {key: n - 1 for key, n in seen.items() if n > 1}
+        return len({mid for mid, _index in again}), sum(again.values())
+
+
+def _rows(path: Path, namespace: str) -> list[tuple[str, Any]]:
+    """(key, JSON value) of a Squall SQLite store's ``namespace``, read only; [] until it exists."""
+    if not path.exists():
+        return []
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+            rows = db.execute("SELECT key, value FROM squall_state WHERE namespace = ?",
+                              (namespace,)).fetchall()
+    except sqlite3.OperationalError:  # the table not made yet, or busy: next time
+        return []
+    return [(key, json.loads(value)) for key, value in rows]
+
 
 class ExactlyOnce(Workload):
     """Each committed message's words counted once (the transactional topology)."""
@@ -119,15 +145,7 @@ class ExactlyOnce(Workload):
     topology = "TransactionalWordCount"
 
     def _table(self) -> dict[str, int]:
-        path = self.dir / "counts.sqlite"
-        if not path.exists():
-            return {}
-        try:
-            with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
-                rows = db.execute("SELECT key, value FROM squall_state").fetchall()
-        except sqlite3.OperationalError:  # the table not made yet, or busy: next time
-            return {}
-        return {key: json.loads(value)["value"] for key, value in rows}
+        return {key: value["value"] for key, value in _rows(self.dir / "counts.sqlite", "default")}
 
     def finished(self) -> set[int]:
         return {int(k[1:]) for k in self._table() if k.startswith("#")}
@@ -145,6 +163,46 @@ class ExactlyOnce(Workload):
         if not twice:
             return verdict
         return checker.Verdict(False, (*verdict.findings, *twice), verdict.stats)
+
+
+class TridentCount(ExactlyOnce):
+    """The Trident count (an opaque SQLite map state), and DRPC reads of it while it runs:
+    each read an operation of its own, checked by :func:`checker.reads`."""
+
+    file = TOPOLOGIES / "trident_queue.py"
+    topology = None
+
+    def __init__(self, root: Path, name: str, conf: Iterable[str] = (),
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(root, name, [*conf, f"squall.state.dir={root / name}"], clock)
+        self.reads = 0
+
+    def _table(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for path in self.dir.glob("*.sqlite"):
+            for key, value in _rows(path, "partitions"):
+                out[json.loads(key)[0]] = value["curr"]
+        return out
+
+    def read(self, execute: Callable[[str, str], str], word: str) -> None:
+        """One DRPC read of ``word``'s count: ``ok`` with it, else ``info`` (a timeout, a cut,
+        an error: a read changes nothing, and only answered ones are checked)."""
+        process = f"reader-{threading.get_ident()}"
+        invocation = self.history.invoke(process, "read", {"key": word})
+        try:
+            answer = json.loads(execute("words", word))
+        except Exception as e:  # noqa: BLE001 - whatever it was, the history says so
+            self.history.info(invocation, {"key": word, "error": f"{type(e).__name__}: {e}"[:200]})
+            return
+        count = answer[0][0] if answer and answer[0] and answer[0][0] is not None else 0
+        self.history.ok(invocation, {"key": word, "count": count})
+        self.reads += 1
+
+    def check(self, counts: Counter[str]) -> checker.Verdict:
+        counted = super().check(counts)
+        reads = checker.reads(self.history.ops)
+        return checker.Verdict(counted.valid and reads.valid, (*counted.findings, *reads.findings),
+                               {**counted.stats, **reads.stats})
 
 
 class Client:
@@ -202,6 +260,29 @@ class Client:
                 msg = f"messages never completed after the heal ({timeout}s): {left}"
                 raise AssertionError(msg)
             time.sleep(0.2)
+
+
+class Reader:
+    """Reads a Trident count's words through DRPC, one read at a time, ``rate`` a second."""
+
+    def __init__(self, workload: TridentCount, execute: Any, rate: float = 5,
+                 seed: int = 2) -> None:
+        self.workload, self.execute, self.interval = workload, execute, 1 / rate
+        self.rng = random.Random(seed)
+        self.stopped = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True, name=f"reader-{workload.name}")
+
+    def start(self) -> Reader:
+        self.thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self.stopped.wait(self.interval):
+            self.workload.read(self.execute, self.rng.choice(VOCAB))
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join(60)
 
 
 def settled(read: Callable[[], Any], quiet: float = 3.0, timeout: float = 60.0) -> Any:
@@ -348,6 +429,7 @@ def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: flo
         warmup_acks: int = 20, after: float = 5.0, drain: float = 120.0) -> Run:
     """Submit ``workloads``, feed them, play ``events`` once each has completed
     ``warmup_acks`` messages, feed ``after`` seconds more, then drain and judge."""
+    from squall.drpc import DRPCClient
     from tests.partitions.nemesis import play  # the runner's, beside the workloads
 
     logs = cluster.root / "logs"
@@ -357,6 +439,14 @@ def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: flo
     for w in workloads:
         w.submit(cluster.cli)
     client = Client(workloads, rate=rate).start()
+    tridents = [w for w in workloads if isinstance(w, TridentCount)]
+    drpc = DRPCClient(cluster.conf, timeout=5) if tridents else None
+
+    def execute(function: str, args: str) -> str:  # from the client node
+        assert drpc is not None
+        return cluster.net.threads("client").call(drpc.execute, function, args)
+
+    readers = [Reader(w, execute, seed=i).start() for w in tridents for i in range(2)]
     result = Run(workloads, nemesis, leaders)
     try:
         deadline = time.monotonic() + 90
@@ -369,9 +459,18 @@ def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: flo
         time.sleep(after)
         client.stop_feeding()
         client.wait_done(drain)
+        for reader in readers:
+            reader.close()
+        for w in tridents:  # once all has committed, a read of each word must say its count
+            for word in VOCAB:
+                w.read(execute, word)
     finally:
+        for reader in readers:
+            reader.close()
         client.close()
         leaders.close()
+        if drpc is not None:
+            drpc.close()
         for w in workloads:
             w.close()
     result.judge()
