@@ -93,16 +93,20 @@ def plot(fault: str, result: Run, rate: float, path: Path) -> None:
     begin = min(op.time for w in result.workloads for op in w.history.ops)
     end = max(t for times in ops.values() for t in times)
     fig, ax = plt.subplots(figsize=(10, 3.6))
+    top = 4 * rate  # a backlog committed in one batch would flatten the rest: its peak is written
     for name, label in (("alo", "at-least-once count: acks/s"), ("eo", "transactional count: commits/s")):
         series = rates(ops[name], begin, end)
-        ax.plot([t - begin for t, _n in series], [n for _t, n in series], linewidth=1, label=label)
+        ax.plot([t - begin for t, _n in series], [min(n, top) for _t, n in series], linewidth=1, label=label)
+        for t, n in series:
+            if n > top:
+                ax.annotate(f"{n}", (t - begin, top), fontsize=7, ha="center", va="bottom")
     for i, e in enumerate(episodes(result.workloads[0].history.ops, result.nemesis.ops)):
         ax.axvspan(e.start - begin, e.stop - begin, color="red", alpha=0.12,
                    label="fault" if i == 0 else None)
     ax.set_xlabel("time (s)")
     ax.set_ylabel("messages / s")
     ax.set_title(f"{fault}: throughput under its faults ({rate:g} sentences/s offered to each count)")
-    ax.set_ylim(bottom=0)
+    ax.set_ylim(0, top * 1.1)
     ax.grid(alpha=0.3)
     ax.legend(loc="upper right", fontsize=8)
     fig.tight_layout()

@@ -192,12 +192,22 @@ class ClusterState:
     def topologies(self) -> list[dict[str, Any]]:
         return [t for t in (self.topology(i) for i in self.topology_ids()) if t is not None]
 
-    def put_topology(self, record: dict[str, Any]) -> None:
-        self._put(self.path("topologies", record["id"]), record)
+    def put_topology(self, record: dict[str, Any], fence: LeaderFence | None = None) -> None:
+        """Write a topology's record; with ``fence``, only while its term holds (a status, a
+        kill or a rebalance asked of a nimbus deposed since is not made: :class:`NotLeader`)."""
+        path = self.path("topologies", record["id"])
+        if fence is None:
+            self._put(path, record)
+        else:
+            self._fenced_put(path, record, fence)
 
-    def remove_topology(self, topology_id: str) -> None:
-        for part in ("assignments", "code", "errors", "secrets", "logconfigs", "topologies"):
+    def remove_topology(self, topology_id: str, fence: LeaderFence | None = None) -> None:
+        """Remove a topology and all of it; with ``fence``, its assignment goes first and only
+        while the term holds (the rest is the topology's own, which no other writer touches)."""
+        self._fenced_delete(self.path("assignments", topology_id), fence)
+        for part in ("code", "errors", "secrets", "logconfigs"):
             self._delete(self.path(part, topology_id))
+        self._fenced_delete(self.path("topologies", topology_id), fence)
         for name in self._children(self.path("drpc")):
             if name.partition(".")[0] == topology_id:
                 self._delete(self.path("drpc", name))
@@ -329,6 +339,16 @@ class ClusterState:
         if fence is None:
             self._put(path, record)
             return None
+        return self._fenced_put(path, record, fence)
+
+    def remove_assignment(self, topology_id: str, fence: LeaderFence | None = None) -> None:
+        """Remove the assignment (none is fine); with ``fence``, only while its term holds."""
+        self._fenced_delete(self.path("assignments", topology_id), fence)
+
+    def _fenced_put(self, path: str, record: Any, fence: LeaderFence) -> int | None:
+        """Set or create ``path`` in one transaction with a check that ``fence``'s lock node
+        still lives: a leader deposed mid-round (cut off or paused past its session) writes
+        nothing after its successor may have begun.  The write's zxid."""
         data = _dump(record)
         # set, or create when there is none yet; a create racing another's (NodeExists) sets again.
         for attempt in ("set", "create", "set"):
@@ -344,12 +364,10 @@ class ClusterState:
                 return _zxid(results[1], self.zk, path)
             if not isinstance(failure, (NoNodeError, NodeExistsError)):
                 raise failure
-        msg = f"assignment {topology_id!r} kept appearing and vanishing while being written"
+        msg = f"{path} kept appearing and vanishing while being written"
         raise CoordinationError(msg)
 
-    def remove_assignment(self, topology_id: str, fence: LeaderFence | None = None) -> None:
-        """Remove the assignment (none is fine); with ``fence``, only while its term holds."""
-        path = self.path("assignments", topology_id)
+    def _fenced_delete(self, path: str, fence: LeaderFence | None) -> None:
         if fence is None:
             self._delete(path)
             return

@@ -92,3 +92,16 @@ def test_a_leader_deposed_mid_round_writes_no_assignment(contenders: list[Conten
         a.state.remove_assignment("words-1", term_a)
     assert a.state.assignment("words-1") == by_b
     assert slots(a.service, "words-1") == [(NODE, p) for p in PORTS]
+    # And so are its changes to the topology itself: a kill or a deactivation asked of it
+    # is refused with a 503, and the record stays as it was
+    record = a.state.topology("words-1")
+    assert record is not None
+    for change in (lambda: a.service.control.kill("words", 0),
+                   lambda: a.service.control.set_status("words", "inactive")):
+        with pytest.raises(ApiError) as refused:
+            change()
+        assert refused.value.status == 503
+    assert b.state.topology("words-1") == record
+    with pytest.raises(NotLeader):
+        a.state.remove_topology("words-1", term_a)
+    assert b.state.assignment("words-1") == by_b

@@ -11,10 +11,11 @@ from tests.partitions.cluster import NetnsCluster
 from tests.partitions.nemesis import Timing, schedule
 from tests.partitions.workload import AtLeastOnce, ExactlyOnce, Run, TridentCount, run
 
-# Faults shorter than CI can afford elsewhere, still past every timeout they should trip:
-# the dev cluster's session is 6 s, its worker and task timeouts 10 s.
-CI_TIMING = Timing(gap=(3.0, 5.0), fault=(12.0, 16.0), pause_min=14.0)
-CI_LENGTH = 22.0  # one fault: gap + fault fit, a second does not
+# Faults as short as CI can afford, still past every timeout they should trip: the dev
+# cluster's session is 6 s, its worker and task timeouts 10 s, so nimbus moves the workers
+# of a supervisor gone silent after 16 s (its ZooKeeper node gone at 6, then the timeout).
+CI_TIMING = Timing(gap=(3.0, 5.0), fault=(18.0, 22.0), pause_min=18.0)
+CI_LENGTH = 28.0  # one fault: gap + fault fit, a second does not
 CLUSTER_CONF = {"supervisor.run.worker.as.user": False}
 
 
