@@ -2,7 +2,7 @@
 network namespaces (tests/partitions: the at-least-once and the transactional word count
 fed by a client, Jepsen-style histories, the checkers), and what each fault cost.
 
-    sudo python benchmarks/partitions.py --minutes 3 [--fault pause --fault kill ...]
+    python benchmarks/partitions.py --minutes 3 [--fault pause --fault kill ...]   # as root
         [--seed 1] [--rate 30] [--plots docs/partitions]
 
 Needs root (``ip netns``), as CI has.  Per fault class a fresh cluster (ZooKeeper, two

@@ -63,14 +63,16 @@ if [ "$redis" = 1 ] && ! command -v redis-server >/dev/null 2>&1; then
     DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq redis-server >/dev/null
 fi
 
-# The partition tests (tests/partitions) skew a node's clock with Debian's libfaketime, and
-# build their network with iproute2 (ip netns, tc) as root.
-if [ "$tests" = 1 ] && [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ]; then
-    echo "bootstrap: installing libfaketime (faketime)" >&2
+# The partition tests (tests/partitions) skew a node's clock with Debian's libfaketime (and
+# a small mend of their own, built with the C compiler), and build their network with
+# iproute2 (ip netns, tc) as root.
+if [ "$tests" = 1 ] && { [ ! -e /usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1 ] \
+        || ! command -v cc >/dev/null || ! command -v tc >/dev/null; }; then
+    echo "bootstrap: installing libfaketime, a C compiler and iproute2 (faketime gcc libc6-dev iproute2)" >&2
     SUDO=""
     [ "$(id -u)" -eq 0 ] || SUDO="sudo"
     $SUDO apt-get update -qq
-    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq faketime iproute2 >/dev/null
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq faketime gcc libc6-dev iproute2 >/dev/null
 fi
 
 stamp=.venv/.squall-installed

@@ -326,8 +326,8 @@ DESCRIPTIONS: dict[str, str] = {
                                                 "it is what the tuner compares.",
     "topology.max.spout.pending.autotune.class": "The tuner, \"module:Class\" "
                                                  "(__init__(initial), auto_tune(delta_progress), get()).",
-    "topology.max.spout.pending.autotune.latency.ms": "A complete latency (ms) the tuner keeps under, "
-                                                      "giving up a few percent of throughput; null: "
+    "topology.max.spout.pending.autotune.latency.ms": "A p99 complete latency (ms) the tuner keeps under "
+                                                      "first, then chases throughput within it; null: "
                                                       "throughput only.",
     "topology.max.spout.pending.autotune.tolerance": "How close two periods' progress must be to count as "
                                                      "similar, a fraction of the last; raise it where "

@@ -130,19 +130,29 @@ class PaperTuner:
 class LatencyTargetTuner(PaperTuner):
     """Beyond the paper (``topology.max.spout.pending.autotune.latency.ms``): the paper's
     tuner chases throughput only, and past the knee more pending buys no throughput, just
-    queueing (Little's law).  This one remembers, per value it ran at, the progress and
-    the mean complete latency it saw (each an exponential moving average).  When the
-    latency of the last period is over ``target_ms``, or the paper's step leads to a
-    value already seen over it, it moves to the lowest value it has seen whose progress
-    is within ``within`` (5%) of the best seen, if that value is lower than the paper's
-    choice.
+    queueing.  This one keeps the period's complete latency (the spout executor hands it
+    the p99) under ``target_ms`` first, and chases throughput within that.  It remembers,
+    per value it ran at, the progress and the latency it saw (exponential moving
+    averages), and each period:
 
-    The paper's tuner never goes down a plateau (a Decrease needs a drop in progress),
-    so a tuner started high would stay there, over the target, for ever.  Over the
-    target at a value near the best, it therefore looks below: one Decrease step.  If
-    the period there loses more than ``within`` of the progress it had, it goes back,
-    and after :data:`LOOKS_BELOW` such looks from a value it looks no lower than it.
+    * **over the target**: scales the value down by Little's law.  At a given throughput
+      the time a tree waits grows with the trees in flight, so ``value * target /
+      latency`` (with a margin) is where the latency would meet it: one jump from any
+      start.  A quarter at a time took a tuner started at 1,000 a dozen periods to come
+      down and, with noise, it never arrived (p99 227 ms against a 20 ms target);
+    * **under it**: goes a step up (a quarter, or half way to the lowest value seen over
+      the target) unless the step is known to buy less than ``within`` (5%) more
+      progress -- the knee's plateau, where it goes back to the lowest value within
+      ``within`` of the best progress seen under the target and stays.  After
+      :data:`NO_CHANGE_LIMIT` periods staying, it forgets the step's measure and tries it
+      again: a bolt that got faster moves the knee.
+
+    The paper's own steps are not used: they answer a drop in throughput with a
+    Decrease, which under a latency target is noise more often than overload, and the
+    latency already says when there are too many trees in flight.
     """
+
+    MARGIN = 0.9  # below the value Little's law gives: the latency measured is noisy
 
     def __init__(self, initial: int, *, target_ms: float, within: float = 0.05, smoothing: float = 0.5,
                  **kwargs: float | int | None) -> None:
@@ -155,44 +165,50 @@ class LatencyTargetTuner(PaperTuner):
         self.smoothing = smoothing
         self.seen: dict[int, tuple[float, float]] = {}  # value -> (progress, latency ms)
         self._latency_ms: float | None = None
-        self._explored_from: int | None = None  # the value a look below started from
-        self._costly_looks: dict[int, int] = {}  # value -> looks below it that cost throughput
 
-    def observe_latency(self, mean_ms: float | None) -> None:
-        """The mean complete latency of the period about to be handed to :meth:`auto_tune`."""
-        self._latency_ms = mean_ms
+    def observe_latency(self, latency_ms: float | None) -> None:
+        """The complete latency (the executor gives its p99) of the period about to be
+        handed to :meth:`auto_tune`; None when no tree completed."""
+        self._latency_ms = latency_ms
 
     def auto_tune(self, delta_progress: float) -> None:
         ran_at, latency = self.value, self._latency_ms
-        if latency is not None:
-            old = self.seen.get(ran_at)
-            a = self.smoothing
-            self.seen[ran_at] = ((delta_progress, latency) if old is None else
-                                 (a * delta_progress + (1 - a) * old[0], a * latency + (1 - a) * old[1]))
-        explored_from, self._explored_from = self._explored_from, None
-        super().auto_tune(delta_progress)
-        if explored_from is not None:
-            base = self.seen.get(explored_from)
-            if base is not None and delta_progress < (1 - self.within) * base[0]:
-                # Going lower cost throughput: back, and after LOOKS_BELOW such looks (one period
-                # can be noise) no more from there.
-                self._costly_looks[explored_from] = self._costly_looks.get(explored_from, 0) + 1
-                self.value = self._bounded(explored_from)
-                self._no_change()
-                return
-        if not self.seen:
+        if latency is None:  # nothing completed: no measure of this value; the paper decides
+            super().auto_tune(delta_progress)
             return
-        best = max(progress for progress, _ in self.seen.values())
-        near_best = {v for v, (progress, _) in self.seen.items() if progress >= (1 - self.within) * best}
-        lowest = min(near_best)
-        over = latency is not None and latency > self.target_ms
-        # Where the paper's step leads may be known already: over the target, for no more throughput.
-        known = self.seen.get(self.value)
-        known_over = known is not None and known[1] > self.target_ms
-        if (over or known_over) and lowest < self.value:
-            self.value = self._bounded(lowest)
-        if (over and self.value >= ran_at and ran_at in near_best
-                and self._costly_looks.get(ran_at, 0) < LOOKS_BELOW):
-            self._explored_from = ran_at
-            self.value = ran_at
-            self._decrease(1.0, 1.0)  # one step, as if progress held
+        old = self.seen.get(ran_at)
+        a = self.smoothing
+        self.seen[ran_at] = ((delta_progress, latency) if old is None else
+                             (a * delta_progress + (1 - a) * old[0], a * latency + (1 - a) * old[1]))
+        self.last_delta = delta_progress
+        progress, latency = self.seen[ran_at]  # smoothed: one slow period is not a trend
+        if latency > self.target_ms:
+            scaled = math.floor(ran_at * self.target_ms / latency * self.MARGIN)
+            self._move(min(scaled, ran_at - 1), Action.DECREASE)
+            return
+        up = self._step_up(ran_at)
+        known = self.seen.get(up)
+        if up > ran_at and (known is None or known[0] > (1 + self.within) * progress):
+            self._move(up, Action.INCREASE)
+            return
+        under = {v: p for v, (p, lat) in self.seen.items() if lat <= self.target_ms}
+        best = max(under.values())
+        knee = min(v for v, p in under.items() if p >= (1 - self.within) * best)
+        self.no_change_turns = self.no_change_turns + 1 if knee == ran_at else 0
+        if self.no_change_turns >= self.no_change_limit:
+            self.seen.pop(up, None)  # try the step again next period
+            self.no_change_turns = 0
+        self.value = self._bounded(knee)
+        self.action = Action.NO_CHANGE
+
+    def _step_up(self, value: int) -> int:
+        step = self._bounded(max(value + 1, math.ceil(value * (1 + self.step))))
+        over = [v for v, (_p, lat) in self.seen.items() if v > value and lat > self.target_ms]
+        if over and step >= min(over):
+            step = (value + min(over)) // 2  # half way to where it was over: a bisection
+        return step
+
+    def _move(self, value: int, action: Action) -> None:
+        self.value = self._bounded(value)
+        self.action = action
+        self.no_change_turns = 0

@@ -28,6 +28,8 @@ rules keep the yield from starving anything:
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from collections import deque
 from typing import Any
 
@@ -70,6 +72,16 @@ class SpoutTask:
         self.state = state
 
 
+def period_p99_ms(latencies: deque[float], trees: int) -> float | None:
+    """The p99 (ms) of the last ``trees`` complete latencies (as many as are kept); None if none."""
+    n = min(trees, len(latencies))
+    if n <= 0:
+        return None
+    k = n // 100 + 1  # the k-th largest of n is its p99
+    newest = itertools.islice(reversed(latencies), n)
+    return heapq.nlargest(k, newest)[-1] * 1000
+
+
 class SpoutExecutor(ComponentExecutor):
     def setup(self) -> None:
         self.active = self.host.active
@@ -108,7 +120,7 @@ class SpoutExecutor(ComponentExecutor):
             self.tuner = make_tuner(self.conf, self.max_pending)
             self.max_pending = int(self.tuner.get())
             self._tuned_progress = self.progress(0)
-            self._tuned_acked, self._tuned_waited = 0, 0.0
+            self._tuned_acked = 0
             for st in self.spouts:  # seen per task by the API, Prometheus and the UI
                 self.host.metrics_of(self.component, st.task).gauge(
                     "max_spout_pending", lambda: self.max_pending)
@@ -262,14 +274,13 @@ class SpoutExecutor(ComponentExecutor):
         """The paper's step c): the progress of the last period to the tuner, its value in force."""
         if self.tuner is None:
             return
-        acked, waited = self.acked, self.complete_secs
+        acked = self.acked
         progress = self.progress(acked)
         delta, self._tuned_progress = progress - self._tuned_progress, progress
         observe = getattr(self.tuner, "observe_latency", None)
-        if observe is not None:  # the period's mean complete latency, for a latency-aware tuner
-            trees = acked - self._tuned_acked
-            observe((waited - self._tuned_waited) / trees * 1000 if trees else None)
-        self._tuned_acked, self._tuned_waited = acked, waited
+        if observe is not None:  # the period's p99 complete latency, for a latency-aware tuner
+            observe(period_p99_ms(self.latencies, acked - self._tuned_acked))
+        self._tuned_acked = acked
         self.tuner.auto_tune(delta)
         tuned = max(1, int(self.tuner.get()))
         if tuned != self.max_pending:

@@ -133,12 +133,12 @@ def test_the_executor_makes_the_configured_tuner() -> None:
     assert isinstance(own, OneArgTuner) and own.get() == 7
 
 
-@pytest.mark.parametrize("target_ms", [120.0, 50.0])
-def test_a_latency_target_started_high_comes_down_the_plateau(target_ms: float) -> None:
+@pytest.mark.parametrize(("target_ms", "best_under"), [(120.0, 1200), (50.0, 500)])
+def test_a_latency_target_started_high_comes_down_the_plateau(target_ms: float, best_under: int) -> None:
     """Started at 10,000 on the plateau the paper's tuner never leaves it (no progress drop,
-    no Decrease); over the target, the targeted one looks below, a step at a time, down to
-    the knee, and no further where lower costs throughput (a target of 50 ms cannot be met
-    without losing half of it)."""
+    no Decrease); over the target, the targeted one comes down by Little's law to where the
+    target is met, and there has the throughput of the best fixed value that meets it
+    (for 50 ms, below the knee: the target first, then throughput)."""
     from squall.tuning.autotune import LatencyTargetTuner
 
     def period(pending: int) -> tuple[float, float]:
@@ -151,25 +151,36 @@ def test_a_latency_target_started_high_comes_down_the_plateau(target_ms: float) 
         targeted.observe_latency(latency)
         targeted.auto_tune(progress)
     assert plain.get() >= 10_000
-    assert 1000 <= targeted.get() <= 1250
-    assert period(targeted.get())[0] >= 0.95 * 10_000
+    assert period(targeted.get())[1] <= target_ms
+    assert period(targeted.get())[0] >= 0.95 * period(best_under)[0]
 
 
-def test_one_noisy_period_below_does_not_end_the_descent() -> None:
+@pytest.mark.parametrize("start", [1, 42, 1000, 10_000])
+def test_a_latency_target_is_met_from_any_start_under_noise(start: int) -> None:
+    """benchmarks/autotune.py's slow count in miniature: throughput flat from 40 pending,
+    p99 growing with pending past it, each period's p99 and progress off by up to 20% and
+    5%.  From any start the tuner ends under the target, at the knee's throughput."""
+    import random
+
     from squall.tuning.autotune import LatencyTargetTuner
 
-    dipped: set[int] = set()
+    rng = random.Random(start)
 
     def period(pending: int) -> tuple[float, float]:
-        progress = min(pending, 1000) * 10.0
-        if 3000 <= pending < 5000 and pending not in dipped:  # the first period there: 10% low
-            dipped.add(pending)
-            progress *= 0.9
-        return progress, pending / 10.0
+        throughput = min(pending, 40) * 500.0
+        p99 = 2.0 + max(0, pending - 40) * 0.5 + min(pending, 40) * 0.3
+        return throughput * rng.uniform(0.95, 1.05), p99 * rng.uniform(0.8, 1.2)
 
-    targeted = LatencyTargetTuner(10_000, target_ms=120)
-    for _ in range(60):
+    targeted = LatencyTargetTuner(start, target_ms=20)
+    settled = []
+    for turn in range(80):
         progress, latency = period(targeted.get())
         targeted.observe_latency(latency)
         targeted.auto_tune(progress)
-    assert dipped and 1000 <= targeted.get() <= 1250
+        if turn >= 60:
+            settled.append(targeted.get())
+    # Where it settled, the noiseless p99 meets the target (but for its looks a step up,
+    # now and then: the knee may have moved), and the throughput is the knee's
+    meets = [2.0 + max(0, v - 40) * 0.5 + min(v, 40) * 0.3 <= 20 for v in settled]
+    assert sum(meets) >= 0.85 * len(settled), settled
+    assert sum(min(v, 40) for v in settled) / len(settled) >= 0.95 * 40, settled
