@@ -36,6 +36,8 @@ from tests.partitions.leaders import Term, Write, audit
 
 TOPOLOGIES = Path(__file__).with_name("topologies")
 VOCAB = [f"w{i:02d}" for i in range(30)]
+# How often the client looks for completions: the resolution of the latencies it measures.
+OBSERVE_SECS = 0.02
 WORDS_PER_SENTENCE = 6
 
 
@@ -56,6 +58,7 @@ class Workload:
         self.conf = list(conf)
         self.open: dict[int, Op] = {}
         self.done: set[int] = set()
+        self.read_to: dict[Path, int] = {}  # how far each source of completions was read
         self.lock = threading.Lock()
 
     def submit(self, cli: Callable[..., Any]) -> None:
@@ -102,10 +105,16 @@ class AtLeastOnce(Workload):
     topology = "AtLeastOnceWordCount"
 
     def finished(self) -> set[int]:
+        """The ids acked since the last call (acked.log read on from where it was left)."""
         path = self.dir / "acked.log"
         if not path.exists():
             return set()
-        return {int(line) for line in path.read_text().splitlines() if line.strip()}
+        with path.open("rb") as f:
+            f.seek(self.read_to.get(path, 0))
+            data = f.read()
+        complete = data[:data.rfind(b"\n") + 1]
+        self.read_to[path] = self.read_to.get(path, 0) + len(complete)
+        return {int(line) for line in complete.split()}
 
     def counts(self) -> Counter[str]:
         return Counter(line.split()[2] for p in self.dir.glob("counted-*.log")
@@ -139,6 +148,18 @@ def _rows(path: Path, namespace: str) -> list[tuple[str, Any]]:
     return [(key, json.loads(value)) for key, value in rows]
 
 
+def _new_rows(path: Path, namespace: str, after: int) -> list[tuple[int, str]]:
+    """(rowid, key) of the rows of ``namespace`` written after rowid ``after``."""
+    if not path.exists():
+        return []
+    try:
+        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
+            return db.execute("SELECT rowid, key FROM squall_state WHERE namespace = ? AND rowid > ?",
+                              (namespace, after)).fetchall()
+    except sqlite3.OperationalError:
+        return []
+
+
 class ExactlyOnce(Workload):
     """Each committed message's words counted once (the transactional topology)."""
 
@@ -147,8 +168,24 @@ class ExactlyOnce(Workload):
     def _table(self) -> dict[str, int]:
         return {key: value["value"] for key, value in _rows(self.dir / "counts.sqlite", "default")}
 
+    def stores(self) -> list[tuple[Path, str]]:
+        """(SQLite file, namespace) of the counts."""
+        return [(self.dir / "counts.sqlite", "default")]
+
+    @staticmethod
+    def word(key: str) -> str:
+        return key
+
     def finished(self) -> set[int]:
-        return {int(k[1:]) for k in self._table() if k.startswith("#")}
+        """The messages whose markers were written since the last call: rows whose rowid is
+        above the last seen (a write replaces its row, which takes a new rowid)."""
+        out = set()
+        for path, namespace in self.stores():
+            rows = _new_rows(path, namespace, self.read_to.get(path, 0))
+            if rows:
+                self.read_to[path] = max(rowid for rowid, _key in rows)
+            out |= {int(w[1:]) for _rowid, key in rows if (w := self.word(key)).startswith("#")}
+        return out
 
     def counts(self) -> Counter[str]:
         return Counter({k: v for k, v in self._table().items() if not k.startswith("#")})
@@ -177,12 +214,15 @@ class TridentCount(ExactlyOnce):
         super().__init__(root, name, [*conf, f"squall.state.dir={root / name}"], clock)
         self.reads = 0
 
+    def stores(self) -> list[tuple[Path, str]]:
+        return [(path, "partitions") for path in self.dir.glob("*.sqlite")]
+
+    @staticmethod
+    def word(key: str) -> str:
+        return str(json.loads(key)[0])  # a Trident map state's key: the JSON list of the group's values
+
     def _table(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for path in self.dir.glob("*.sqlite"):
-            for key, value in _rows(path, "partitions"):
-                out[json.loads(key)[0]] = value["curr"]
-        return out
+        return {self.word(key): value["curr"] for path, ns in self.stores() for key, value in _rows(path, ns)}
 
     def read(self, execute: Callable[[str, str], str], word: str) -> None:
         """One DRPC read of ``word``'s count: ``ok`` with it, else ``info`` (a timeout, a cut,
@@ -247,7 +287,7 @@ class Client:
             self.sent += 1
 
     def _observe(self) -> None:
-        while not self.stopped.wait(0.2):
+        while not self.stopped.wait(OBSERVE_SECS):
             for w in self.workloads:
                 w.observe()
 
