@@ -93,9 +93,11 @@ def node_id(local_dir: Path) -> str:
 
 
 class Supervisor:
-    def __init__(self, conf: dict[str, Any], now: Callable[[], float] = time.time) -> None:
+    def __init__(self, conf: dict[str, Any], now: Callable[[], float] = time.time,
+                 local: Callable[[], float] = time.monotonic) -> None:
         self.conf = conf
         self.now = now
+        self.local = local  # what workers' ages are measured on (squall.supervisor.sync)
         self.status = Status.INIT
         self.local_dir = private_dir(Path(conf["storm.local.dir"]).resolve())
         self.node = node_id(self.local_dir)
@@ -505,7 +507,8 @@ class Supervisor:
             child = self._children.get(port)
             if child is not None and child.poll() is not None:
                 del self._children[port]  # reaped: no zombie left behind
-            for action in self.process_sync.slot(desired.get(port), self._look_at(slot), self.now()):
+            for action in self.process_sync.slot(desired.get(port), self._look_at(slot), self.now(),
+                                                 self.local()):
                 self._execute(slot, action)
         self.keep_logs(desired)
 

@@ -18,6 +18,13 @@ Storm's classification of a slot's worker:
   one: killed and launched again;
 * **valid**: left alone, its assignment file brought up to date (a change of
   ``active``, of the version, of where the other tasks run, of the log levels).
+
+Ages are measured on the supervisor's monotonic clock (``local``): a heartbeat is
+as old as the time since it last *changed*, a launch as old as the time since the
+supervisor first saw its record.  Comparing the times written in them with the wall
+clock made a forward step of the machine's clock (NTP stepping it, a VM resumed)
+past the worker timeout kill every healthy worker on the node at once
+(docs/partitions.md, "Heartbeats judged by a skewed clock").
 """
 
 from __future__ import annotations
@@ -68,16 +75,25 @@ Action = Kill | Launch | WriteAssignment
 
 
 class ProcessSync:
-    """The supervisor's decisions about its workers; it keeps no state of its own."""
+    """The supervisor's decisions about its workers; its only memory is when, on its own
+    clock, it saw each slot's heartbeat change and each launch first."""
 
     def __init__(self, worker_timeout_secs: float, start_timeout_secs: float) -> None:
+        self.beat_seen: dict[int, tuple[Any, float]] = {}  # port -> (beat time as written, seen changing)
+        self.launch_seen: dict[int, tuple[float, float]] = {}  # port -> (launch time as written, first seen)
         self.worker_timeout_secs = worker_timeout_secs
         self.start_timeout_secs = start_timeout_secs
 
-    def slot(self, want: dict[str, Any] | None, slot: SlotState, now: float) -> list[Action]:
+    def slot(self, want: dict[str, Any] | None, slot: SlotState, now: float,
+             local: float | None = None) -> list[Action]:
         """One slot's actions, given what it should run (None: nothing).  Only once the
         supervisor has synced its assignments: a freshly restarted one must not take its
-        workers for strays."""
+        workers for strays.  ``now`` is the wall clock, ``local`` the monotonic one that
+        ages are measured on (``now`` when not given)."""
+        local = now if local is None else local
+        if not slot.running:
+            self.beat_seen.pop(slot.port, None)
+            self.launch_seen.pop(slot.port, None)
         if want is None:
             return [Kill(slot.port, DISALLOWED)] if slot.running else []
         if not slot.running:
@@ -90,7 +106,10 @@ class ProcessSync:
         current = bool(beat and beat.get("time", 0) >= slot.launched - 1)
         mine = bool(current and beat and beat.get("topology_id") == want["topology_id"]
                     and beat.get("executors") == want["executors"])
-        age = now - (beat["time"] if mine and beat else slot.launched)
+        if mine and beat:
+            age = self._age(self.beat_seen, slot.port, beat["time"], now, local)
+        else:
+            age = self._age(self.launch_seen, slot.port, slot.launched, now, local)
         if current and not mine:
             reason = DISALLOWED  # runs something else than assigned
         elif age > (self.worker_timeout_secs if mine else self.start_timeout_secs):
@@ -98,6 +117,20 @@ class ProcessSync:
         else:
             return actions
         return [*actions, Kill(slot.port, reason), Launch(slot.port, want, reason)]
+
+    @staticmethod
+    def _age(seen: dict[int, tuple[Any, float]], port: int, written: Any, now: float, local: float) -> float:
+        """How long ago, on the local clock, ``written`` (a beat's or a launch's time) was
+        new: since it changed, as this supervisor saw it.  Seen for the first time (this
+        supervisor just started), as old as the wall clock says: from then on, a step of
+        the wall clock changes nothing."""
+        last = seen.get(port)
+        if last is None:
+            last = (written, local - max(0.0, now - written))
+        elif last[0] != written:
+            last = (written, local)
+        seen[port] = last
+        return local - last[1]
 
 
 def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],

@@ -81,6 +81,28 @@ def test_a_worker_whose_beats_stopped_is_restarted_after_the_worker_timeout() ->
     assert sync().slot(WANT, running(launched, last), clock.now()) == restart(TIMED_OUT)
 
 
+def test_a_step_of_the_wall_clock_kills_no_worker_and_a_dead_one_still_dies_on_time() -> None:
+    """docs/partitions.md, "Heartbeats judged by a skewed clock": the node's clock stepped
+    18.5 s ahead (past the worker timeout) made the supervisor kill its beating workers."""
+    wall, local = 5000.0, 1000.0  # the machine's wall clock, which NTP may step; its monotonic one
+    keeper = sync()  # one supervisor, as the daemon keeps one
+    launched = wall
+    wall, local = wall + 5, local + 5
+    assert keeper.slot(WANT, running(launched, beat(wall)), wall, local) == []
+    # When the wall clock jumps ahead by more than the timeout, between two beats
+    previous = wall
+    wall, local = wall + 1 + 4 * WORKER_TIMEOUT, local + 1
+    assert keeper.slot(WANT, running(launched, beat(previous)), wall, local) == []
+    # Then the worker, beating on, stays; and when its beats stop it is restarted a
+    # worker timeout later on the supervisor's own clock, whatever the wall clock says
+    last = beat(wall)
+    assert keeper.slot(WANT, running(launched, last), wall, local) == []
+    wall, local = wall - 100, local + WORKER_TIMEOUT  # stepped back, meanwhile
+    assert keeper.slot(WANT, running(launched, last), wall, local) == []
+    local += 0.5
+    assert keeper.slot(WANT, running(launched, last), wall, local) == restart(TIMED_OUT)
+
+
 def test_a_worker_running_something_else_than_assigned_is_replaced_at_once() -> None:
     clock = FakeClock()
     launched = clock.now()
