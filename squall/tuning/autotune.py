@@ -140,12 +140,13 @@ class LatencyTargetTuner(PaperTuner):
       latency`` (with a margin) is where the latency would meet it: one jump from any
       start.  A quarter at a time took a tuner started at 1,000 a dozen periods to come
       down and, with noise, it never arrived (p99 227 ms against a 20 ms target);
-    * **under it**: goes a step up (a quarter, or half way to the lowest value seen over
-      the target) unless the step is known to buy less than ``within`` (5%) more
-      progress -- the knee's plateau, where it goes back to the lowest value within
-      ``within`` of the best progress seen under the target and stays.  After
-      :data:`NO_CHANGE_LIMIT` periods staying, it forgets the step's measure and tries it
-      again: a bolt that got faster moves the knee.
+    * **under it**, above the *knee* (the lowest value seen under the target whose
+      progress is within ``within``, 5%, of the best seen there): back to the knee, since
+      the trees in flight beyond it bought only latency;
+    * **under it, at or below the knee**: a step up (a quarter, or half way to the lowest
+      value seen over the target) unless the step is known to buy less than ``within``
+      more progress; then it stays, and after :data:`NO_CHANGE_LIMIT` periods it forgets
+      the step's measure and tries it again: a bolt that got faster moves the knee.
 
     The paper's own steps are not used: they answer a drop in throughput with a
     Decrease, which under a latency target is noise more often than overload, and the
@@ -186,19 +187,22 @@ class LatencyTargetTuner(PaperTuner):
             scaled = math.floor(ran_at * self.target_ms / latency * self.MARGIN)
             self._move(min(scaled, ran_at - 1), Action.DECREASE)
             return
+        under = {v: p for v, (p, lat) in self.seen.items() if lat <= self.target_ms}
+        best = max(under.values())
+        knee = min(v for v, p in under.items() if p >= (1 - self.within) * best)
+        if ran_at > knee:  # more in flight than the knee bought nothing but latency: back to it
+            self._move(knee, Action.NO_CHANGE)
+            return
         up = self._step_up(ran_at)
         known = self.seen.get(up)
         if up > ran_at and (known is None or known[0] > (1 + self.within) * progress):
             self._move(up, Action.INCREASE)
             return
-        under = {v: p for v, (p, lat) in self.seen.items() if lat <= self.target_ms}
-        best = max(under.values())
-        knee = min(v for v, p in under.items() if p >= (1 - self.within) * best)
-        self.no_change_turns = self.no_change_turns + 1 if knee == ran_at else 0
+        self.no_change_turns += 1  # at the knee, the step up known not to pay: stay
         if self.no_change_turns >= self.no_change_limit:
-            self.seen.pop(up, None)  # try the step again next period
+            self.seen.pop(up, None)  # and now and then try it again: the knee moves with the load
             self.no_change_turns = 0
-        self.value = self._bounded(knee)
+        self.value = ran_at
         self.action = Action.NO_CHANGE
 
     def _step_up(self, value: int) -> int:

@@ -184,3 +184,22 @@ def test_a_latency_target_is_met_from_any_start_under_noise(start: int) -> None:
     meets = [2.0 + max(0, v - 40) * 0.5 + min(v, 40) * 0.3 <= 20 for v in settled]
     assert sum(meets) >= 0.85 * len(settled), settled
     assert sum(min(v, 40) for v in settled) / len(settled) >= 0.95 * 40, settled
+
+
+def test_under_the_target_more_in_flight_that_buys_nothing_is_not_kept() -> None:
+    """benchmarks/autotune.py's word count pinned to one core: throughput is best at 100
+    pending and a little lower above, latency grows with pending but stays under the
+    target up to several thousand.  A step up that buys nothing is taken back."""
+    from squall.tuning.autotune import LatencyTargetTuner
+
+    def period(pending: int) -> tuple[float, float]:
+        return (10_000.0 if pending <= 100 else 9_000.0), pending / 300
+
+    targeted = LatencyTargetTuner(100, target_ms=20)
+    values = []
+    for _ in range(60):
+        progress, latency = period(targeted.get())
+        targeted.observe_latency(latency)
+        targeted.auto_tune(progress)
+        values.append(targeted.get())
+    assert max(values[10:]) <= 125 and values[-1] == 100, values
