@@ -141,12 +141,14 @@ class LatencyTargetTuner(PaperTuner):
       start.  A quarter at a time took a tuner started at 1,000 a dozen periods to come
       down and, with noise, it never arrived (p99 227 ms against a 20 ms target);
     * **under it**, above the *knee* (the lowest value seen under the target whose
-      progress is within ``within``, 5%, of the best seen there): back to the knee, since
-      the trees in flight beyond it bought only latency;
-    * **under it, at or below the knee**: a step up (a quarter, or half way to the lowest
-      value seen over the target) unless the step is known to buy less than ``within``
-      more progress; then it stays, and after :data:`NO_CHANGE_LIMIT` periods it forgets
-      the step's measure and tries it again: a bolt that got faster moves the knee.
+      progress is within ``within``, 5%, of the best seen at any value): back to the
+      knee, since the trees in flight beyond it bought only latency;
+    * **under it, at or below the knee, or with no knee yet**: a step up (a quarter, or
+      half way to the lowest value seen over the target), unless at the knee the step is
+      known to buy less than ``within`` more progress; then it stays, and after
+      :data:`NO_CHANGE_LIMIT` periods it forgets the step's measure and tries it again:
+      a bolt that got faster moves the knee.  With no value under the target near the
+      best, it climbs to the highest value under the target: the target first.
 
     The paper's own steps are not used: they answer a drop in throughput with a
     Decrease, which under a latency target is noise more often than overload, and the
@@ -187,16 +189,17 @@ class LatencyTargetTuner(PaperTuner):
             scaled = math.floor(ran_at * self.target_ms / latency * self.MARGIN)
             self._move(min(scaled, ran_at - 1), Action.DECREASE)
             return
-        under = {v: p for v, (p, lat) in self.seen.items() if lat <= self.target_ms}
-        best = max(under.values())
-        knee = min(v for v, p in under.items() if p >= (1 - self.within) * best)
-        if ran_at > knee:  # more in flight than the knee bought nothing but latency: back to it
+        best = max(p for p, _lat in self.seen.values())  # at any value, over the target or not
+        near = [v for v, (p, lat) in self.seen.items()
+                if lat <= self.target_ms and p >= (1 - self.within) * best]
+        knee = min(near) if near else None
+        if knee is not None and ran_at > knee:  # more in flight bought nothing but latency: back
             self._move(knee, Action.NO_CHANGE)
             return
         up = self._step_up(ran_at)
         known = self.seen.get(up)
-        if up > ran_at and (known is None or known[0] > (1 + self.within) * progress):
-            self._move(up, Action.INCREASE)
+        if up > ran_at and (knee is None or known is None or known[0] > (1 + self.within) * progress):
+            self._move(up, Action.INCREASE)  # (short of the best seen anywhere: up, toward the target)
             return
         self.no_change_turns += 1  # at the knee, the step up known not to pay: stay
         if self.no_change_turns >= self.no_change_limit:
