@@ -140,15 +140,16 @@ class LatencyTargetTuner(PaperTuner):
       latency`` (with a margin) is where the latency would meet it: one jump from any
       start.  A quarter at a time took a tuner started at 1,000 a dozen periods to come
       down and, with noise, it never arrived (p99 227 ms against a 20 ms target);
-    * **under it**, above the *knee* (the lowest value seen under the target whose
-      progress is within ``within``, 5%, of the best seen at any value): back to the
-      knee, since the trees in flight beyond it bought only latency;
-    * **under it, at or below the knee, or with no knee yet**: a step up (a quarter, or
-      half way to the lowest value seen over the target), unless at the knee the step is
-      known to buy less than ``within`` more progress; then it stays, and after
-      :data:`NO_CHANGE_LIMIT` periods it forgets the step's measure and tries it again:
-      a bolt that got faster moves the knee.  With no value under the target near the
-      best, it climbs to the highest value under the target: the target first.
+    * **under it, with no knee yet** (the *knee*: the lowest value seen under the target
+      whose progress is within ``within``, 3%, of the best seen at any value): a step
+      up, a quarter, or half way to the lowest value seen over the target; so with no
+      value under the target near the best it climbs as high as the target allows;
+    * **under it, off the knee**: back to the knee (above it, more in flight bought only
+      latency; below, less cost throughput);
+    * **at the knee**: a step to a neighbour not yet measured, up (the knee moves with
+      the load) or down (the plateau may reach lower: a tuner that came down from
+      10,000 by Little's law lands on the plateau, not at its edge); with both known,
+      it stays, and after :data:`NO_CHANGE_LIMIT` periods forgets them and looks again.
 
     The paper's own steps are not used: they answer a drop in throughput with a
     Decrease, which under a latency target is noise more often than overload, and the
@@ -157,7 +158,7 @@ class LatencyTargetTuner(PaperTuner):
 
     MARGIN = 0.9  # below the value Little's law gives: the latency measured is noisy
 
-    def __init__(self, initial: int, *, target_ms: float, within: float = 0.05, smoothing: float = 0.5,
+    def __init__(self, initial: int, *, target_ms: float, within: float = 0.03, smoothing: float = 0.5,
                  **kwargs: float | int | None) -> None:
         super().__init__(initial, **kwargs)  # type: ignore[arg-type]
         if target_ms <= 0:
@@ -184,7 +185,7 @@ class LatencyTargetTuner(PaperTuner):
         self.seen[ran_at] = ((delta_progress, latency) if old is None else
                              (a * delta_progress + (1 - a) * old[0], a * latency + (1 - a) * old[1]))
         self.last_delta = delta_progress
-        progress, latency = self.seen[ran_at]  # smoothed: one slow period is not a trend
+        latency = self.seen[ran_at][1]  # smoothed: one slow period is not a trend
         if latency > self.target_ms:
             scaled = math.floor(ran_at * self.target_ms / latency * self.MARGIN)
             self._move(min(scaled, ran_at - 1), Action.DECREASE)
@@ -192,21 +193,36 @@ class LatencyTargetTuner(PaperTuner):
         best = max(p for p, _lat in self.seen.values())  # at any value, over the target or not
         near = [v for v, (p, lat) in self.seen.items()
                 if lat <= self.target_ms and p >= (1 - self.within) * best]
-        knee = min(near) if near else None
-        if knee is not None and ran_at > knee:  # more in flight bought nothing but latency: back
+        if not near:  # nothing under the target has the best throughput yet: up, toward the target
+            up = self._step_up(ran_at)
+            if up > ran_at:
+                self._move(up, Action.INCREASE)
+            else:
+                self._move(ran_at, Action.NO_CHANGE)
+            return
+        knee = min(near)
+        if ran_at != knee:  # above it: more in flight bought only latency; below: less cost throughput
             self._move(knee, Action.NO_CHANGE)
             return
-        up = self._step_up(ran_at)
-        known = self.seen.get(up)
-        if up > ran_at and (knee is None or known is None or known[0] > (1 + self.within) * progress):
-            self._move(up, Action.INCREASE)  # (short of the best seen anywhere: up, toward the target)
+        # At the knee: look at its neighbours not yet measured, up (a bolt may have got
+        # faster) and down (the plateau may reach lower); with both known, stay.
+        up, down = self._step_up(ran_at), self._step_down(ran_at)
+        if up > ran_at and up not in self.seen:
+            self._move(up, Action.INCREASE)
             return
-        self.no_change_turns += 1  # at the knee, the step up known not to pay: stay
+        if down < ran_at and down not in self.seen:
+            self._move(down, Action.DECREASE)
+            return
+        self.no_change_turns += 1
         if self.no_change_turns >= self.no_change_limit:
-            self.seen.pop(up, None)  # and now and then try it again: the knee moves with the load
+            self.seen.pop(up, None)  # and now and then look again: the knee moves with the load
+            self.seen.pop(down, None)
             self.no_change_turns = 0
         self.value = ran_at
         self.action = Action.NO_CHANGE
+
+    def _step_down(self, value: int) -> int:
+        return self._bounded(min(value - 1, math.floor(value * (1 - self.step) + 1e-9)))
 
     def _step_up(self, value: int) -> int:
         step = self._bounded(max(value + 1, math.ceil(value * (1 + self.step))))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 
 from squall.tuning.autotune import Action, PaperTuner
@@ -193,7 +195,7 @@ def test_under_the_target_more_in_flight_that_buys_nothing_is_not_kept() -> None
     from squall.tuning.autotune import LatencyTargetTuner
 
     def period(pending: int) -> tuple[float, float]:
-        return (10_000.0 if pending <= 100 else 9_000.0), pending / 300
+        return (100.0 * pending if pending <= 100 else 9_000.0), pending / 300
 
     targeted = LatencyTargetTuner(100, target_ms=20)
     values = []
@@ -202,7 +204,9 @@ def test_under_the_target_more_in_flight_that_buys_nothing_is_not_kept() -> None
         targeted.observe_latency(latency)
         targeted.auto_tune(progress)
         values.append(targeted.get())
-    assert max(values[10:]) <= 125 and values[-1] == 100, values
+    # At 100, but for a look at a neighbour now and then
+    assert Counter(values[10:]).most_common(1)[0][0] == 100 and min(values[10:]) >= 75, values
+    assert max(values[10:]) <= 125, values
 
 
 def test_a_tuner_that_fell_far_below_the_knee_climbs_back_under_the_target() -> None:
