@@ -35,7 +35,6 @@ from typing import Protocol
 STEP = 0.25
 TOLERANCE = 0.05
 NO_CHANGE_LIMIT = 5
-LOOKS_BELOW = 2  # a latency-targeted tuner's looks below a value before it stops looking
 
 
 class Action(enum.Enum):
