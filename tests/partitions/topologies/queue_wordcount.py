@@ -199,3 +199,4 @@ class TransactionalWordCount(TransactionalTopology):
     split = SplitWithMarker.spec(inputs=[sentences], par=2)
     partial = PartialCount.spec(inputs={split: Grouping.fields("word")}, par=2)
     commit = CommitCounts.spec(inputs={partial: Grouping.fields("word")}, par=2)
+
