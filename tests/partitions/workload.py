@@ -5,9 +5,10 @@ The client appends messages (``id sentence``) to each workload's queue file at a
 steady rate, each an ``emit`` invocation in that workload's history (process:
 the message id, one operation each).  An observer thread completes them ``ok``
 when the topology says it is done with them -- the at-least-once count's spout
-acked the id, the transactional count committed the id's marker -- as the
-recorder sees it (its clock, never a node's).  Once the schedule has run and the
-network is healed, :meth:`Workload.wait_done` waits until every message is
+acked the id, the transactional or Trident count committed the id's marker -- as
+the recorder sees it (its clock, never a node's).  Readers send DRPC reads of the
+Trident count, each a ``read`` of its own.  Once the schedule has run and the
+network is healed, :meth:`Client.wait_done` waits until every message is
 complete (a message never completed is lost to liveness, and fails the run), and
 the counts are read once they stop moving.
 
@@ -305,7 +306,7 @@ class Client:
 class Reader:
     """Reads a Trident count's words through DRPC, one read at a time, ``rate`` a second."""
 
-    def __init__(self, workload: TridentCount, execute: Any, rate: float = 5,
+    def __init__(self, workload: TridentCount, execute: Callable[[str, str], str], rate: float = 5,
                  seed: int = 2) -> None:
         self.workload, self.execute, self.interval = workload, execute, 1 / rate
         self.rng = random.Random(seed)
