@@ -33,6 +33,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.clock import LastChange
 from squall.nimbus.scheduler import ExecutorId, Slot, schedule
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import colocations, plan_topology
@@ -82,8 +83,8 @@ class Reconciler:
         self.launch_secs = launch_secs
         # node -> when this nimbus last saw its supervisor registered (or first missed it).
         self.node_seen: dict[str, float] = {}
-        # (topology, node, port) -> (the heartbeat's time as written, when this nimbus saw it change)
-        self.beat_seen: dict[tuple[str, str, int], tuple[Any, float]] = {}
+        # (topology, node, port) -> when this nimbus last saw the worker's heartbeat change
+        self.beats = LastChange()
 
     def topology(self, record: Mapping[str, Any], current: Mapping[str, Any] | None, observed: Observed,
                  now: float, reschedule: bool = False, local: float | None = None) -> list[Action]:
@@ -94,6 +95,7 @@ class Reconciler:
         local = now if local is None else local
         topology_id = record["id"]
         if record["status"] == "killing" and now >= record.get("kill_at", 0):
+            self.beats.forget_where(lambda key: key[0] == topology_id)
             return [RemoveTopology(topology_id, record["name"])]
         plan = plan_topology(definition_from_dict(record["definition"]), overrides=record["conf"])
         supervisors = observed.supervisors
@@ -106,8 +108,8 @@ class Reconciler:
         alive: dict[Slot, list[ExecutorId]] = {}
         since: dict[Slot, float] = {}
         assigned = {(topology_id, w["node"], w["port"]) for w in (current or {}).get("workers", [])}
-        for key in [k for k in self.beat_seen if k[0] == topology_id and k not in assigned]:
-            del self.beat_seen[key]  # a slot no longer this topology's: its history goes
+        # A slot no longer this topology's: its history goes.
+        self.beats.forget_where(lambda key: key[0] == topology_id and key not in assigned)
         if current and not reschedule:
             for w in current["workers"]:
                 slot = (w["node"], w["port"])
@@ -142,14 +144,9 @@ class Reconciler:
             # for a nimbus that never saw it, as Storm gives a new leader's first look).
             seen = self.node_seen.setdefault(node, local)
             return local - seen < self.task_timeout_secs
-        key = (topology_id, node, worker["port"])
         beat = observed.beats.get(node, {}).get(str(worker["port"]))
-        fresh = False
-        if beat and beat.get("topology_id") == topology_id:
-            last = self.beat_seen.get(key)
-            if last is None or last[0] != beat.get("time"):
-                self.beat_seen[key] = last = (beat.get("time"), local)
-            fresh = local - last[1] < self.task_timeout_secs
+        fresh = bool(beat and beat.get("topology_id") == topology_id and self.beats.age(
+            (topology_id, node, worker["port"]), beat.get("time"), local) < self.task_timeout_secs)
         # The launch grace compares the assignment's time with the wall clock: both may
         # be a different nimbus's, and a skew only lengthens or shortens a grace that a
         # running worker's heartbeats make moot.

@@ -33,6 +33,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from squall.clock import LastChange
+
 # Why a worker is killed, or launched.
 DISALLOWED = "disallowed"
 TIMED_OUT = "timed-out"
@@ -79,8 +81,8 @@ class ProcessSync:
     clock, it saw each slot's heartbeat change and each launch first."""
 
     def __init__(self, worker_timeout_secs: float, start_timeout_secs: float) -> None:
-        self.beat_seen: dict[int, tuple[Any, float]] = {}  # port -> (beat time as written, seen changing)
-        self.launch_seen: dict[int, tuple[float, float]] = {}  # port -> (launch time as written, first seen)
+        self.beats = LastChange()  # port -> when the worker's heartbeat last changed
+        self.launches = LastChange()  # port -> when the worker's launch record was first seen
         self.worker_timeout_secs = worker_timeout_secs
         self.start_timeout_secs = start_timeout_secs
 
@@ -92,8 +94,8 @@ class ProcessSync:
         ages are measured on (``now`` when not given)."""
         local = now if local is None else local
         if not slot.running:
-            self.beat_seen.pop(slot.port, None)
-            self.launch_seen.pop(slot.port, None)
+            self.beats.forget(slot.port)
+            self.launches.forget(slot.port)
         if want is None:
             return [Kill(slot.port, DISALLOWED)] if slot.running else []
         if not slot.running:
@@ -106,10 +108,10 @@ class ProcessSync:
         current = bool(beat and beat.get("time", 0) >= slot.launched - 1)
         mine = bool(current and beat and beat.get("topology_id") == want["topology_id"]
                     and beat.get("executors") == want["executors"])
-        if mine and beat:
-            age = self._age(self.beat_seen, slot.port, beat["time"], now, local)
-        else:
-            age = self._age(self.launch_seen, slot.port, slot.launched, now, local)
+        # A value seen for the first time (this supervisor just started) is as old as the
+        # wall clock says; from then on, a step of the wall clock changes nothing.
+        seen, written = (self.beats, beat["time"]) if mine and beat else (self.launches, slot.launched)
+        age = seen.age(slot.port, written, local, first_age=max(0.0, now - written))
         if current and not mine:
             reason = DISALLOWED  # runs something else than assigned
         elif age > (self.worker_timeout_secs if mine else self.start_timeout_secs):
@@ -117,20 +119,6 @@ class ProcessSync:
         else:
             return actions
         return [*actions, Kill(slot.port, reason), Launch(slot.port, want, reason)]
-
-    @staticmethod
-    def _age(seen: dict[int, tuple[Any, float]], port: int, written: Any, now: float, local: float) -> float:
-        """How long ago, on the local clock, ``written`` (a beat's or a launch's time) was
-        new: since it changed, as this supervisor saw it.  Seen for the first time (this
-        supervisor just started), as old as the wall clock says: from then on, a step of
-        the wall clock changes nothing."""
-        last = seen.get(port)
-        if last is None:
-            last = (written, local - max(0.0, now - written))
-        elif last[0] != written:
-            last = (written, local)
-        seen[port] = last
-        return local - last[1]
 
 
 def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],
