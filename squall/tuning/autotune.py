@@ -105,17 +105,24 @@ class PaperTuner:
 
     def _increase(self) -> None:
         self._before_increase = self.value
-        self.value = self._bounded(max(self.value + 1, math.ceil(self.value * (1 + self.step))))
+        self.value = self._grown(self.value)
         self.action = Action.INCREASE
         self.no_change_turns = 0
 
     def _decrease(self, last: float, current: float) -> None:
         drop = (last - current) / last if last > 0 else 0.0
-        cut = max(self.step, drop)
-        # (1e-9: 1250 x (1 - 0.9) is 124.99999... in floating point, and means 125.)
-        self.value = self._bounded(min(self.value - 1, math.floor(self.value * (1 - cut) + 1e-9)))
+        self.value = self._cut(self.value, max(self.step, drop))
         self.action = Action.DECREASE
         self.no_change_turns = 0
+
+    def _grown(self, value: int) -> int:
+        """An Increase from ``value``: by the step, and by one at least."""
+        return self._bounded(max(value + 1, math.ceil(value * (1 + self.step))))
+
+    def _cut(self, value: int, cut: float) -> int:
+        """A Decrease from ``value`` by the fraction ``cut``, and by one at least."""
+        # (1e-9: 1250 x (1 - 0.9) is 124.99999... in floating point, and means 125.)
+        return self._bounded(min(value - 1, math.floor(value * (1 - cut) + 1e-9)))
 
     def _no_change(self) -> None:
         self.action = Action.NO_CHANGE
@@ -205,7 +212,7 @@ class LatencyTargetTuner(PaperTuner):
             return
         # At the knee: look at its neighbours not yet measured, up (a bolt may have got
         # faster) and down (the plateau may reach lower); with both known, stay.
-        up, down = self._step_up(ran_at), self._step_down(ran_at)
+        up, down = self._step_up(ran_at), self._cut(ran_at, self.step)
         if up > ran_at and up not in self.seen:
             self._move(up, Action.INCREASE)
             return
@@ -220,11 +227,8 @@ class LatencyTargetTuner(PaperTuner):
         self.value = ran_at
         self.action = Action.NO_CHANGE
 
-    def _step_down(self, value: int) -> int:
-        return self._bounded(min(value - 1, math.floor(value * (1 - self.step) + 1e-9)))
-
     def _step_up(self, value: int) -> int:
-        step = self._bounded(max(value + 1, math.ceil(value * (1 + self.step))))
+        step = self._grown(value)
         over = [v for v, (_p, lat) in self.seen.items() if v > value and lat > self.target_ms]
         if over and step >= min(over):
             step = (value + min(over)) // 2  # half way to where it was over: a bisection
