@@ -195,11 +195,7 @@ class ClusterState:
     def put_topology(self, record: dict[str, Any], fence: LeaderFence | None = None) -> None:
         """Write a topology's record; with ``fence``, only while its term holds (a status, a
         kill or a rebalance asked of a nimbus deposed since is not made: :class:`NotLeader`)."""
-        path = self.path("topologies", record["id"])
-        if fence is None:
-            self._put(path, record)
-        else:
-            self._fenced_put(path, record, fence)
+        self._fenced_put(self.path("topologies", record["id"]), record, fence)
 
     def remove_topology(self, topology_id: str, fence: LeaderFence | None = None) -> None:
         """Remove a topology and all of it; with ``fence``, its assignment goes first and only
@@ -335,20 +331,19 @@ class ClusterState:
         """Write the assignment; with ``fence``, only while its term holds (else :class:`NotLeader`),
         returning the write's zxid: ZooKeeper's order of writes, which a leader audit reads
         (a node's clock may be wrong, the zxids are not)."""
-        path = self.path("assignments", topology_id)
-        if fence is None:
-            self._put(path, record)
-            return None
-        return self._fenced_put(path, record, fence)
+        return self._fenced_put(self.path("assignments", topology_id), record, fence)
 
     def remove_assignment(self, topology_id: str, fence: LeaderFence | None = None) -> None:
         """Remove the assignment (none is fine); with ``fence``, only while its term holds."""
         self._fenced_delete(self.path("assignments", topology_id), fence)
 
-    def _fenced_put(self, path: str, record: Any, fence: LeaderFence) -> int | None:
+    def _fenced_put(self, path: str, record: Any, fence: LeaderFence | None) -> int | None:
         """Set or create ``path`` in one transaction with a check that ``fence``'s lock node
         still lives: a leader deposed mid-round (cut off or paused past its session) writes
-        nothing after its successor may have begun.  The write's zxid."""
+        nothing after its successor may have begun.  The write's zxid (None unfenced)."""
+        if fence is None:
+            self._put(path, record)
+            return None
         data = _dump(record)
         # set, or create when there is none yet; a create racing another's (NodeExists) sets again.
         for attempt in ("set", "create", "set"):

@@ -232,3 +232,15 @@ def test_a_tuner_that_fell_far_below_the_knee_climbs_back_under_the_target() -> 
     settled = values[-20:]
     assert all(v * 0.45 <= 20 for v in settled), values  # the target met
     assert min(throughput(v) for v in settled) >= 0.95 * throughput(44), values  # at the best under it
+
+
+def test_the_tuner_is_handed_the_p99_of_the_period_s_trees_only() -> None:
+    from collections import deque
+
+    from squall.worker.spout_executor import period_p99_ms
+
+    kept = deque([5.0] * 50 + [i / 1000 for i in range(1, 201)])  # an older period, then 200 trees
+    assert period_p99_ms(kept, 200) == 0.198 * 1000  # the 99th percentile of 1..200 ms
+    assert period_p99_ms(kept, 0) is None
+    assert period_p99_ms(deque(), 10) is None
+    assert period_p99_ms(kept, 10_000) == 5000.0  # more trees than kept: all that is kept
