@@ -11,7 +11,8 @@ that live there; :meth:`NetnsCluster.cli` in a process there).
 
 A node's faults: :meth:`pause`/:meth:`resume` (SIGSTOP/SIGCONT every process in it),
 :meth:`kill`/:meth:`restart`, :meth:`skew` (its daemons' wall clock, through
-libfaketime); the network's (partitions, netem) are ``cluster.net``'s.
+libfaketime); the network's (partitions, shaped links) are ``cluster.net``'s, which the
+nemesis's methods below pass on to.
 """
 
 from __future__ import annotations

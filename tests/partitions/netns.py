@@ -360,37 +360,11 @@ class Network:
         self._routes(self.blocked, "del")
         self.blocked.clear()
 
-    def netem(self, node: str, delay_ms: float = 0, loss_pct: float = 0, reorder_pct: float = 0,
-              jitter_ms: float = 0) -> None:
-        """``node``'s link slow, lossy or reordering, both ways: netem on both ends of its
-        veth, so ``delay_ms`` is added each way (a round trip gains twice that)."""
-        if reorder_pct and not delay_ms:
-            msg = "netem reorders by sending some packets without the delay: reorder_pct needs delay_ms"
-            raise ValueError(msg)
-        for name, value in (("delay_ms", delay_ms), ("loss_pct", loss_pct), ("reorder_pct", reorder_pct),
-                            ("jitter_ms", jitter_ms)):
-            if value < 0 or (name.endswith("pct") and value > 100):
-                msg = f"netem {name}={value} is out of range"
-                raise ValueError(msg)
-        args = ["delay", f"{delay_ms}ms", *([f"{jitter_ms}ms"] if jitter_ms else []),
-                *(["loss", f"{loss_pct}%"] if loss_pct else []),
-                *(["reorder", f"{reorder_pct}%"] if reorder_pct else [])]
-        try:
-            run("tc", "-n", self.ns(node), "qdisc", "replace", "dev", "eth0", "root", "netem", *args)
-        except NetnsError as e:
-            if "unknown" in str(e):
-                msg = ("this kernel has no netem qdisc (sch_netem): Network.shape makes slow and lossy "
-                       f"links without it: {e}")
-                raise NetnsError(msg) from e
-            raise
-        run("tc", "qdisc", "replace", "dev", self.veth(node), "root", "netem", *args)
-        self.shaped[node] = " ".join(args)
-
     def shape(self, node: str, rate_kbit: int = 0, loss_pct: float = 0) -> None:
         """``node``'s link slow (``rate_kbit``: a link of that bandwidth, its queue up to a
         hundred packets, so latency grows with load as on a congested uplink) and/or lossy
-        (``loss_pct`` of packets, drawn at random), both ways.  Kernels without netem have
-        this: an HTB class at the rate, and a classic-BPF filter reading the kernel's random
+        (``loss_pct`` of packets, drawn at random), both ways.  Made with what kernels without
+        netem (this one) have: an HTB class at the rate, and a classic-BPF filter reading the kernel's random
         number sends a packet to a class that drains a byte a second through a one-packet
         queue (dropped, or let through seconds late: reordered)."""
         if rate_kbit < 0 or not 0 <= loss_pct <= 100:
@@ -417,8 +391,7 @@ class Network:
         self.shaped[node] = f"rate {rate}" + (f" loss {loss_pct}%" if loss_pct else "")
 
     def unshape(self, node: str | None = None) -> None:
-        """``node``'s link (None: every shaped link) as it was, whether netem or :meth:`shape`
-        shaped it."""
+        """``node``'s link (None: every shaped link) as :meth:`shape` found it."""
         for name in [node] if node is not None else list(self.shaped):
             run("tc", "-n", self.ns(name), "qdisc", "del", "dev", "eth0", "root", check=False)
             run("tc", "qdisc", "del", "dev", self.veth(name), "root", check=False)

@@ -31,9 +31,12 @@ from contextlib import closing
 from pathlib import Path
 from typing import Any
 
+from squall.clock import Clock
+from squall.drpc import DRPCClient
 from tests.partitions import checker
 from tests.partitions.history import History, Op
 from tests.partitions.leaders import Term, Write, audit
+from tests.partitions.nemesis import play
 
 TOPOLOGIES = Path(__file__).with_name("topologies")
 VOCAB = [f"w{i:02d}" for i in range(30)]
@@ -117,48 +120,45 @@ class AtLeastOnce(Workload):
         self.read_to[path] = self.read_to.get(path, 0) + len(complete)
         return {int(line) for line in complete.split()}
 
+    def counted(self) -> list[tuple[str, str, str]]:
+        """(message id, index, word) of every word the count bolts wrote, replays included."""
+        lines = (line.split() for p in self.dir.glob("counted-*.log") for line in p.read_text().splitlines())
+        return [(parts[0], parts[1], parts[2]) for parts in lines if len(parts) == 3]
+
     def counts(self) -> Counter[str]:
-        return Counter(line.split()[2] for p in self.dir.glob("counted-*.log")
-                       for line in p.read_text().splitlines() if len(line.split()) == 3)
+        return Counter(word for _mid, _index, word in self.counted())
 
     def check(self, counts: Counter[str]) -> checker.Verdict:
         return checker.at_least_once(self.history.ops, counts)
 
     def replayed(self) -> tuple[int, int]:
         """(messages, words) counted more than once: the replays that reached the count."""
-        seen: Counter[tuple[str, str]] = Counter()
-        for p in self.dir.glob("counted-*.log"):
-            for line in p.read_text().splitlines():
-                parts = line.split()
-                if len(parts) == 3:
-                    seen[(parts[0], parts[1])] += 1
+        seen = Counter((mid, index) for mid, index, _word in self.counted())
         again = {key: n - 1 for key, n in seen.items() if n > 1}
         return len({mid for mid, _index in again}), sum(again.values())
 
 
-def _rows(path: Path, namespace: str) -> list[tuple[str, Any]]:
-    """(key, JSON value) of a Squall SQLite store's ``namespace``, read only; [] until it exists."""
+def _query(path: Path, sql: str, params: tuple[Any, ...]) -> list[Any]:
+    """Rows of a read-only query of a Squall SQLite store; [] until it exists."""
     if not path.exists():
         return []
     try:
         with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
-            rows = db.execute("SELECT key, value FROM squall_state WHERE namespace = ?",
-                              (namespace,)).fetchall()
+            return db.execute(sql, params).fetchall()
     except sqlite3.OperationalError:  # the table not made yet, or busy: next time
         return []
+
+
+def _rows(path: Path, namespace: str) -> list[tuple[str, Any]]:
+    """(key, JSON value) of a store's ``namespace``."""
+    rows = _query(path, "SELECT key, value FROM squall_state WHERE namespace = ?", (namespace,))
     return [(key, json.loads(value)) for key, value in rows]
 
 
 def _new_rows(path: Path, namespace: str, after: int) -> list[tuple[int, str]]:
     """(rowid, key) of the rows of ``namespace`` written after rowid ``after``."""
-    if not path.exists():
-        return []
-    try:
-        with closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=5)) as db:
-            return db.execute("SELECT rowid, key FROM squall_state WHERE namespace = ? AND rowid > ?",
-                              (namespace, after)).fetchall()
-    except sqlite3.OperationalError:
-        return []
+    return _query(path, "SELECT rowid, key FROM squall_state WHERE namespace = ? AND rowid > ?",
+                  (namespace, after))
 
 
 class ExactlyOnce(Workload):
@@ -413,19 +413,6 @@ def _fields(line: str) -> dict[str, str]:
 
 # -- a run: workloads under one schedule ----------------------------------------------------
 
-class MonotonicClock:
-    """The nemesis runner's clock: this machine's monotonic time, which no skew moves."""
-
-    def now(self) -> float:
-        return time.monotonic()
-
-    def sleep_until(self, deadline: float, stop: threading.Event) -> bool:
-        while (left := deadline - time.monotonic()) > 0:
-            if stop.wait(min(left, 0.5)):
-                return False
-        return True
-
-
 class Run:
     """What one run left: each workload's history and verdict, the faults, the audit."""
 
@@ -470,9 +457,6 @@ def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: flo
         warmup_acks: int = 20, after: float = 5.0, drain: float = 120.0) -> Run:
     """Submit ``workloads``, feed them, play ``events`` once each has completed
     ``warmup_acks`` messages, feed ``after`` seconds more, then drain and judge."""
-    from squall.drpc import DRPCClient
-    from tests.partitions.nemesis import play  # the runner's, beside the workloads
-
     logs = cluster.root / "logs"
     nimbus_logs = [logs / f"{k}.log" for k in cluster.daemon_keys() if k.startswith("nimbus-")]
     leaders = LeaderLog(nimbus_logs).start()
@@ -496,7 +480,8 @@ def run(cluster: Any, workloads: list[Workload], events: list[Any], *, rate: flo
                 msg = f"the topologies never got going: {[(w.name, len(w.done)) for w in workloads]}"
                 raise AssertionError(msg)
             time.sleep(0.2)
-        play(events, cluster, nemesis, MonotonicClock(), leader=cluster.leader)
+        # Squall's clock: this machine's monotonic time, which no skew moves.
+        play(events, cluster, nemesis, Clock(), leader=cluster.leader)
         time.sleep(after)
         client.stop_feeding()
         client.wait_done(drain)
