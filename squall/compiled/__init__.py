@@ -56,7 +56,7 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.worker.fastwire",)
+ACCELERATORS = ("squall.topology.typed_tuple", "squall.worker.fastwire", "squall.worker.typed_core")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an
@@ -70,13 +70,25 @@ def source_of(module: str) -> Path:
         ".pyx" if module in ACCELERATORS else ".py")
 
 
+def declarations() -> list[Path]:
+    """The accelerators' ``.pxd`` files: the C layouts they share (the typed Tuple's)."""
+    return sorted(PACKAGE_DIR.rglob("*.pxd"))
+
+
 def build_path(module: str) -> Path | None:
-    """Where the build of ``module``'s current source is (it may not exist)."""
+    """Where the build of ``module``'s current source is (it may not exist).
+
+    An accelerator's build also depends on the declarations it cimports: a
+    changed layout must rebuild every module that reads it, so their hash is in.
+    """
     try:
-        digest = hashlib.sha256(source_of(module).read_bytes()).hexdigest()[:16]
+        digest = hashlib.sha256(source_of(module).read_bytes())
+        if module in ACCELERATORS:
+            for pxd in declarations():
+                digest.update(pxd.read_bytes())
     except OSError:
         return None
-    return BUILD_DIR / f"{module}.{digest}{SUFFIX}"
+    return BUILD_DIR / f"{module}.{digest.hexdigest()[:16]}{SUFFIX}"
 
 
 def enabled() -> bool:

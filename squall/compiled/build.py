@@ -8,7 +8,18 @@ import sys
 import tempfile
 from pathlib import Path
 
-from squall.compiled import BUILD_DIR, BUILT, DIRECTIVES, PURE_ENV, SUFFIX, build_path, enabled, source_of
+from squall.compiled import (
+    BUILD_DIR,
+    BUILT,
+    DIRECTIVES,
+    PACKAGE_DIR,
+    PURE_ENV,
+    SUFFIX,
+    build_path,
+    declarations,
+    enabled,
+    source_of,
+)
 
 
 def stale() -> list[str]:
@@ -30,6 +41,10 @@ def build(jobs: int = 2) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="squall-compile-") as tmp:
             root = Path(tmp)
             sources = []
+            for pxd in declarations():  # what the accelerators cimport, where Cython looks for it
+                target = root / pxd.relative_to(PACKAGE_DIR.parent)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(pxd, target)
             for module in todo:
                 # A copy in its package tree: Cython names the module by its
                 # package path, and the checkout gets no .c files.

@@ -56,6 +56,14 @@ class Tuple:
         )
 
 
+PureTuple = Tuple  # the pure-Python twin, kept as the reference the typed one is tested against
+
+try:  # the same class typed in C (squall/topology/typed_tuple.pyx), where it was built
+    from squall.topology.typed_tuple import Tuple  # type: ignore[assignment]  # noqa: F811
+except ImportError:
+    pass
+
+
 _record_types: dict[tuple[str, ...], type] = {}
 
 

@@ -13,8 +13,13 @@ from typing import Any
 from squall.errors import FailedException, SerializationError
 from squall.topology.component import Bolt
 from squall.topology.tuple import Tuple
-from squall.worker.collector import TaskState, bolt_emitter
+from squall.worker.collector import AckTable, TaskState, bolt_emitter
 from squall.worker.component_executor import ComponentExecutor
+
+try:  # the acking loop typed in C (squall/worker/typed_core.pyx), where it was built
+    from squall.worker.typed_core import run_acking
+except ImportError:
+    run_acking = None
 
 # A stopping executor notices within this many tuples of a long batch; a
 # check per tuple would cost ~10% of the word count's throughput.
@@ -40,7 +45,7 @@ class BoltTask:
 
 class BoltExecutor(ComponentExecutor):
     def setup(self) -> None:
-        self.acks: dict[int, int] = {}
+        self.acks = AckTable()
         self.fails: list[int] = []
         self.executed = 0
         self.acked = 0
@@ -69,12 +74,7 @@ class BoltExecutor(ComponentExecutor):
         return sum(bt.state.emitted for bt in self.bolts.values())
 
     def ack(self, tup: Tuple) -> None:
-        am = tup.anchors
-        if am:
-            acks = self.acks
-            av = tup.ackval
-            for root, edge in am.items():
-                acks[root] = acks.get(root, 0) ^ edge ^ av
+        self.acks.add(tup)
         self.acked += 1
 
     def fail(self, tup: Tuple) -> None:
@@ -87,7 +87,10 @@ class BoltExecutor(ComponentExecutor):
         bt = self.bolts[task]
         process = bt.process
         state = bt.state
-        if bt.auto_ack and self.tracking:
+        if bt.auto_ack and self.tracking and run_acking is not None:
+            errors = run_acking(self, bt, tuples, process, state, self.acks, STOP_CHECK_EVERY)
+            self.acked += len(tuples) - errors
+        elif bt.auto_ack and self.tracking:
             acks = self.acks
             errors = 0
             for chunk in self.chunks(tuples):
@@ -192,8 +195,7 @@ class BoltExecutor(ComponentExecutor):
 
     def flush(self) -> None:
         if self.acks:
-            self.send_to_ackers("ack", list(self.acks.items()), lambda item: item[0])
-            self.acks.clear()
+            self.send_to_ackers("ack", self.acks.drain(), lambda item: item[0])
         if self.fails:
             self.send_to_ackers("fail", self.fails, lambda root: root)
             self.fails = []

@@ -11,6 +11,9 @@ for each root of the anchor, so multi-anchoring inside one tree stays exact.
 
 from __future__ import annotations
 
+import functools
+import os
+import random
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
@@ -19,10 +22,7 @@ from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
 from squall.worker.wire_types import PLAIN_TYPES
 
-try:  # Tuples filled in place, without a type call (squall/worker/fastwire.pyx), where it was built
-    from squall.worker.fastwire import make_tuple
-except ImportError:
-    make_tuple = Tuple
+make_tuple = Tuple
 
 
 class StreamOut:
@@ -39,7 +39,7 @@ class StreamOut:
         self.direct = direct
         # [emitted, transferred] on this stream: tuples emitted, and copies sent
         # (one per target task), as Storm counts them.  Read by the stats snapshot.
-        self.counts = [0, 0]
+        self.counts = stream_counts()
 
     def unpacked(self) -> tuple[type, int, Callable, bool, tuple[str, ...], Any, list[int]]:
         """What the emit closures read, as one tuple: a single unpack per emit.
@@ -63,6 +63,32 @@ class TaskState:
     def __init__(self) -> None:
         self.current: Tuple | None = None
         self.emitted = 0
+
+
+class AckTable(dict):
+    """One turn's acks of a bolt executor, XOR-ed per root: {root: value}.
+
+    XOR is associative, so the acker sees the same sum it would from one
+    message per tuple, in one message per root a turn.  A dict, so that the
+    pure acking loop (BoltExecutor.on_data) updates it inline.
+    """
+
+    def xor(self, root: int, val: int) -> None:
+        self[root] = self.get(root, 0) ^ val
+
+    def add(self, tup: Tuple) -> None:
+        """A tuple's ack: its edge XOR the edges anchored to it, into each of its roots."""
+        am = tup.anchors
+        if am:
+            av = tup.ackval
+            for root, edge in am.items():
+                self[root] = self.get(root, 0) ^ edge ^ av
+
+    def drain(self) -> list[tuple[int, int]]:
+        """The (root, value) pairs in the order their roots came; the table is left empty."""
+        out = list(self.items())
+        self.clear()
+        return out
 
 
 # Values of these types need no further check to cross the wire: msgpack's scalars and
@@ -266,3 +292,33 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
         return tasks
 
     return emit
+
+
+def stream_counts() -> Any:
+    """A stream's [emitted, transferred] counters."""
+    return [0, 0]
+
+
+def random_ids() -> Callable[[], int]:
+    """Random 64-bit tuple ids, never counters: Storm's odds of a false completion rest
+    on them.  One generator per executor, no lock shared."""
+    rng = random.Random(int.from_bytes(os.urandom(16), "little"))
+    return functools.partial(rng.getrandbits, 64)
+
+
+# The pure-Python twins, kept as the reference the typed ones are tested against.
+PureTaskState, pure_bolt_emitter, pure_spout_emitter = TaskState, bolt_emitter, spout_emitter
+PureAckTable = AckTable
+pure_stream_counts, pure_random_ids = stream_counts, random_ids
+
+try:  # the same, typed in C (squall/worker/typed_core.pyx), where it was built
+    from squall.worker.typed_core import AckTable  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.typed_core import (  # type: ignore[assignment]  # noqa: F811
+        TaskState,  # type: ignore[assignment]  # noqa: F811
+        bolt_emitter,
+        spout_emitter,
+    )
+except ImportError:
+    pass

@@ -10,15 +10,13 @@ a tuple arriving at an idle one is picked up at once.
 
 from __future__ import annotations
 
-import functools
-import os
-import random
 import threading
 import time
 from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from squall.worker.collector import random_ids
 from squall.worker.queues import ExecutorQueue
 from squall.worker.reporting import ErrorThrottle
 from squall.worker.serialization import check_values, try_serialize
@@ -55,10 +53,7 @@ class Executor:
         self.busy_secs = 0.0  # time spent in on_data: capacity = busy / window
         self.started = time.monotonic()  # counters count from here (their reader needs the span)
         self.stream_outs: list[Any] = []  # every StreamOut of this executor's tasks
-        # Random 64-bit tuple ids, never counters: Storm's odds of a false
-        # completion rest on them.  One generator per executor, no lock shared.
-        rng = random.Random(int.from_bytes(os.urandom(16), "little"))
-        self.rand64 = functools.partial(rng.getrandbits, 64)
+        self.rand64 = random_ids()  # random 64-bit tuple ids, this executor's own generator
         self.always_check = self.conf["topology.testing.always.try.serialize"]
         self.check = try_serialize if self.always_check else check_values
         self.errors = ErrorThrottle(self.conf["topology.max.error.report.per.interval"],

@@ -40,14 +40,10 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from squall.topology.tuple import Tuple
+from squall.topology.typed_tuple cimport ONE_ROOT, Tuple, set_anchors
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
-    ctypedef struct PyMemberDef:
-        Py_ssize_t offset
-    ctypedef struct PyMemberDescrObject:
-        PyMemberDef* d_member
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
     # No exception clause: a NULL (a lone surrogate) is cleared and left to the generic path.
@@ -258,53 +254,30 @@ cdef int put_dict(Buf* b, dict d, int depth) except -1:
     return 0
 
 
-# Where a Tuple keeps each field: its __slots__ are read and written in place, as
-# the slot descriptors themselves do, without an attribute lookup per field.
-# The first five are a row's, in wire order.
-SLOT_NAMES = ("id", "task", "stream", "values", "anchors", "component", "ackval")
-cdef Py_ssize_t SLOT_OFFSETS[7]
-cdef Py_ssize_t* ROW_OFFSETS = SLOT_OFFSETS
-cdef bint SLOTS_KNOWN = False
-
-
-cdef bint find_slots():
-    if set(getattr(Tuple, "__slots__", ())) != set(SLOT_NAMES) or Tuple.__base__ is not object:
-        return False  # Tuple changed shape: the generic paths know it, this does not
-    for i, name in enumerate(SLOT_NAMES):
-        descriptor = Tuple.__dict__.get(name)
-        if type(descriptor).__name__ != "member_descriptor":
-            return False
-        SLOT_OFFSETS[i] = (<PyMemberDescrObject*>descriptor).d_member.offset
-    return True
-
-
-SLOTS_KNOWN = find_slots()
-
-
-cdef inline void set_slot(object obj, int i, object value):
-    """Store into a slot of a Tuple just allocated (empty), taking a reference."""
-    Py_INCREF(<PyObject*>value)
-    (<PyObject**>((<char*><PyObject*>obj) + SLOT_OFFSETS[i]))[0] = <PyObject*>value
-
-
 cdef int put_row(Buf* b, object t) except -1:
-    """One data row ``[id, src_task, stream, values, anchors]``, read off a Tuple's slots."""
-    cdef int i
-    cdef PyObject* field
+    """One data row ``[id, src_task, stream, values, anchors]``, read off a typed Tuple."""
+    cdef Tuple tup
     if type(t) is not Tuple:
         return UNHANDLED
+    tup = <Tuple>t
     put_byte(b, 0x95)
-    for i in range(5):
-        field = (<PyObject**>((<char*><PyObject*>t) + ROW_OFFSETS[i]))[0]
-        if field == NULL or put_value(b, <object>field, 1):
-            return UNHANDLED  # a slot never set: the generic path raises for it
-    return 0
+    if tup.id_is_edge:
+        put_uint(b, tup.edge)
+    elif put_value(b, tup.tid, 1):
+        return UNHANDLED
+    if put_value(b, tup.task, 1) or put_value(b, tup.stream, 1) or put_value(b, tup.values, 1):
+        return UNHANDLED
+    if tup.form == ONE_ROOT:  # the map msgpack writes for {root: edge}, with no dict made
+        put_byte(b, 0x81)
+        put_uint(b, tup.root)
+        return put_uint(b, tup.edge)
+    return put_value(b, tup.amap, 1)
 
 
 cdef int put_rows(Buf* b, list tuples) except -1:
     """A data payload: one row per Tuple."""
     cdef Py_ssize_t n = len(tuples)
-    if n > 0xffffffff or not SLOTS_KNOWN:
+    if n > 0xffffffff:
         return UNHANDLED
     put_header(b, n, 0x90, 16, 0, 0xdc, 0xdd)
     for t in tuples:
@@ -365,7 +338,7 @@ cdef class RemoteBatch:
 
     def append(self, t):
         cdef Py_ssize_t mark = self.buf.size
-        if not self.kept and SLOTS_KNOWN and self.rows < 0xffffffff:
+        if not self.kept and self.rows < 0xffffffff:
             if self.buf.data == NULL:
                 self.buf.data = <char*>PyMem_Malloc(BATCH_START)
                 if self.buf.data == NULL:
@@ -440,17 +413,16 @@ cdef inline bint is_u64(object v):
     return type(v) is int and _PyLong_Sign(v) >= 0
 
 
-cdef object fill_tuple(object tid, object component, object stream, object src, object vals,
-                       object anchors):
-    """``Tuple(tid, component, stream, src, vals, anchors)``, filled in place."""
-    tup = PyType_GenericAlloc(Tuple, 0)
-    set_slot(tup, 0, tid)
-    set_slot(tup, 1, src)
-    set_slot(tup, 2, stream)
-    set_slot(tup, 3, vals)
-    set_slot(tup, 4, anchors)
-    set_slot(tup, 5, component)
-    set_slot(tup, 6, 0)
+cdef inline Tuple fill_tuple(object tid, object component, object stream, object src, object vals):
+    """A Tuple from the free list, its fields but the anchors filled (no ``__init__`` call)."""
+    cdef Tuple tup = Tuple.__new__(Tuple)
+    tup.tid = tid
+    tup.id_is_edge = False
+    tup.component = component
+    tup.stream = stream
+    tup.task = src
+    tup.values = vals
+    tup.ack = 0
     return tup
 
 
@@ -463,16 +435,9 @@ cdef object new_tuple(object tid, object component, object stream, object src, o
         item = PyList_GET_ITEM(values, i)
         Py_INCREF(item)
         PyTuple_SET_ITEM(vals, i, item)
-    return fill_tuple(tid, component, stream, src, vals, anchors)
-
-
-def _make_tuple(tid, component, stream, task, values, anchors=None):
-    return fill_tuple(tid, component, stream, task, values, anchors)
-
-
-#: What the emitters build their Tuples with: the class itself, without its
-#: type call and ``__init__``, as long as its slots are the ones known here.
-make_tuple = _make_tuple if SLOTS_KNOWN else Tuple
+    tup = fill_tuple(tid, component, stream, src, vals)
+    set_anchors(tup, anchors)
+    return tup
 
 
 def tuples(dict task_component, dict by_source, list rows):
@@ -485,8 +450,6 @@ def tuples(dict task_component, dict by_source, list rows):
     cdef Py_ssize_t i, n_rows = len(rows), nfields = 0
     cdef list out = []
     cdef object last_src = None, last_stream = None, component = None, record = None
-    if not SLOTS_KNOWN:
-        return None
     for i in range(n_rows):
         row = <object>PyList_GET_ITEM(rows, i)
         if type(row) is not list or PyList_GET_SIZE(row) != 5:
@@ -690,11 +653,14 @@ cdef inline bint repeats(Reader* r, Py_ssize_t at, Py_ssize_t n):
 cdef list read_rows(Reader* r, dict task_component, dict by_source):
     """A data payload read into Tuples, or Decline where ``WireValidator`` would refuse a row."""
     cdef Py_ssize_t i, j, n_rows = array_len(r), nfields = 0
-    cdef Py_ssize_t stream_len = -1, n, tid_at, tid_len, root_at = 0, root_len = 0
+    cdef Py_ssize_t stream_len = -1, n, tid_at, tid_len
     cdef const unsigned char* stream_at = NULL
     cdef const unsigned char* p
     cdef unsigned char c
-    cdef object last_src = None, component = None, record = None, stream = None, last_root = None
+    cdef uint64_t tid_u64 = 0
+    cdef bint tid_is_u64
+    cdef Tuple tup
+    cdef object last_src = None, component = None, record = None, stream = None
     cdef list out = []
     if n_rows > r.end - r.pos:
         raise Decline()
@@ -702,10 +668,14 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
         if take(r, 1)[0] != 0x95:
             raise Decline()
         tid_at = r.pos
-        tid = read_value(r, 1)
+        tid = None
+        tid_is_u64 = read_u64(r, &tid_u64)  # an int is made only if the id is not the edge
+        if not tid_is_u64:
+            r.pos = tid_at
+            tid = read_value(r, 1)
+            if tid is not None and not is_u64(tid):
+                raise Decline()
         tid_len = r.pos - tid_at
-        if tid is not None and not is_u64(tid):
-            raise Decline()
         src = read_value(r, 1)
         # The stream's name: the same bytes as the row before share its str.
         c = take(r, 1)[0]
@@ -737,36 +707,65 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             item = read_value(r, 1)
             Py_INCREF(<PyObject*>item)
             PyTuple_SET_ITEM(vals, j, <PyObject*>item)
-        if r.pos < r.end and r.data[r.pos] == 0x81:
-            # One tree, and an edge written as the tuple's id is (an emit's id is its
-            # only edge): the id's int serves as the edge too, one allocation fewer.
-            r.pos += 1
-            # A root written as the row before wrote its root (one input's children,
-            # one after the other) is that root: its int is shared too.
-            if root_len > 0 and repeats(r, root_at, root_len):
-                root = last_root
-            else:
-                root_at = r.pos
-                root = read_value(r, 2)
-                root_len = r.pos - root_at
-                last_root = root
-            if tid_len > 1 and repeats(r, tid_at, tid_len):
-                edge = tid
-            else:
-                edge = read_value(r, 2)
-            if type(root) is list or type(root) is dict:
-                raise Decline()
-            anchors = {root: edge}
-        else:
-            anchors = read_value(r, 1)
-        if anchors is not None:
-            if type(anchors) is not dict:
-                raise Decline()
-            for root, edge in (<dict>anchors).items():
-                if not is_u64(root) or not is_u64(edge):
-                    raise Decline()
-        out.append(fill_tuple(tid, component, stream, src, vals, anchors))
+        tup = fill_tuple(None, component, stream, src, vals)
+        if not (r.pos < r.end and r.data[r.pos] == 0x81 and one_root(r, tup, tid_is_u64, tid_u64, tid_at,
+                                                                     tid_len)):
+            set_anchors(tup, read_anchors(r))
+        if not tup.id_is_edge:
+            tup.tid = PyLong_FromUnsignedLongLong(tid_u64) if tid_is_u64 else tid
+        out.append(tup)
     return out
+
+
+cdef bint one_root(Reader* r, Tuple tup, bint tid_is_u64, uint64_t tid_u64, Py_ssize_t tid_at,
+                   Py_ssize_t tid_len) except -1:
+    """A one-entry anchors map read straight into ``tup``'s root and edge, with no int or
+    dict made; an edge written as the row's id was (an emit's id is its only edge) makes
+    the id read from the edge.  False, with the position back at the map, for a map of
+    anything but two 64-bit ids (read the general way)."""
+    cdef uint64_t root, edge
+    cdef Py_ssize_t at = r.pos
+    r.pos += 1
+    if not read_u64(r, &root):
+        r.pos = at
+        return False
+    if tid_is_u64 and repeats(r, tid_at, tid_len):
+        edge = tid_u64
+        tup.id_is_edge = True
+    elif not read_u64(r, &edge):
+        r.pos = at
+        return False
+    tup.form = ONE_ROOT
+    tup.root = root
+    tup.edge = edge
+    return True
+
+
+cdef object read_anchors(Reader* r):
+    """A row's anchors read as msgpack reads them: None, or a map of 64-bit ids (else Decline)."""
+    anchors = read_value(r, 1)
+    if anchors is not None:
+        if type(anchors) is not dict:
+            raise Decline()
+        for root, edge in (<dict>anchors).items():
+            if not is_u64(root) or not is_u64(edge):
+                raise Decline()
+    return anchors
+
+
+cdef bint read_u64(Reader* r, uint64_t* out) except -1:
+    """A non-negative int as msgpack writes one (fixint, uint8..64) into ``out``; False,
+    with the position anywhere, for anything else (read again the general way)."""
+    cdef unsigned char c = take(r, 1)[0]
+    cdef int n
+    if c <= 0x7f:
+        out[0] = c
+        return True
+    if 0xcc <= c <= 0xcf:
+        n = 1 << (c - 0xcc)
+        out[0] = be(take(r, n), n)
+        return True
+    return False
 
 
 def decode(object frame, dict task_component, dict data_inputs):
@@ -779,7 +778,7 @@ def decode(object frame, dict task_component, dict data_inputs):
     """
     cdef Reader r
     cdef Py_ssize_t i, n
-    if not SLOTS_KNOWN or type(frame) is not bytes:
+    if type(frame) is not bytes:
         return None
     r.data = <const unsigned char*>PyBytes_AS_STRING(frame)
     r.pos = 0

@@ -1,0 +1,95 @@
+"""The typed Tuple (squall/topology/typed_tuple.pyx) behaves as its pure-Python twin
+does, for everything a bolt, a feature or the wire reads and writes on it."""
+
+from __future__ import annotations
+
+import copy
+import pickle
+from typing import Any
+
+import pytest
+
+from squall import compiled
+from squall.topology.tuple import PureTuple, Tuple, record_type
+
+needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
+WORD = record_type(("word", "n"))
+TOP = (1 << 64) - 1
+
+
+def fields(t: Any) -> tuple[Any, ...]:
+    named = (t["word"], t.values.n) if hasattr(t.values, "_fields") else ()
+    return (t.id, t.component, t.stream, t.task, t.values, t.anchors, t.ackval, t.is_tick, repr(t), *named)
+
+
+@needs_build
+def test_the_build_is_the_tuple_every_module_gets() -> None:
+    from squall import Tuple as exported
+    from squall.topology import typed_tuple
+
+    assert Tuple is typed_tuple.Tuple is exported and PureTuple is not Tuple
+
+
+@needs_build
+@pytest.mark.parametrize("anchors", [None, {}, {5: 7}, {0: TOP}, {TOP: 0, 3: 4}, {1 << 64: 1}, {-1: 2},
+                                     {"x": 1}, {5: None}])
+@pytest.mark.parametrize("tid", [None, 7, TOP, "msg-1"])
+def test_every_field_reads_as_the_twin_reads_it(anchors: Any, tid: Any) -> None:
+    made = [cls(tid, "split", "default", 3, WORD("cow", 2), anchors) for cls in (PureTuple, Tuple)]
+    assert fields(made[0]) == fields(made[1])
+    for t in made:  # and as they are written: the acking XOR, a new id, new anchors
+        t.ackval ^= TOP
+        t.ackval ^= 5
+        t.id = "other"
+        t.task = 4
+        t.stream = "__tick"
+    assert fields(made[0]) == fields(made[1])
+    for t in made:
+        t.anchors = {9: 10}
+        t.anchors = anchors
+    assert fields(made[0]) == fields(made[1])
+
+
+@needs_build
+def test_an_id_that_is_the_edge_survives_new_anchors() -> None:
+    # Given a tuple as the emitters make it: its id is its edge, kept once
+    from squall.worker import typed_core
+
+    batches: dict[int, list[Any]] = {1: []}
+    from squall.worker import collector, routing
+
+    so = collector.StreamOut("default", WORD, ("word", "n"), routing.all_tasks([1]), False)
+    state = typed_core.TaskState()
+    state.current = Tuple(5, "spout", "default", 1, WORD("a", 1), {77: 5})
+    emit = typed_core.bolt_emitter("split", 2, {"default": so}, {1: batches[1].append}, True,
+                                   typed_core.RandomIds(), lambda *a: None, False, None, True, state)
+    emit(["cow", 1])
+    (child,) = batches[1]
+    edge = child.id
+    assert child.anchors == {77: edge} and state.current.ackval == edge
+    # When its anchors change, the id stays what it was
+    child.anchors = None
+    assert child.id == edge and child.anchors is None
+
+
+@needs_build
+def test_it_pickles_copies_and_refuses_unknown_attributes_as_the_twin_does() -> None:
+    t = Tuple(7, "split", "default", 3, ("cow", 2), {5: 7})  # a values record is a local class
+    t.ackval = 9
+    for back in (pickle.loads(pickle.dumps(t)), copy.copy(t), copy.deepcopy(t)):
+        assert fields(back)[:9] == fields(t)[:9]
+    for cls in (PureTuple, Tuple):
+        with pytest.raises(AttributeError):
+            cls(1, "c", "s", 1, WORD("a", 1)).other = 1  # type: ignore[attr-defined]
+        with pytest.raises(AttributeError):
+            cls(1, "c", "s", 1, WORD("a", 1))["missing"]
+
+
+@needs_build
+def test_a_subclass_is_still_a_tuple() -> None:
+    class Marked(Tuple):  # type: ignore[misc, valid-type]
+        __slots__ = ("mark",)
+
+    m = Marked(1, "c", "s", 1, WORD("a", 1), {2: 3})
+    m.mark = True
+    assert isinstance(m, Tuple) and m.anchors == {2: 3} and m.mark
