@@ -10,6 +10,7 @@ export table (``lazy_exports``), and "package.module:Name" class paths.
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
@@ -47,7 +48,8 @@ WALLED = {
 
 def modules() -> dict[str, Path]:
     found = {}
-    for path in PACKAGE.rglob("*.py"):
+    # .pyx: the modules written for Cython (squall/compiled ACCELERATORS), on their floors too
+    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")]:
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -80,8 +82,28 @@ def target(name: str) -> str | None:
     return None
 
 
+# A Cython module's imports and cimports, read line by line (ast cannot parse it).
+CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+c?import\s+(.+)|c?import\s+([\w.]+))")
+
+
+def cython_imports(path: Path) -> Iterator[tuple[str, int]]:
+    for line_no, line in enumerate(path.read_text().splitlines(), 1):
+        m = CYTHON_IMPORT.match(line)
+        if m is None or (m[1] or m[3]).split(".")[0] in ("cython", "libc", "cpython"):
+            continue  # C declarations Cython ships, not modules
+        if m[3]:
+            yield m[3], line_no
+            continue
+        for name in m[2].strip("() ").split(","):
+            sub = f"{m[1]}.{name.split(' as ')[0].strip()}"
+            yield (sub if sub in MODULES else m[1]), line_no
+
+
 def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     """(imported name, line) for every import in ``path``: squall modules and third-party tops."""
+    if path.suffix == ".pyx":
+        yield from cython_imports(path)
+        return
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):

@@ -16,10 +16,10 @@ from squall.topology.tuple import Tuple
 from squall.worker.collector import AckTable, TaskState, bolt_emitter
 from squall.worker.component_executor import ComponentExecutor
 
-try:  # the acking loop typed in C (squall/worker/typed_core.pyx), where it was built
-    from squall.worker.typed_core import run_acking
+try:  # the loop typed in C (squall/worker/typed_core.pyx), where it was built
+    from squall.worker.typed_core import run_batch
 except ImportError:
-    run_acking = None
+    run_batch = None
 
 # A stopping executor notices within this many tuples of a long batch; a
 # check per tuple would cost ~10% of the word count's throughput.
@@ -87,9 +87,12 @@ class BoltExecutor(ComponentExecutor):
         bt = self.bolts[task]
         process = bt.process
         state = bt.state
-        if bt.auto_ack and self.tracking and run_acking is not None:
-            errors = run_acking(self, bt, tuples, process, state, self.acks, STOP_CHECK_EVERY)
-            self.acked += len(tuples) - errors
+        if run_batch is not None:
+            acking = bt.auto_ack and self.tracking
+            errors = run_batch(self, bt, tuples, process, state, self.acks if acking else None,
+                               self.tracking, STOP_CHECK_EVERY)
+            if bt.auto_ack:
+                self.acked += len(tuples) - errors
         elif bt.auto_ack and self.tracking:
             acks = self.acks
             errors = 0

@@ -20,6 +20,7 @@ from typing import Any
 from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
+from squall.worker.emit_errors import bad_emit
 from squall.worker.wire_types import PLAIN_TYPES
 
 make_tuple = Tuple
@@ -96,22 +97,6 @@ class AckTable(dict):
 _PLAIN = PLAIN_TYPES
 
 
-def _bad_emit(component: str, stream: str, streams: dict[str, StreamOut], values: Any,
-              direct_task: Any) -> Exception:
-    so = streams.get(stream)
-    if so is None:
-        return ValueError(f"component {component!r} emitted on undeclared stream {stream!r} "
-                          f"(declared: {sorted(streams)})")
-    if not isinstance(values, (list, tuple)):
-        return TypeError(f"component {component!r} must emit a list or tuple of values, got {values!r}")
-    if len(values) != so.nfields:
-        return ValueError(f"component {component!r} emitted {len(values)} values on stream {stream!r}, "
-                          f"which declares {so.nfields} fields {list(so.fields)}")
-    if so.direct:
-        return ValueError(f"stream {stream!r} of {component!r} is direct: emit with direct_task=")
-    return ValueError(f"stream {stream!r} of {component!r} is not direct: direct_task is not allowed")
-
-
 def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                  out: dict[int, Callable[[Any], None]], tracking: bool, rand64: Callable[[], int],
                  check: Callable, always_check: bool, capture: Callable | None, auto_anchor: bool,
@@ -126,10 +111,10 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
     def emit(values: Any, anchors: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
         so = table.get(stream)
         if so is None or type(values) not in seq:
-            raise _bad_emit(component, stream, streams, values, direct_task)
+            raise bad_emit(component, stream, streams, values, direct_task)
         record, nfields, route, direct, fields, constant, counts = so
         if len(values) != nfields or direct is (direct_task is None):
-            raise _bad_emit(component, stream, streams, values, direct_task)
+            raise bad_emit(component, stream, streams, values, direct_task)
         if always_check:
             check(values, fields, component, stream)
         else:
@@ -255,10 +240,10 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
     def emit(values: Any, tup_id: Any = None, stream: str = DEFAULT_STREAM, direct_task: Any = None):
         so = table.get(stream)
         if so is None or type(values) not in seq:
-            raise _bad_emit(component, stream, streams, values, direct_task)
+            raise bad_emit(component, stream, streams, values, direct_task)
         record, nfields, route, direct, fields, constant, counts = so
         if len(values) != nfields or direct is (direct_task is None):
-            raise _bad_emit(component, stream, streams, values, direct_task)
+            raise bad_emit(component, stream, streams, values, direct_task)
         if always_check:
             check(values, fields, component, stream)
         else:
@@ -312,13 +297,13 @@ PureAckTable = AckTable
 pure_stream_counts, pure_random_ids = stream_counts, random_ids
 
 try:  # the same, typed in C (squall/worker/typed_core.pyx), where it was built
-    from squall.worker.typed_core import AckTable  # type: ignore[assignment]  # noqa: F811
-    from squall.worker.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
-    from squall.worker.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
     from squall.worker.typed_core import (  # type: ignore[assignment]  # noqa: F811
+        AckTable,  # type: ignore[assignment]  # noqa: F811
         TaskState,  # type: ignore[assignment]  # noqa: F811
         bolt_emitter,
         spout_emitter,
     )
+    from squall.worker.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
 except ImportError:
     pass

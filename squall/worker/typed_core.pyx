@@ -31,6 +31,7 @@ from libc.stdint cimport uint64_t
 from squall.topology.typed_tuple cimport ONE_ROOT, ROOT_MAP, Tuple, anchors_of, set_anchors
 
 from squall.topology.component import DEFAULT_STREAM
+from squall.worker.emit_errors import bad_emit
 from squall.worker.wire_types import PLAIN_TYPES
 
 cdef extern from "Python.h":
@@ -258,9 +259,7 @@ cdef class Emitter:
         return 0
 
     cdef object bad(self, values, stream, direct_task):
-        from squall.worker.collector import _bad_emit  # the twin's words for what is wrong
-
-        return _bad_emit(self.component, stream, self.streams, values, direct_task)
+        return bad_emit(self.component, stream, self.streams, values, direct_task)
 
 
 cdef class BoltEmit(Emitter):
@@ -534,22 +533,26 @@ cdef class AckTable:
         return out
 
 
-def run_acking(executor, bt, list tuples, process, TaskState state, AckTable acks, Py_ssize_t check_every):
-    """BoltExecutor.on_data's auto-acking loop, typed: each tuple processed, then its ack
-    folded into ``acks``; a tuple whose process raised goes to the executor's error path.
-    Stops early (the rest times out and replays) once the executor is told to stop,
-    looking every ``check_every`` tuples.  Returns how many raised."""
+def run_batch(executor, bt, list tuples, process, TaskState state, AckTable acks, bint current,
+              Py_ssize_t check_every):
+    """BoltExecutor.on_data's loop, typed: each tuple processed, then (with ``acks``) its
+    ack folded in; ``current``: each is the state's current tuple while it runs (what
+    auto-anchoring reads).  A tuple whose process raised goes to the executor's error
+    path, unacked.  Stops early (the rest times out and replays) once the executor is
+    told to stop, looking every ``check_every`` tuples.  Returns how many raised."""
     cdef Py_ssize_t i, n = len(tuples), errors = 0
     for i in range(n):
         if i % check_every == 0 and not executor.running:
             break
         tup = <object>PyList_GET_ITEM(tuples, i)
-        state.current = tup
+        if current:
+            state.current = tup
         try:
             process(tup)
         except Exception as e:  # user code: fail the tuple, keep going
             executor.on_process_error(bt, tup, e)
             errors += 1
             continue
-        acks.put_tuple(tup)
+        if acks is not None:
+            acks.put_tuple(tup)
     return errors

@@ -27,7 +27,9 @@ def test_the_word_count_shows_storms_numbers_per_component() -> None:
     assert split["emitted"] >= 7 * split["executed"]
     assert split["transferred"] == split["emitted"]
     assert spout["acked"] > 0 and float(spout["completeLatency"]) > 0
-    assert float(count["executeLatency"]) > 0 and 0 < count["capacity"] <= 1.5
+    # (the count's execute latency can be under the 0.5 µs its 3 decimals of a ms show)
+    assert float(split["executeLatency"]) > 0 and float(count["executeLatency"]) >= 0
+    assert 0 < count["capacity"] <= 1.5
     assert split["executors"] == 2 and count["executors"] == 2
     # the paper's progress metric: acked trees, for a spout that reports none of its own
     assert spout["progress"] == spout["acked"]

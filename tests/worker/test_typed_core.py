@@ -286,16 +286,17 @@ class Acking:
 
 
 @needs_build
-def test_the_typed_acking_loop_acks_what_was_processed_and_stops_when_told() -> None:
+def test_the_typed_loop_acks_what_was_processed_and_stops_when_told() -> None:
     rng = random.Random(8)
-    tuples = [Tuple(i, "split", "default", 1, (i,), {rng.getrandbits(2): rng.getrandbits(64)}) for i in range(600)]
+    tuples = [Tuple(i, "split", "default", 1, (i,), {rng.getrandbits(2): rng.getrandbits(64)})
+              for i in range(600)]
     for t in tuples[::3]:
         t.ackval = rng.getrandbits(64)
     # Given a bolt whose every seventh tuple raises
     ex = Acking()
     acks = typed().AckTable()
     state = typed().TaskState()
-    errors = typed().run_acking(ex, "bt", tuples, ex.process, state, acks, 256)
+    errors = typed().run_batch(ex, "bt", tuples, ex.process, state, acks, True, 256)
     # Then every tuple ran, those that raised went to the error path unacked, the rest were acked
     expected = collector.PureAckTable()
     for t in tuples:
@@ -306,5 +307,10 @@ def test_the_typed_acking_loop_acks_what_was_processed_and_stops_when_told() -> 
     assert acks.drain() == expected.drain()
     # And an executor told to stop runs no further than the next check
     ex = Acking(stop_after=300)
-    typed().run_acking(ex, "bt", tuples, ex.process, state, acks, 256)
+    typed().run_batch(ex, "bt", tuples, ex.process, state, acks, True, 256)
     assert ex.seen == list(range(512))
+    # And without acks (acked by hand, or untracked) it only runs them, the current tuple as asked
+    for current in (True, False):
+        ex, state = Acking(), typed().TaskState()
+        assert typed().run_batch(ex, "bt", tuples, ex.process, state, None, current, 256) == 86
+        assert ex.seen == list(range(600)) and (state.current is tuples[-1]) is current
