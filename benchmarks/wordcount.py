@@ -85,14 +85,18 @@ def run_squall(duration: float, warmup: float, acking: bool, rate: float | None,
     return out
 
 
+MAX_ON = "squall, acking on (max pending 1000)"
+AT_80 = "squall, acking on, 80% of its maximum"
 CONFIGS: list[tuple[str, dict[str, Any]]] = [
     ("plain Python loop", {"kind": "plain"}),
     ("squall, acking off", {"kind": "squall", "acking": False}),
-    ("squall, acking on (max pending 1000)", {"kind": "squall", "acking": True, "max_pending": 1000}),
+    (MAX_ON, {"kind": "squall", "acking": True, "max_pending": 1000}),
     # The same two with the hot path's Cython builds turned off (squall/compiled).
     ("  pure Python, acking off", {"kind": "squall", "acking": False, "pure": True}),
     ("  pure Python, acking on", {"kind": "squall", "acking": True, "max_pending": 1000, "pure": True}),
     ("squall, acking on, 5K sentences/s", {"kind": "squall", "acking": True, "rate": 5000.0}),
+    # The issue's latency point: 80% of the round's acking-on maximum (the row above it).
+    (AT_80, {"kind": "squall", "acking": True, "max_pending": 1000, "of_max": 0.8}),
 ]
 
 
@@ -167,6 +171,10 @@ def main() -> int:
     # by 10-20%) then slows every configuration alike, and the medians stay comparable.
     for _round in range(args.repeat):
         for label, spec in CONFIGS:
+            if "of_max" in spec:
+                if not runs[MAX_ON]:
+                    continue
+                spec = {**spec, "rate": runs[MAX_ON][-1]["sentences_per_s"] * spec["of_max"]}
             r = run_child(spec, args)
             if r is None:
                 print(f"{label}: failed", file=sys.stderr)
