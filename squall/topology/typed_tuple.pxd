@@ -21,3 +21,18 @@ cdef class Tuple:
 cdef int set_anchors(Tuple t, object anchors) except -1
 cdef object anchors_of(Tuple t)
 cdef object id_of(Tuple t)
+
+
+cdef inline Tuple bare_tuple(object tid, object component, object stream, object task, object values):
+    """A Tuple from the free list, without anchors, filled with no call to ``__init__``."""
+    cdef Tuple t = Tuple.__new__(Tuple)
+    t.tid = tid
+    t.id_is_edge = False
+    t.component = component
+    t.stream = stream
+    t.task = task
+    t.values = values
+    t.form = NO_ANCHORS
+    t.amap = None
+    t.ack = 0
+    return t

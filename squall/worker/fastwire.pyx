@@ -40,7 +40,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from squall.topology.typed_tuple cimport ONE_ROOT, Tuple, set_anchors
+from squall.topology.typed_tuple cimport ONE_ROOT, Tuple, bare_tuple, set_anchors
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
@@ -413,19 +413,6 @@ cdef inline bint is_u64(object v):
     return type(v) is int and _PyLong_Sign(v) >= 0
 
 
-cdef inline Tuple fill_tuple(object tid, object component, object stream, object src, object vals):
-    """A Tuple from the free list, its fields but the anchors filled (no ``__init__`` call)."""
-    cdef Tuple tup = Tuple.__new__(Tuple)
-    tup.tid = tid
-    tup.id_is_edge = False
-    tup.component = component
-    tup.stream = stream
-    tup.task = src
-    tup.values = vals
-    tup.ack = 0
-    return tup
-
-
 cdef object new_tuple(object tid, object component, object stream, object src, object record,
                       list values, Py_ssize_t n, object anchors):
     """``Tuple(tid, component, stream, src, record(*values), anchors)``, filled in place."""
@@ -435,7 +422,7 @@ cdef object new_tuple(object tid, object component, object stream, object src, o
         item = PyList_GET_ITEM(values, i)
         Py_INCREF(item)
         PyTuple_SET_ITEM(vals, i, item)
-    tup = fill_tuple(tid, component, stream, src, vals)
+    tup = bare_tuple(tid, component, stream, src, vals)
     set_anchors(tup, anchors)
     return tup
 
@@ -707,7 +694,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             item = read_value(r, 1)
             Py_INCREF(<PyObject*>item)
             PyTuple_SET_ITEM(vals, j, <PyObject*>item)
-        tup = fill_tuple(None, component, stream, src, vals)
+        tup = bare_tuple(None, component, stream, src, vals)
         if not (r.pos < r.end and r.data[r.pos] == 0x81 and one_root(r, tup, tid_is_u64, tid_u64, tid_at,
                                                                      tid_len)):
             set_anchors(tup, read_anchors(r))

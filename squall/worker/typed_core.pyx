@@ -28,7 +28,7 @@ from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint64_t
 
-from squall.topology.typed_tuple cimport ONE_ROOT, ROOT_MAP, Tuple, anchors_of, set_anchors
+from squall.topology.typed_tuple cimport ONE_ROOT, ROOT_MAP, Tuple, anchors_of, bare_tuple, set_anchors
 
 from squall.topology.component import DEFAULT_STREAM
 from squall.worker.emit_errors import bad_emit
@@ -163,22 +163,10 @@ cdef inline object make_values(Out o, object values):
     return vals
 
 
-cdef inline Tuple bare_tuple(object component, object stream, object task, object vals):
-    cdef Tuple t = Tuple.__new__(Tuple)
-    t.tid = None
-    t.id_is_edge = False
-    t.component = component
-    t.stream = stream
-    t.task = task
-    t.values = vals
-    t.ack = 0
-    return t
-
-
 cdef inline Tuple tree_tuple(object component, object stream, object task, object vals, uint64_t root,
                              uint64_t edge):
     """A tuple of one tree: its id is its edge."""
-    cdef Tuple t = bare_tuple(component, stream, task, vals)
+    cdef Tuple t = bare_tuple(None, component, stream, task, vals)
     t.id_is_edge = True
     t.form = ONE_ROOT
     t.root = root
@@ -307,7 +295,7 @@ cdef class BoltEmit(Emitter):
         return tasks
 
     cdef int untracked(self, vals, tuple tasks, stream) except -1:
-        tup = bare_tuple(self.component, stream, self.task, vals)
+        tup = bare_tuple(None, self.component, stream, self.task, vals)
         for t in tasks:
             self.deliver(t, tup)
         return 0
@@ -336,7 +324,7 @@ cdef class BoltEmit(Emitter):
                     else:
                         for root in am:
                             amap[root] = amap.get(root, 0) ^ edge
-            tup = bare_tuple(self.component, stream, self.task, vals)
+            tup = bare_tuple(None, self.component, stream, self.task, vals)
             tup.tid = first
             set_anchors(tup, amap)
             self.deliver(t, tup)
@@ -356,7 +344,7 @@ cdef class SpoutEmit(Emitter):
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
         if tup_id is None or not self.n_ackers or not tasks:
-            tup = bare_tuple(self.component, stream, self.task, vals)
+            tup = bare_tuple(None, self.component, stream, self.task, vals)
             for t in <tuple>tasks:
                 self.deliver(t, tup)
             if tup_id is not None:
