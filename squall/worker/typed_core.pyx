@@ -279,6 +279,9 @@ cdef class BoltEmit(Emitter):
                     return tasks
             self.untracked(vals, tasks, stream)
             return tasks
+        if ((type(anchors) is list or type(anchors) is tuple) and len(anchors) == 1
+                and type(anchors[0]) is Tuple):
+            anchors = anchors[0]  # one anchor in a list (a multilang emit's): as one given alone
         if type(anchors) is Tuple:
             a = <Tuple>anchors
             if self.tracking and a.form == ONE_ROOT:

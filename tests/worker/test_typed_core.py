@@ -113,6 +113,8 @@ def test_anchors_of_several_trees_and_several_anchors_give_the_same_maps() -> No
         bolt.state.current = two_trees
         bolt.emit(["auto"])
         bolt.emit(["one"], anchors=other)
+        bolt.emit(["one in a list"], anchors=[other])
+        bolt.emit(["two trees in a tuple"], anchors=(two_trees,))
         bolt.emit(["many"], anchors=[two_trees, other, untracked])
         bolt.emit(["none of them tracked"], anchors=[untracked])
         bolt.emit(["empty list"], anchors=[])
