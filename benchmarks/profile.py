@@ -18,14 +18,14 @@ the first stage that claims a frame, from the leaf up:
 
 =========  ==================================================================
 user       the topology's own code (spout next_tuple, split, count)
-emit       the collector: emit, anchoring, edge ids (collector.py)
+emit       the collector: emit, anchoring, edge ids (collector.py, typed_core.pyx)
 route      choosing the target tasks: groupings (routing.py)
 queue      the executors' queues and batches (queues.py)
 ack        acking, XOR bookkeeping in the executors (the collector's ack, executors)
 acker      the acker task and its ledger (acker/, acker_executor.py)
 crossing   leaving or entering the worker (transfer, transport, wire, serialization,
            fastwire, zmq); none in one worker
-tuple      making tuples (topology/tuple.py)
+tuple      making tuples (topology/tuple.py, typed_tuple.pyx)
 executor   the executors' loops (executor.py, spout/bolt/component_executor.py)
 other      the rest (interpreter, threads, metrics...)
 =========  ==================================================================
@@ -61,13 +61,14 @@ STAGES = [
                   "fastwire", "zmq")),
     ("route", ("routing",)),
     ("queue", ("queues",)),
-    ("tuple", ("topology/tuple", "(tuple.c:")),
-    ("emit", ("collector",)),
+    ("tuple", ("topology/tuple", "(tuple.c:", "typed_tuple")),
+    ("executor", ("run_batch",)),  # the bolt's loop, in the typed core
+    ("emit", ("collector", "typed_core")),
     ("executor", ("executor",)),
 ]
 # A function of the collector or an executor that acks: its name (Python's, or the end of a
 # Cython C name such as ``..._13BoltCollector_5ack``) has one of these as a word.
-ACK_NAMES = re.compile(r"(?:^|[^a-z])(ack|acks|acked|fail|anchor|anchors|xor)(?:$|[^a-z])")
+ACK_NAMES = re.compile(r"(?:^|[^a-z])(ack|acks|acked|acktable|fail|anchor|anchors|xor)(?:$|[^a-z])")
 
 
 # A thread blocked (on a lock, a condition, a sleep, a socket) is idle, not a stage's cost:
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
           f"sentences/s, {per_sentence_us:.2f} us of CPU a sentence ({total} samples)\n")
     print("| stage | share | us / sentence |")
     print("|---|---:|---:|")
-    for stage in [s for s, _ in STAGES] + ["ack", "other"]:
+    for stage in dict.fromkeys([s for s, _ in STAGES] + ["ack", "other"]):
         if stage in samples:
             share = samples[stage] / total
             print(f"| {stage} | {share:.1%} | {share * per_sentence_us:.2f} |")

@@ -89,3 +89,11 @@ class AckLedger:
 
 def _single(outcomes: list[Outcome]) -> Outcome | None:
     return outcomes[0] if outcomes else None
+
+
+PureAckLedger = AckLedger  # the pure-Python twin, kept as the reference the typed one is tested against
+
+try:  # the same ledger as a C hash table (squall/acker/typed_ledger.pyx), where it was built
+    from squall.acker.typed_ledger import AckLedger  # type: ignore[assignment]  # noqa: F811
+except ImportError:
+    pass

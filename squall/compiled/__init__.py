@@ -56,7 +56,8 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.topology.typed_tuple", "squall.worker.fastwire", "squall.worker.typed_core")
+ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.fastwire",
+                "squall.worker.typed_core")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an

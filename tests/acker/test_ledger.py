@@ -1,14 +1,37 @@
-"""The XOR ledger and the RotatingMap as pure cores: events in, outcomes out."""
+"""The XOR ledger and the RotatingMap as pure cores: events in, outcomes out.
+
+The ledger's tests run on both twins: the pure one (squall/acker/ledger.py) and,
+where it was built, the C hash table (squall/acker/typed_ledger.pyx)."""
 
 from __future__ import annotations
 
 import random
 import sys
+import tracemalloc
+from typing import Any
 
-from squall.acker import AckLedger, RotatingMap
+import pytest
+
+from squall import compiled
+from squall.acker import RotatingMap
+from squall.acker.ledger import PureAckLedger
 
 
-def test_tree_completes_only_when_every_edge_is_acked() -> None:
+def twins() -> list[Any]:
+    out: list[Any] = [pytest.param(PureAckLedger, id="pure")]
+    if compiled.accelerated():
+        from squall.acker.typed_ledger import AckLedger as TypedAckLedger
+
+        out.append(pytest.param(TypedAckLedger, id="typed"))
+    return out
+
+
+@pytest.fixture(params=twins())
+def AckLedger(request: pytest.FixtureRequest) -> Any:  # noqa: N802 - stands for the class
+    return request.param
+
+
+def test_tree_completes_only_when_every_edge_is_acked(AckLedger: Any) -> None:  # noqa: N803
     # The worked example of the FsShelter message-flow document, scenario B.
     ledger = AckLedger()
     root, t1, t2 = 11, 0x1234, 0x9876
@@ -18,14 +41,14 @@ def test_tree_completes_only_when_every_edge_is_acked() -> None:
     assert len(ledger) == 0
 
 
-def test_acks_may_overtake_the_init() -> None:
+def test_acks_may_overtake_the_init(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger()
     e = random.getrandbits(64)
     assert ledger.ack(7, e) is None  # bolt was faster than the spout's init
     assert ledger.init(7, e, spout_task=2) == (2, 7, True)
 
 
-def test_fail_is_immediate_and_forgets_the_tree() -> None:
+def test_fail_is_immediate_and_forgets_the_tree(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger()
     ledger.init(3, 99, spout_task=1)
     assert ledger.fail(3) == (1, 3, False)
@@ -34,13 +57,13 @@ def test_fail_is_immediate_and_forgets_the_tree() -> None:
     assert ledger.ack(3, 99) is None
 
 
-def test_fail_before_init_fails_on_init() -> None:
+def test_fail_before_init_fails_on_init(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger()
     assert ledger.fail(4) is None
     assert ledger.init(4, 1, spout_task=9) == (9, 4, False)
 
 
-def test_rotation_expires_pending_trees_to_their_spout() -> None:
+def test_rotation_expires_pending_trees_to_their_spout(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger(buckets=3)
     ledger.init(1, 5, spout_task=3)
     assert ledger.rotate() == []
@@ -48,7 +71,7 @@ def test_rotation_expires_pending_trees_to_their_spout() -> None:
     assert ledger.rotate() == [(3, 1, False)]
 
 
-def test_an_update_resets_the_timeout() -> None:
+def test_an_update_resets_the_timeout(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger(buckets=2)
     ledger.init(1, 5 ^ 6, spout_task=3)
     ledger.rotate()
@@ -57,14 +80,14 @@ def test_an_update_resets_the_timeout() -> None:
     assert ledger.rotate() == [(3, 1, False)]
 
 
-def test_orphan_acks_expire_silently() -> None:
+def test_orphan_acks_expire_silently(AckLedger: Any) -> None:  # noqa: N803
     ledger = AckLedger(buckets=2)
     ledger.ack(1, 5)  # no init ever arrives: no spout to tell
     ledger.rotate()
     assert ledger.rotate() == []
 
 
-def test_random_dags_complete_exactly_when_all_acked() -> None:
+def test_random_dags_complete_exactly_when_all_acked(AckLedger: Any) -> None:  # noqa: N803
     """Many random trees, edges acked in random order: completion comes with the last ack."""
     rng = random.Random(42)
     for _ in range(200):
@@ -107,7 +130,7 @@ def test_rotating_map_put_moves_to_newest_bucket() -> None:
 
 def test_pending_tree_state_is_small() -> None:
     """Storm keeps ~20 bytes per pending tree; ours is one packed int per tree."""
-    ledger = AckLedger()
+    ledger = PureAckLedger()
     rng = random.Random(1)
     for i in range(10_000):
         ledger.init(rng.getrandbits(64), rng.getrandbits(64), spout_task=i % 7)
@@ -115,3 +138,53 @@ def test_pending_tree_state_is_small() -> None:
     # one int: 64-bit ack val + failed bit + spout task, no tuple/list/object around it
     assert isinstance(entry, int)
     assert sys.getsizeof(entry) <= 40
+
+
+def test_the_typed_ledger_holds_a_pending_tree_in_less_than_the_pure_one() -> None:
+    sizes = []
+    for cls in [p.values[0] for p in twins()]:
+        rng = random.Random(1)
+        tracemalloc.start()
+        ledger = cls()
+        for i in range(50_000):
+            ledger.init(rng.getrandbits(64), rng.getrandbits(64), spout_task=i % 7)
+        sizes.append(tracemalloc.get_traced_memory()[0] / 50_000)
+        tracemalloc.stop()
+        assert len(ledger) == 50_000
+    assert sizes == sorted(sizes, reverse=True) and sizes[-1] <= 88
+
+
+@pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
+def test_both_ledgers_give_the_same_outcomes_for_the_same_events() -> None:
+    from squall.acker.typed_ledger import AckLedger as TypedAckLedger
+
+    rng = random.Random(11)
+    # Few roots, so that events meet: inits, acks, fails in any order, rotations between,
+    # in batches as the acker gets them, with a table that grows and empties again
+    roots = [rng.getrandbits(64) for _ in range(3_000)] + [0, 1, (1 << 64) - 1]
+    ledgers = (PureAckLedger(3), TypedAckLedger(3))
+    trees: list[tuple[int, int]] = []  # (root, val) of trees begun fresh, for acks that complete them
+    for step in range(600):
+        kind = rng.choice(["init", "ack", "fail", "tree", "tree", "complete", "complete"] if step % 50
+                          else ["rotate"])
+        if kind == "tree":
+            fresh = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(rng.randint(1, 400))]
+            trees += fresh
+            got = [ledger.init_many([(r, v, 4) for r, v in fresh]) for ledger in ledgers]
+        elif kind == "complete":
+            rng.shuffle(trees)
+            done, trees = trees[:300], trees[300:]
+            got = [ledger.ack_many(list(done)) for ledger in ledgers]
+        elif kind == "rotate":
+            got = [sorted(ledger.rotate()) for ledger in ledgers]
+        else:
+            picked = [rng.choice(roots) for _ in range(rng.randint(1, 60))]
+            if kind == "init":
+                batch: list[Any] = [(r, rng.getrandbits(64), rng.randrange(5)) for r in picked]
+            elif kind == "ack":
+                batch = [(r, rng.getrandbits(rng.choice([1, 8, 64]))) for r in picked]
+            else:
+                batch = picked
+            got = [getattr(ledger, f"{kind}_many")(list(batch)) for ledger in ledgers]
+        assert got[0] == got[1], (step, kind)
+        assert len(ledgers[0]) == len(ledgers[1])
