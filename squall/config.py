@@ -50,7 +50,7 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "topology.transfer.buffer.size": (1024, (int,), 2),
     # A spout holds back while its worker's bolts have more than this many tuples
     # queued in all (they share its GIL); 0 turns the yield off.  See spout_executor.
-    "topology.spout.yield.queued.tuples": (200, (int,), 0),
+    "topology.spout.yield.queued.tuples": (1000, (int,), 0),
     # How many times a spout's next_tuple runs before its output is flushed.
     "topology.spout.batch.size": (64, (int,), 1),
     # How long a spout sleeps when next_tuple emitted nothing (Storm's default 1 ms).

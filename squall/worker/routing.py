@@ -100,6 +100,9 @@ def fields(tasks: Sequence[int], indices: Sequence[int]) -> Choose:
             target = memo[k] = targets[stable_hash(k) % n]
         return target
 
+    # What the typed emitters read to find a known key's task without calling choose.
+    choose.memo = memo  # type: ignore[attr-defined]
+    choose.key_index = i  # type: ignore[attr-defined]
     return choose
 
 

@@ -125,8 +125,9 @@ cdef class Out:
     """One output stream as the emitters read it (``StreamOut.unpacked`` in C)."""
 
     cdef object record, route, fields, constant
-    cdef Py_ssize_t nfields
+    cdef Py_ssize_t nfields, key_index
     cdef bint direct, bare_record
+    cdef dict memo  # a one-field fields grouping's tasks of the keys it has seen, or None
     cdef StreamCounts counts
 
     def __init__(self, unpacked):
@@ -138,6 +139,9 @@ cdef class Out:
         self.fields = fields
         self.constant = constant
         self.counts = counts if type(counts) is StreamCounts else StreamCounts()
+        memo = getattr(route, "memo", None)
+        self.memo = memo if type(memo) is dict else None
+        self.key_index = getattr(route, "key_index", 0)
         # A namedtuple adds no fields to tuple: its instance can be filled as a tuple is.
         self.bare_record = (isinstance(record, type) and (<type>record).__base__ is tuple
                             and (<type>record).__basicsize__ == TUPLE_SIZE)
@@ -234,7 +238,16 @@ cdef class Emitter:
                     self.check(values, o.fields, self.component, stream)
                     break
         vals = make_values(o, values)
-        tasks = o.constant if o.constant is not None else o.route(vals, direct_task)
+        if o.constant is not None:
+            tasks = o.constant
+        elif o.memo is not None:
+            # A fields grouping's known key: its task from the chooser's memo, with no call.
+            key = (<tuple>vals)[o.key_index]
+            tasks = o.memo.get(key) if type(key) is str else None
+            if tasks is None:
+                tasks = o.route(vals, direct_task)
+        else:
+            tasks = o.route(vals, direct_task)
         if type(tasks) is not tuple:
             tasks = tuple(tasks)
         self.state.emitted += 1
