@@ -204,9 +204,43 @@ def test_under_the_target_more_in_flight_that_buys_nothing_is_not_kept() -> None
         targeted.observe_latency(latency)
         targeted.auto_tune(progress)
         values.append(targeted.get())
-    # At 100, but for a look at a neighbour now and then
+    # At 100, but for a look at a neighbour now and then (twice as high: the latency is
+    # far under the target)
     assert Counter(values[10:]).most_common(1)[0][0] == 100 and min(values[10:]) >= 75, values
-    assert max(values[10:]) <= 125, values
+    assert max(values[10:]) <= 200 and values[10:].count(100) >= 0.7 * len(values[10:]), values
+
+
+def test_far_under_the_target_a_plateau_that_still_rises_is_climbed() -> None:
+    """benchmarks/autotune.py's word count with the typed core: 206K sentences/s at 100
+    pending, 228K at 300, 231K at 1,000, 216K at 10,000, every p99 far under 20 ms, and
+    periods 3% noisy.  A step up from 100 gains less than the noise; the tuner must still
+    end within 5% of the best, under the target."""
+    import itertools
+    import random
+
+    from squall.tuning.autotune import LatencyTargetTuner
+
+    rng = random.Random(4)
+    curve = [(100, 206.0), (300, 228.0), (1000, 231.0), (3000, 226.0), (10000, 216.0)]
+
+    def throughput(pending: int) -> float:
+        for (x0, y0), (x1, y1) in itertools.pairwise(curve):
+            if pending <= x1:
+                return y0 + (y1 - y0) * (max(pending, x0) - x0) / (x1 - x0)
+        return curve[-1][1]
+
+    for start in (100, 10_000):
+        targeted = LatencyTargetTuner(start, target_ms=20)
+        settled = []
+        for turn in range(120):
+            pending = targeted.get()
+            targeted.observe_latency(pending / 200 + 0.3)  # 5 ms at 1,000, as measured
+            targeted.auto_tune(throughput(pending) * rng.uniform(0.97, 1.03))
+            if turn >= 60:
+                settled.append(targeted.get())
+        mean = sum(throughput(v) for v in settled) / len(settled)
+        assert mean >= 0.95 * 231, (start, settled)
+        assert all(v / 200 + 0.3 <= 20 for v in settled), (start, settled)
 
 
 def test_a_tuner_that_fell_far_below_the_knee_climbs_back_under_the_target() -> None:
