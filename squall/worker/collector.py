@@ -7,6 +7,10 @@ the bound ``append`` of its list: the lists live as long as the executor).  Anch
 Storm exactly: every (child, anchor) pair gets its own random 64-bit edge id,
 XOR-ed into the anchor's ``ackval`` and into the child's ``{root: edge}`` map
 for each root of the anchor, so multi-anchoring inside one tree stays exact.
+
+These are the pure-Python twins: where squall/worker/typed_core.pyx is built,
+its typed emitters, task state, counters, ids and ack table take their names
+at the end of this module (tests/worker/test_typed_core.py holds them equal).
 """
 
 from __future__ import annotations

@@ -273,6 +273,7 @@ cdef class BoltEmit(Emitter):
         cdef uint64_t e
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
+        self.vals = self.tasks = None  # the emitter keeps no values alive between emits
         if anchors is None:
             if self.auto_anchor and self.tracking:
                 cur = self.state.current
@@ -359,6 +360,7 @@ cdef class SpoutEmit(Emitter):
         cdef uint64_t root, val, e
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
+        self.vals = self.tasks = None  # the emitter keeps no values alive between emits
         if tup_id is None or not self.n_ackers or not tasks:
             tup = bare_tuple(None, self.component, stream, self.task, vals)
             for t in <tuple>tasks:
