@@ -29,12 +29,19 @@ cdef extern from "Python.h":
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
     Py_ssize_t PyTuple_GET_SIZE(object o)
     unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
+    int _PyLong_Sign(object v)
+    size_t _PyLong_NumBits(object v) except? <size_t>-1
 
 cdef object MASK64 = (1 << 64) - 1
 cdef object FAILED_BIT = 1 << 64
 cdef enum:
     TASK_SHIFT = 65
     START = 1024  # slots of a new ledger
+
+
+cdef inline bint fits_u64(object v):
+    """An int that is a 64-bit unsigned value (checked in C, no method call)."""
+    return type(v) is int and _PyLong_Sign(v) >= 0 and _PyLong_NumBits(v) <= 64
 
 
 cdef struct Entry:
@@ -192,7 +199,7 @@ cdef class AckLedger:
             else:
                 root, value = item
                 term = <PyObject*>value
-            if type(<object>term) is int and (<object>term).bit_length() <= 64:
+            if fits_u64(<object>term):
                 self.apply(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(<object>term), 0, 0,
                            failing, out)
             else:

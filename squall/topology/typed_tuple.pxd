@@ -1,6 +1,16 @@
-# The typed Tuple's fields, for the accelerators that read and fill them in C
-# (squall/worker/fastwire.pyx, squall/worker/typed_emit.pyx).  See typed_tuple.pyx.
+# The typed Tuple's fields and its values record, for the accelerators that read and
+# fill them in C (squall/worker/fastwire.pyx, squall/worker/typed_core.pyx).  See
+# typed_tuple.pyx.
 from libc.stdint cimport uint64_t
+
+
+cdef extern from "Python.h":
+    ctypedef struct PyObject
+    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
+    PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
+    PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
+    void PyTuple_SET_ITEM(object o, Py_ssize_t i, PyObject* v)
+    void Py_INCREF(PyObject* o)
 
 cdef enum:
     NO_ANCHORS = 0  # untracked: ``anchors`` is None
@@ -36,3 +46,24 @@ cdef inline Tuple bare_tuple(object tid, object component, object stream, object
     t.amap = None
     t.ack = 0
     return t
+
+
+cdef inline bint is_values_record(object record):
+    """A values record type that adds nothing to tuple (a namedtuple's): one that can be
+    allocated and filled as a tuple is."""
+    return (isinstance(record, type) and (<type>record).__base__ is tuple
+            and (<type>record).__basicsize__ == (<type>tuple).__basicsize__)
+
+
+cdef inline object filled_record(type record, object values, Py_ssize_t n):
+    """``record(*values)`` for a list or tuple of ``n`` values and a record that
+    :func:`is_values_record`, allocated and filled with no call to its type."""
+    cdef Py_ssize_t i
+    cdef PyObject* item
+    cdef bint is_list = type(values) is list
+    vals = PyType_GenericAlloc(record, n)
+    for i in range(n):
+        item = PyList_GET_ITEM(values, i) if is_list else PyTuple_GET_ITEM(values, i)
+        Py_INCREF(item)
+        PyTuple_SET_ITEM(vals, i, item)
+    return vals

@@ -27,8 +27,6 @@ from squall.topology.tuple import Tuple
 from squall.worker.emit_errors import bad_emit
 from squall.worker.wire_types import PLAIN_TYPES
 
-make_tuple = Tuple
-
 
 class StreamOut:
     """One output stream of a task: record type, router, direct flag."""
@@ -106,7 +104,7 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
                  check: Callable, always_check: bool, capture: Callable | None, auto_anchor: bool,
                  state: TaskState) -> Callable:
     new = tuple.__new__
-    make = make_tuple
+    make = Tuple
     fromkeys = dict.fromkeys
     plain = _PLAIN
     seq = (list, tuple)
@@ -230,7 +228,7 @@ def spout_emitter(component: str, task: int, streams: dict[str, StreamOut],
                   always_check: bool, capture: Callable | None, tracker: SpoutTracker,
                   now: Callable[[], float], state: TaskState) -> Callable:
     new = tuple.__new__
-    make = make_tuple
+    make = Tuple
     plain = _PLAIN
     seq = (list, tuple)
     table = {name: so.unpacked() for name, so in streams.items()}

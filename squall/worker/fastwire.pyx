@@ -40,7 +40,14 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from squall.topology.typed_tuple cimport ONE_ROOT, Tuple, bare_tuple, set_anchors
+from squall.topology.typed_tuple cimport (
+    ONE_ROOT,
+    Tuple,
+    bare_tuple,
+    filled_record,
+    is_values_record,
+    set_anchors,
+)
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
@@ -406,9 +413,6 @@ def encode(list messages):
         PyMem_Free(b.data)
 
 
-TUPLE_SIZE = tuple.__basicsize__
-
-
 cdef inline bint is_u64(object v):
     return type(v) is int and _PyLong_Sign(v) >= 0
 
@@ -416,13 +420,7 @@ cdef inline bint is_u64(object v):
 cdef object new_tuple(object tid, object component, object stream, object src, object record,
                       list values, Py_ssize_t n, object anchors):
     """``Tuple(tid, component, stream, src, record(*values), anchors)``, filled in place."""
-    cdef Py_ssize_t i
-    vals = PyType_GenericAlloc(record, n)
-    for i in range(n):
-        item = PyList_GET_ITEM(values, i)
-        Py_INCREF(item)
-        PyTuple_SET_ITEM(vals, i, item)
-    tup = bare_tuple(tid, component, stream, src, vals)
+    tup = bare_tuple(tid, component, stream, src, filled_record(record, values, n))
     set_anchors(tup, anchors)
     return tup
 
@@ -456,7 +454,7 @@ def tuples(dict task_component, dict by_source, list rows):
             if entry is None:
                 return "source"
             record, nfields = entry
-            if (<type>record).__base__ is not tuple or (<type>record).__basicsize__ != TUPLE_SIZE:
+            if not is_values_record(record):
                 return None  # not a values record: allocating it as a tuple would be wrong
             last_src, last_stream = src, stream
         if type(values) is not list or PyList_GET_SIZE(values) != nfields:
@@ -684,7 +682,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             if entry is None:
                 raise Decline()
             record, nfields = entry
-            if (<type>record).__base__ is not tuple or (<type>record).__basicsize__ != TUPLE_SIZE:
+            if not is_values_record(record):
                 raise Decline()
             stream_at, stream_len, last_src = p, n, src
         if array_len(r) != nfields:

@@ -28,7 +28,16 @@ from cpython.long cimport PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint64_t
 
-from squall.topology.typed_tuple cimport ONE_ROOT, ROOT_MAP, Tuple, anchors_of, bare_tuple, set_anchors
+from squall.topology.typed_tuple cimport (
+    ONE_ROOT,
+    ROOT_MAP,
+    Tuple,
+    anchors_of,
+    bare_tuple,
+    filled_record,
+    is_values_record,
+    set_anchors,
+)
 
 from squall.topology.component import DEFAULT_STREAM
 from squall.worker.emit_errors import bad_emit
@@ -36,15 +45,9 @@ from squall.worker.wire_types import PLAIN_TYPES
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
-    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
-    void PyTuple_SET_ITEM(object o, Py_ssize_t i, PyObject* v)
-    PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
-    void Py_INCREF(PyObject* o)
     int PyList_Append(object l, object x) except -1
     unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
-
-cdef Py_ssize_t TUPLE_SIZE = tuple.__basicsize__
 
 
 # -- ids -----------------------------------------------------------------------
@@ -126,7 +129,7 @@ cdef class Out:
 
     cdef object record, route, fields, constant
     cdef Py_ssize_t nfields, key_index
-    cdef bint direct, bare_record
+    cdef bint direct, bare_record  # bare_record: filled as a tuple is (is_values_record)
     cdef dict memo  # a one-field fields grouping's tasks of the keys it has seen, or None
     cdef StreamCounts counts
 
@@ -138,33 +141,18 @@ cdef class Out:
         self.direct = direct
         self.fields = fields
         self.constant = constant
-        self.counts = counts if type(counts) is StreamCounts else StreamCounts()
+        self.counts = counts  # the StreamOut's own: its stats read what the emits count
         memo = getattr(route, "memo", None)
         self.memo = memo if type(memo) is dict else None
         self.key_index = getattr(route, "key_index", 0)
-        # A namedtuple adds no fields to tuple: its instance can be filled as a tuple is.
-        self.bare_record = (isinstance(record, type) and (<type>record).__base__ is tuple
-                            and (<type>record).__basicsize__ == TUPLE_SIZE)
+        self.bare_record = is_values_record(record)
 
 
 cdef inline object make_values(Out o, object values):
-    """``tuple.__new__(record, values)`` without the call: allocated and filled."""
-    cdef Py_ssize_t i, n = o.nfields
-    cdef PyObject* item
-    if not o.bare_record:
-        return tuple.__new__(o.record, values)
-    vals = PyType_GenericAlloc(<type>o.record, n)
-    if type(values) is list:
-        for i in range(n):
-            item = PyList_GET_ITEM(values, i)
-            Py_INCREF(item)
-            PyTuple_SET_ITEM(vals, i, item)
-    else:
-        for i in range(n):
-            item = PyTuple_GET_ITEM(values, i)
-            Py_INCREF(item)
-            PyTuple_SET_ITEM(vals, i, item)
-    return vals
+    """``tuple.__new__(record, values)``, without the call where the record allows."""
+    if o.bare_record:
+        return filled_record(<type>o.record, values, o.nfields)
+    return tuple.__new__(o.record, values)
 
 
 cdef inline Tuple tree_tuple(object component, object stream, object task, object vals, uint64_t root,
@@ -176,6 +164,12 @@ cdef inline Tuple tree_tuple(object component, object stream, object task, objec
     t.root = root
     t.edge = edge
     return t
+
+
+cdef object _list_of(append):
+    """The list whose bound ``append`` this is, else None."""
+    owner = getattr(append, "__self__", None)
+    return owner if type(owner) is list else None
 
 
 cdef class Emitter:
@@ -196,8 +190,7 @@ cdef class Emitter:
         self.table = {name: Out(so.unpacked()) for name, so in streams.items()}
         # The batch list itself where the executor's append is a list's (appended in C),
         # else the append (a RemoteBatch's, or whatever a test hands in).
-        self.targets = {t: (getattr(a, "__self__", None) if type(getattr(a, "__self__", None)) is list else a)
-                        for t, a in out.items()}
+        self.targets = {t: _list_of(a) or a for t, a in out.items()}
         self.rand64 = rand64
         self.c_ids = type(rand64) is RandomIds
         self.ids = rand64 if self.c_ids else None
@@ -270,7 +263,6 @@ cdef class BoltEmit(Emitter):
 
     def __call__(self, values, anchors=None, stream=DEFAULT_STREAM, direct_task=None):
         cdef Tuple a
-        cdef uint64_t e
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
         self.vals = self.tasks = None  # the emitter keeps no values alive between emits
@@ -280,10 +272,7 @@ cdef class BoltEmit(Emitter):
                 if type(cur) is Tuple:
                     a = <Tuple>cur
                     if a.form == ONE_ROOT:  # the common case: one anchor in one tree
-                        for t in <tuple>tasks:
-                            e = self.new_id()
-                            a.ack ^= e
-                            self.deliver(t, tree_tuple(self.component, stream, self.task, vals, a.root, e))
+                        self.one_tree(a, vals, tasks, stream)
                         return tasks
                     if a.form == ROOT_MAP and a.amap:
                         self.anchored(vals, tasks, stream, (a,))
@@ -299,10 +288,7 @@ cdef class BoltEmit(Emitter):
         if type(anchors) is Tuple:
             a = <Tuple>anchors
             if self.tracking and a.form == ONE_ROOT:
-                for t in <tuple>tasks:
-                    e = self.new_id()
-                    a.ack ^= e
-                    self.deliver(t, tree_tuple(self.component, stream, self.task, vals, a.root, e))
+                self.one_tree(a, vals, tasks, stream)
                 return tasks
             anchors = (anchors,)
         if self.tracking and anchors:
@@ -310,6 +296,15 @@ cdef class BoltEmit(Emitter):
         else:
             self.untracked(vals, tasks, stream)
         return tasks
+
+    cdef int one_tree(self, Tuple a, vals, tuple tasks, stream) except -1:
+        """A child per task anchored to ``a``, of one tree: its own edge, XOR-ed into ``a``."""
+        cdef uint64_t e
+        for t in tasks:
+            e = self.new_id()
+            a.ack ^= e
+            self.deliver(t, tree_tuple(self.component, stream, self.task, vals, a.root, e))
+        return 0
 
     cdef int untracked(self, vals, tuple tasks, stream) except -1:
         tup = bare_tuple(None, self.component, stream, self.task, vals)
