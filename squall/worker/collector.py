@@ -93,6 +93,18 @@ class AckTable(dict):
         self.clear()
         return out
 
+    def drain_by(self, ackers: int) -> list[list[tuple[int, int]]]:
+        """The pairs of :meth:`drain`, as one list per acker: the acker of a root is
+        ``root % ackers`` (the spout chose the root so); the table is left empty."""
+        if ackers < 1:
+            msg = f"ackers must be at least 1, not {ackers}"
+            raise ValueError(msg)
+        out: list[list[tuple[int, int]]] = [[] for _ in range(ackers)]
+        for root, val in self.items():
+            out[root % ackers].append((root, val))
+        self.clear()
+        return out
+
 
 # Values of these types need no further check to cross the wire: msgpack's scalars and
 # the types features register (a TransactionAttempt); the registry's own set, grown in place.

@@ -80,17 +80,16 @@ cdef extern from "Python.h":
     Py_ssize_t PyUnicode_GET_LENGTH(PyObject* o)
     void* PyUnicode_DATA(PyObject* o)
 
+# C constants: compared with a literal past 32 bits, Cython makes a Python int of the
+# other side and compares objects, on every row.
+cdef Py_ssize_t MAX_LEN32 = 0xffffffff  # msgpack's longest array, map, str or bin
+cdef uint64_t BELOW_64 = 0x100000000  # the smallest uint msgpack writes in 8 bytes
+
 cdef enum:
     # Deeper nesting goes the generic way (msgpack's own limit is far above it).
     MAX_DEPTH = 64
     # What a put_* returns for a value left to the generic path (0: written).
     UNHANDLED = 1
-
-
-cdef struct Buf:
-    char* data
-    Py_ssize_t size
-    Py_ssize_t cap
 
 
 cdef int grow(Buf* b, Py_ssize_t need) except -1:
@@ -141,7 +140,7 @@ cdef int put_uint(Buf* b, uint64_t v) except -1:
         return put_be(b, 0xcc, v, 1)
     if v < 0x10000:
         return put_be(b, 0xcd, v, 2)
-    if v < 0x100000000:
+    if v < BELOW_64:
         return put_be(b, 0xce, v, 4)
     return put_be(b, 0xcf, v, 8)
 
@@ -192,7 +191,7 @@ cdef int put_str(Buf* b, object s) except -1:
     if utf8 == NULL:
         PyErr_Clear()
         return UNHANDLED  # a lone surrogate: msgpack refuses it too
-    if n > 0xffffffff:
+    if n > MAX_LEN32:
         return UNHANDLED
     put_header(b, n, 0xa0, 32, 0xd9, 0xda, 0xdb)
     return put(b, utf8, n)
@@ -220,7 +219,7 @@ cdef int put_value(Buf* b, object v, int depth) except -1:
         return put_float(b, v)
     if t is bytes:
         n = PyBytes_GET_SIZE(v)
-        if n > 0xffffffff:
+        if n > MAX_LEN32:
             return UNHANDLED
         put_header(b, n, 0, 0, 0xc4, 0xc5, 0xc6)
         return put(b, PyBytes_AS_STRING(v), n)
@@ -237,7 +236,7 @@ cdef int put_value(Buf* b, object v, int depth) except -1:
 
 cdef int put_array(Buf* b, object seq, bint is_list, int depth) except -1:
     cdef Py_ssize_t i, n = PyList_GET_SIZE(seq) if is_list else PyTuple_GET_SIZE(seq)
-    if n > 0xffffffff:
+    if n > MAX_LEN32:
         return UNHANDLED
     put_header(b, n, 0x90, 16, 0, 0xdc, 0xdd)
     for i in range(n):
@@ -252,7 +251,7 @@ cdef int put_array(Buf* b, object seq, bint is_list, int depth) except -1:
 
 cdef int put_dict(Buf* b, dict d, int depth) except -1:
     cdef Py_ssize_t n = len(d)
-    if n > 0xffffffff:
+    if n > MAX_LEN32:
         return UNHANDLED
     put_header(b, n, 0x80, 16, 0, 0xde, 0xdf)
     for key, value in d.items():
@@ -267,6 +266,8 @@ cdef int put_row(Buf* b, object t) except -1:
     if type(t) is not Tuple:
         return UNHANDLED
     tup = <Tuple>t
+    if tup.id_is_edge and tup.form == ONE_ROOT:  # nearly every row
+        return put_tree_row(b, tup.edge, tup.task, tup.stream, tup.values, tup.root)
     put_byte(b, 0x95)
     if tup.id_is_edge:
         put_uint(b, tup.edge)
@@ -281,10 +282,22 @@ cdef int put_row(Buf* b, object t) except -1:
     return put_value(b, tup.amap, 1)
 
 
+cdef int put_tree_row(Buf* b, uint64_t edge, object task, object stream, object values,
+                      uint64_t root) except -1:
+    """The row of a Tuple of one tree whose id is its edge, from its parts."""
+    put_byte(b, 0x95)
+    put_uint(b, edge)
+    if put_value(b, task, 1) or put_value(b, stream, 1) or put_value(b, values, 1):
+        return UNHANDLED
+    put_byte(b, 0x81)  # the map msgpack writes for {root: edge}, with no dict made
+    put_uint(b, root)
+    return put_uint(b, edge)
+
+
 cdef int put_rows(Buf* b, list tuples) except -1:
     """A data payload: one row per Tuple."""
     cdef Py_ssize_t n = len(tuples)
-    if n > 0xffffffff:
+    if n > MAX_LEN32:
         return UNHANDLED
     put_header(b, n, 0x90, 16, 0, 0xdc, 0xdd)
     for t in tuples:
@@ -329,10 +342,6 @@ cdef class RemoteBatch:
     the rows still reach the target in the order they were emitted.
     """
 
-    cdef Buf buf
-    cdef Py_ssize_t rows
-    cdef list kept
-
     def __cinit__(self):
         self.buf.data = NULL
         self.buf.size = 0
@@ -343,19 +352,40 @@ cdef class RemoteBatch:
     def __dealloc__(self):
         PyMem_Free(self.buf.data)
 
+    cdef int start(self) except -1:
+        """Ready for a row: 0, or UNHANDLED where the row must be kept as a Tuple
+        (one already is, so that the rows stay in order, or the count is at msgpack's limit)."""
+        if self.kept or self.rows >= MAX_LEN32:
+            return UNHANDLED
+        if self.buf.data == NULL:
+            self.buf.data = <char*>PyMem_Malloc(BATCH_START)
+            if self.buf.data == NULL:
+                raise MemoryError()
+            self.buf.cap = BATCH_START
+        return 0
+
     def append(self, t):
         cdef Py_ssize_t mark = self.buf.size
-        if not self.kept and self.rows < 0xffffffff:
-            if self.buf.data == NULL:
-                self.buf.data = <char*>PyMem_Malloc(BATCH_START)
-                if self.buf.data == NULL:
-                    raise MemoryError()
-                self.buf.cap = BATCH_START
+        if not self.start():
             if not put_row(&self.buf, t):
                 self.rows += 1
                 return
             self.buf.size = mark  # drop the part of the row written
         self.kept.append(t)
+
+    cdef int put_tree(self, uint64_t edge, object task, object stream, object values,
+                      uint64_t root) except -1:
+        """The row of a Tuple of one tree whose id is its edge, written from its parts,
+        with no Tuple made: 0, or UNHANDLED (nothing written) where the caller must
+        make the Tuple and :meth:`append` it."""
+        cdef Py_ssize_t mark = self.buf.size
+        if self.start():
+            return UNHANDLED
+        if put_tree_row(&self.buf, edge, task, stream, values, root):
+            self.buf.size = mark  # drop the part of the row written
+            return UNHANDLED
+        self.rows += 1
+        return 0
 
     def __len__(self):
         return self.rows + len(self.kept)
@@ -388,7 +418,7 @@ def encode(list messages):
     if b.data == NULL:
         raise MemoryError()
     try:
-        if len(messages) > 0xffffffff:
+        if len(messages) > MAX_LEN32:
             return None
         put_header(&b, len(messages), 0x90, 16, 0, 0xdc, 0xdd)
         for message in messages:

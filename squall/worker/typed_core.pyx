@@ -39,6 +39,8 @@ from squall.topology.typed_tuple cimport (
     set_anchors,
 )
 
+from squall.worker.fastwire cimport RemoteBatch
+
 from squall.topology.component import DEFAULT_STREAM
 from squall.worker.emit_errors import bad_emit
 from squall.worker.wire_types import PLAIN_TYPES
@@ -166,10 +168,11 @@ cdef inline Tuple tree_tuple(object component, object stream, object task, objec
     return t
 
 
-cdef object _list_of(append):
-    """The list whose bound ``append`` this is, else None."""
+cdef object _target_of(append):
+    """Where an emit delivers for the executor's ``append``: the list or RemoteBatch whose
+    bound ``append`` it is, so that it is filled in C, else the callable itself."""
     owner = getattr(append, "__self__", None)
-    return owner if type(owner) is list else None
+    return owner if type(owner) is list or type(owner) is RemoteBatch else append
 
 
 cdef class Emitter:
@@ -188,9 +191,7 @@ cdef class Emitter:
         self.task = task
         self.streams = streams
         self.table = {name: Out(so.unpacked()) for name, so in streams.items()}
-        # The batch list itself where the executor's append is a list's (appended in C),
-        # else the append (a RemoteBatch's, or whatever a test hands in).
-        self.targets = {t: _list_of(a) or a for t, a in out.items()}
+        self.targets = {t: _target_of(a) for t, a in out.items()}
         self.rand64 = rand64
         self.c_ids = type(rand64) is RandomIds
         self.ids = rand64 if self.c_ids else None
@@ -206,10 +207,15 @@ cdef class Emitter:
         return PyLong_AsUnsignedLongLong(self.rand64())
 
     cdef inline int deliver(self, object t, object tup) except -1:
-        target = self.targets[t]
+        return self.put_into(self.targets[t], tup)
+
+    cdef inline int put_into(self, object target, object tup) except -1:
         if type(target) is list:
             return PyList_Append(target, tup)
-        target(tup)
+        if type(target) is RemoteBatch:
+            target.append(tup)
+        else:
+            target(tup)
         return 0
 
     cdef int prepare(self, object values, object stream, object direct_task) except -1:
@@ -303,7 +309,14 @@ cdef class BoltEmit(Emitter):
         for t in tasks:
             e = self.new_id()
             a.ack ^= e
-            self.deliver(t, tree_tuple(self.component, stream, self.task, vals, a.root, e))
+            target = self.targets[t]
+            if type(target) is list:
+                PyList_Append(target, tree_tuple(self.component, stream, self.task, vals, a.root, e))
+            elif type(target) is RemoteBatch and not (<RemoteBatch>target).put_tree(e, self.task, stream, vals,
+                                                                                    a.root):
+                pass  # packed for the other worker as it is, with no Tuple made
+            else:
+                self.put_into(target, tree_tuple(self.component, stream, self.task, vals, a.root, e))
         return 0
 
     cdef int untracked(self, vals, tuple tasks, stream) except -1:
@@ -528,10 +541,27 @@ cdef class AckTable:
         cdef Py_ssize_t i
         out = [(PyLong_FromUnsignedLongLong(self.roots[i]), PyLong_FromUnsignedLongLong(self.vals[i]))
                for i in range(self.n)]
+        self.clear()
+        return out
+
+    def drain_by(self, Py_ssize_t ackers):
+        """The pairs of :meth:`drain`, as one list per acker: the acker of a root is
+        ``root % ackers`` (the spout chose the root so); the table is left empty."""
+        cdef Py_ssize_t i
+        if ackers < 1:
+            raise ValueError(f"ackers must be at least 1, not {ackers}")
+        out = [[] for i in range(ackers)]
+        for i in range(self.n):
+            PyList_Append(<object>PyList_GET_ITEM(out, <Py_ssize_t>(self.roots[i] % <uint64_t>ackers)),
+                          (PyLong_FromUnsignedLongLong(self.roots[i]), PyLong_FromUnsignedLongLong(self.vals[i])))
+        self.clear()
+        return out
+
+    cdef void clear(self):
+        cdef Py_ssize_t i
         for i in range(self.cap):
             self.index[i] = -1
         self.n = 0
-        return out
 
 
 def run_batch(executor, bt, list tuples, process, TaskState state, AckTable acks, bint current,

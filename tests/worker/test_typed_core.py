@@ -12,6 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
+import msgpack
 import pytest
 
 from squall import compiled
@@ -316,3 +317,70 @@ def test_the_typed_loop_acks_what_was_processed_and_stops_when_told() -> None:
         ex, state = Acking(), typed().TaskState()
         assert typed().run_batch(ex, "bt", tuples, ex.process, state, None, current, 256) == 86
         assert ex.seen == list(range(600)) and (state.current is tuples[-1]) is current
+
+
+@needs_build
+def test_acks_grouped_by_acker_are_the_drained_pairs_each_at_its_roots_acker() -> None:
+    rng = random.Random(9)
+    roots = [rng.getrandbits(64) for _ in range(200)] + [0, (1 << 64) - 1]
+    for ackers in (1, 2, 3, 7):
+        tables = (collector.PureAckTable(), typed().AckTable())
+        for _ in range(1_000):
+            root, val = rng.choice(roots), rng.getrandbits(64)
+            for table in tables:
+                table.xor(root, val)
+        pure_pairs = list(tables[0].items())
+        groups = [t.drain_by(ackers) for t in tables]
+        assert groups[0] == groups[1]
+        assert len(groups[1]) == ackers
+        # every pair once, at the acker its root belongs to, in the order the roots came
+        for i, group in enumerate(groups[1]):
+            assert group == [(r, v) for r, v in pure_pairs if r % ackers == i]
+        assert len(tables[1]) == 0 and tables[1].drain() == []
+    for table in (collector.PureAckTable(), typed().AckTable()):
+        with pytest.raises(ValueError, match="ackers must be at least 1"):
+            table.drain_by(0)
+
+
+@needs_build
+def test_an_emit_to_another_worker_packs_the_rows_its_tuples_would_give() -> None:
+    from squall.worker.fastwire import PackedRows, RemoteBatch
+
+    from squall.transactional.attempt import TransactionAttempt
+    from squall.worker import serialization
+
+    def unpack(frame: bytes) -> Any:
+        return msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=msgpack.ExtType)
+
+    def run(bolt: Bolt) -> None:
+        bolt.state.current = Tuple(7, "spout", "default", 1, ("a b",), {(1 << 64) - 5: 7})
+        for w in ("cow", "moon", "over", "jumps", "high", "low"):
+            bolt.emit([w])  # fields grouped over tasks 5 and 6
+        # a value only the generic encoder packs, among rows the packer writes itself
+        for w in ("x", TransactionAttempt(4, 17), "y"):
+            bolt.emit([w], stream="direct", direct_task=6)
+
+    pure = Bolt("pure")
+    run(pure)
+    # The typed emit, task 6 in another worker: its rows packed as they are emitted
+    fast = Bolt("typed")
+    remote = RemoteBatch()
+    fast.batches = {5: [], 6: []}
+    fast.emit = typed().bolt_emitter("split", 3, fast.streams, {5: fast.batches[5].append, 6: remote.append},
+                                     True, seeded(), check_values, False, None, True, fast.state)
+    run(fast)
+    assert fast.sent()[5] == pure.sent()[5]
+    assert fields(fast.state.current) == fields(pure.state.current)  # every edge XOR-ed in
+    assert fast.counts() == pure.counts() and fast.state.emitted == pure.state.emitted == 9
+    # The peer gets the rows the Tuples themselves would have given, bit for bit
+    payloads = remote.take()
+    frame = serialization.encode([("data", 6, p) for p in payloads])
+    expected = serialization.generic_encode([("data", 6, pure.batches[6])])
+    rows = [msgpack.packb(row) for _, _, part in unpack(frame) for row in part]
+    assert rows == [msgpack.packb(row) for row in unpack(expected)[0][2]]
+    # The rows before the one the packer cannot write were packed with no Tuple made;
+    # that one and the one after it kept their Tuples, in order
+    to_six = pure.batches[6]
+    assert [type(p) for p in payloads] == [PackedRows, list]
+    assert payloads[0].count == len(to_six) - 2
+    assert [fields(t) for t in payloads[1]] == [fields(t) for t in to_six[-2:]]
