@@ -158,6 +158,13 @@ class LatencyTargetTuner(PaperTuner):
       law lands on the plateau, not at its edge); with both known, it stays, and after
       :data:`NO_CHANGE_LIMIT` periods forgets them and looks again.
 
+    After a step down the trees a higher value put in flight drain first, and a period
+    then measures their wait and their burst of acks, not the new value.  While the
+    trees in flight (:meth:`observe_in_flight`) exceed the value, and for
+    ``SETTLE_PERIODS`` periods after, nothing is recorded: a drain's latency had a
+    tuner come down from 10,000 mark the next values it tried over the target, and
+    stay far below them (0.92x of the best throughput).
+
     The paper's own steps are not used: they answer a drop in throughput with a
     Decrease, which under a latency target is noise more often than overload, and the
     latency already says when there are too many trees in flight.
@@ -165,6 +172,9 @@ class LatencyTargetTuner(PaperTuner):
 
     MARGIN = 0.9  # below the value Little's law gives: the latency measured is noisy
     HEADROOM = 0.25  # a knee whose latency is under this share of the target looks twice as high
+    # Periods not recorded once a drain is over: the one it ended in, and the next, whose
+    # first acks are still the oldest trees' (the last of the backlog is in flight then).
+    SETTLE_PERIODS = 2
 
     def __init__(self, initial: int, *, target_ms: float, within: float = 0.03, smoothing: float = 0.5,
                  **kwargs: float | int | None) -> None:
@@ -177,6 +187,12 @@ class LatencyTargetTuner(PaperTuner):
         self.smoothing = smoothing
         self.seen: dict[int, tuple[float, float]] = {}  # value -> (progress, latency ms)
         self._latency_ms: float | None = None
+        self._in_flight: int | None = None
+        self._settling = 0  # periods still to pass unrecorded after a drain
+
+    def observe_in_flight(self, trees: int) -> None:
+        """The trees in flight at the end of the period about to be handed to :meth:`auto_tune`."""
+        self._in_flight = trees
 
     def observe_latency(self, latency_ms: float | None) -> None:
         """The complete latency (the executor gives its p99) of the period about to be
@@ -184,6 +200,21 @@ class LatencyTargetTuner(PaperTuner):
         self._latency_ms = latency_ms
 
     def auto_tune(self, delta_progress: float) -> None:
+        if self._draining():
+            self._settling = self.SETTLE_PERIODS
+        if self._settling:
+            self._settling -= 1
+            self.action = Action.NO_CHANGE
+            return
+        self._decide(delta_progress)
+        if self._draining():  # a step down, under more trees than the new value
+            self._settling = self.SETTLE_PERIODS
+
+    def _draining(self) -> bool:
+        """More trees in flight than the value: a higher value's, still completing."""
+        return self._in_flight is not None and self._in_flight > self.value
+
+    def _decide(self, delta_progress: float) -> None:
         ran_at, latency = self.value, self._latency_ms
         if latency is None:  # nothing completed: no measure of this value; the paper decides
             super().auto_tune(delta_progress)

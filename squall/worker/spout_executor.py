@@ -280,6 +280,9 @@ class SpoutExecutor(ComponentExecutor):
         observe = getattr(self.tuner, "observe_latency", None)
         if observe is not None:  # the period's p99 complete latency, for a latency-aware tuner
             observe(period_p99_ms(self.latencies, acked - self._tuned_acked))
+        in_flight = getattr(self.tuner, "observe_in_flight", None)
+        if in_flight is not None:  # whether a higher value's trees are still draining
+            in_flight(self.tracker.count)
         self._tuned_acked = acked
         self.tuner.auto_tune(delta)
         tuned = max(1, int(self.tuner.get()))

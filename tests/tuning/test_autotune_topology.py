@@ -65,3 +65,30 @@ def test_the_tuned_value_follows_capacity_down_and_up() -> None:
     assert max(recovered) > min(slow), (slow, recovered)
     # It moved by the paper's steps: never below 1, always an int.
     assert all(isinstance(v, int) and v >= 1 for v in fast + slow + recovered)
+
+
+class Slow(Bolt):
+    def process(self, tup: Any) -> None:
+        time.sleep(0.001)
+
+
+class Targeted(Topology):
+    config = {"topology.max.spout.pending": 10_000, "topology.max.spout.pending.autotune": True,
+              "topology.max.spout.pending.autotune.secs": 0.5,
+              "topology.max.spout.pending.autotune.latency.ms": 100}
+    numbers = Numbers.spec()
+    work = Slow.spec(inputs=[numbers])
+
+
+def test_a_latency_target_started_far_too_high_comes_down_to_it_not_below() -> None:
+    """A bolt of about a millisecond a tuple, and 10,000 trees allowed: the first step down
+    leaves thousands in flight, whose wait the next periods see.  The tuner must wait
+    that drain out, not take it for its new value's, which threw it down to a handful of
+    trees in flight, a tenth of what the target allows."""
+    with LocalCluster() as cluster:
+        cluster.submit("tuned", Targeted)
+        poll_for(lambda: tuned_value(cluster) < 1_000, timeout=30,
+                 message="the tuner coming down from 10,000")
+        # Little's law: ~1 ms a tree and a 100 ms target allow some 90 in flight
+        poll_for(lambda: 20 <= tuned_value(cluster) <= 100, timeout=30,
+                 message="the tuner settling where the target allows, not far below it")
