@@ -160,10 +160,10 @@ class LatencyTargetTuner(PaperTuner):
 
     After a step down the trees a higher value put in flight drain first, and a period
     then measures their wait and their burst of acks, not the new value.  While the
-    trees in flight (:meth:`observe_in_flight`) exceed the value, and for
-    ``SETTLE_PERIODS`` periods after, nothing is recorded: a drain's latency had a
-    tuner come down from 10,000 mark the next values it tried over the target, and
-    stay far below them (0.92x of the best throughput).
+    trees in flight (:meth:`observe_in_flight`) exceed the value by more than a
+    ``DRAIN_SHARE`` of a period's, and for ``SETTLE_PERIODS`` periods after, nothing is
+    recorded: a drain's latency had a tuner come down from 10,000 mark the next values
+    it tried over the target, and stay far below them (0.92x of the best throughput).
 
     The paper's own steps are not used: they answer a drop in throughput with a
     Decrease, which under a latency target is noise more often than overload, and the
@@ -175,6 +175,10 @@ class LatencyTargetTuner(PaperTuner):
     # Periods not recorded once a drain is over: the one it ended in, and the next, whose
     # first acks are still the oldest trees' (the last of the backlog is in flight then).
     SETTLE_PERIODS = 2
+    # A drain counts when the excess trees are more than this share of a period's: a p99
+    # moves once more than 1% of the samples are another value's (a fast topology stepping
+    # down its plateau drains in milliseconds, and must not wait three periods a step).
+    DRAIN_SHARE = 0.005
 
     def __init__(self, initial: int, *, target_ms: float, within: float = 0.03, smoothing: float = 0.5,
                  **kwargs: float | int | None) -> None:
@@ -200,19 +204,22 @@ class LatencyTargetTuner(PaperTuner):
         self._latency_ms = latency_ms
 
     def auto_tune(self, delta_progress: float) -> None:
-        if self._draining():
+        if self._draining(delta_progress):
             self._settling = self.SETTLE_PERIODS
         if self._settling:
             self._settling -= 1
             self.action = Action.NO_CHANGE
             return
         self._decide(delta_progress)
-        if self._draining():  # a step down, under more trees than the new value
+        if self._draining(delta_progress):  # a step down, under more trees than the new value
             self._settling = self.SETTLE_PERIODS
 
-    def _draining(self) -> bool:
-        """More trees in flight than the value: a higher value's, still completing."""
-        return self._in_flight is not None and self._in_flight > self.value
+    def _draining(self, per_period: float) -> bool:
+        """More trees in flight than the value, a higher value's still completing, and
+        enough of them to move the next period's p99."""
+        if self._in_flight is None:
+            return False
+        return self._in_flight - self.value > self.DRAIN_SHARE * max(per_period, 0.0)
 
     def _decide(self, delta_progress: float) -> None:
         ran_at, latency = self.value, self._latency_ms
