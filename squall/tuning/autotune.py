@@ -147,7 +147,10 @@ class LatencyTargetTuner(PaperTuner):
       start.  A quarter at a time took a tuner started at 1,000 a dozen periods to come
       down and, with noise, it never arrived (p99 227 ms against a 20 ms target);
     * **under it, with no knee yet** (the *knee*: the lowest value seen under the target
-      whose progress is within ``within``, 3%, of the best seen at any value): a step
+      whose progress is within ``within``, 3%, of the best seen at any value, that share
+      scaled by its latency's share of the target: far under the target latency is
+      cheap, and a plateau that falls slowly toward low values must not be walked down
+      by 3% a step; the slow bolt's tuner ended 6% short of the best fixed value): a step
       up, a quarter, or half way to the lowest value seen over the target; so with no
       value under the target near the best it climbs as high as the target allows;
     * **under it, off the knee**: back to the knee (above it, more in flight bought only
@@ -238,7 +241,7 @@ class LatencyTargetTuner(PaperTuner):
             return
         best = max(p for p, _lat in self.seen.values())  # at any value, over the target or not
         near = [v for v, (p, lat) in self.seen.items()
-                if lat <= self.target_ms and p >= (1 - self.within) * best]
+                if lat <= self.target_ms and p >= (1 - self.within * lat / self.target_ms) * best]
         if not near:  # nothing under the target has the best throughput yet: up, toward the target
             up = self._step_up(ran_at)
             if up > ran_at:
