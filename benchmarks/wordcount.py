@@ -104,7 +104,8 @@ def pending_tree_bytes(n: int = 100_000) -> dict[str, float]:
     """Bytes per pending tuple tree: the acker's ledger and the spout's pending map."""
     import tracemalloc
 
-    from squall.acker import AckLedger, RotatingMap
+    from squall.acker import AckLedger
+    from squall.worker.collector import pending_trees
 
     rng = random.Random(3)
     ids = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(n)]
@@ -115,7 +116,7 @@ def pending_tree_bytes(n: int = 100_000) -> dict[str, float]:
         ledger.init(root, val, spout_task=3)
     acker = (tracemalloc.get_traced_memory()[0] - base) / n
     base = tracemalloc.get_traced_memory()[0]
-    pending = RotatingMap(2)
+    pending = pending_trees()  # what a spout executor keeps: the typed table where it is built
     now = time.monotonic()
     for i, (root, _val) in enumerate(ids):
         pending.put_new(root, (3, i, now + i))

@@ -57,7 +57,7 @@ MODULES = (
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
 ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.fastwire",
-                "squall.worker.typed_core")
+                "squall.worker.typed_core", "squall.worker.typed_pending")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an

@@ -33,8 +33,9 @@ import itertools
 from collections import deque
 from typing import Any
 
+from squall.acker.rotating_map import RotatingMap
 from squall.topology.loading import resolve_class
-from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
+from squall.worker.collector import SpoutTracker, TaskState, pure_settle, settle, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
 
 LATENCY_SAMPLES = 200_000
@@ -242,26 +243,10 @@ class SpoutExecutor(ComponentExecutor):
                          timeout_secs=self.conf["topology.message.timeout.secs"], likely=cause)
 
     def settle(self, roots: list[int], ok: bool) -> int:
-        newest, older = self.tracker.pending.buckets  # two: RotatingMap.pop inlined (hot)
-        now = self.now()
-        latencies = self.latencies
-        by_task = self.by_task
-        settled = 0
-        waited = 0.0
-        for root in roots:
-            entry = newest.pop(root, None)
-            if entry is None:
-                entry = older.pop(root, None)
-                if entry is None:
-                    continue  # already timed out here and failed
-            settled += 1
-            task, msg_id, t0 = entry
-            if ok:
-                latencies.append(now - t0)
-                waited += now - t0
-                by_task[task].spout.ack(msg_id)
-            else:
-                by_task[task].spout.fail(msg_id)
+        pending = self.tracker.pending
+        # The typed table's own loop where the tracker has one, else the pure twin's.
+        run = settle if type(pending) is not RotatingMap else pure_settle
+        settled, waited = run(pending, roots, ok, self.now(), self.latencies, self.by_task)
         self.tracker.count -= settled
         if ok:
             self.acked += settled

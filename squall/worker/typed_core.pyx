@@ -40,6 +40,7 @@ from squall.topology.typed_tuple cimport (
 )
 
 from squall.worker.fastwire cimport RemoteBatch
+from squall.worker.typed_pending cimport PendingTrees
 
 from squall.topology.component import DEFAULT_STREAM
 from squall.worker.emit_errors import bad_emit
@@ -385,7 +386,10 @@ cdef class SpoutEmit(Emitter):
         r = PyLong_FromUnsignedLongLong(root)
         self.inits[self.acker_tasks[root % <uint64_t>self.n_ackers]].append(
             (r, PyLong_FromUnsignedLongLong(val), self.task))
-        self.pending.put_new(r, (self.task, tup_id, self.now()))
+        if type(self.pending) is PendingTrees:  # the typed table: no tuple made for the entry
+            (<PendingTrees>self.pending).add(root, self.task, tup_id, self.now())
+        else:
+            self.pending.put_new(r, (self.task, tup_id, self.now()))
         self.tracker.count += 1
         return tasks
 

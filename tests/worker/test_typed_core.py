@@ -183,7 +183,9 @@ class Spout:
                          check_values, False, None, self.tracker, lambda: 42.0, self.state)
 
     def seen(self) -> tuple[Any, ...]:
-        pending = {k: v for bucket in self.tracker.pending.buckets for k, v in bucket.items()}
+        table = self.tracker.pending
+        pending = (dict(table.items()) if hasattr(table, "items") else
+                   {k: v for bucket in table.buckets for k, v in bucket.items()})
         return ({t: [fields(x) for x in b] for t, b in self.batches.items()}, self.tracker.inits,
                 self.tracker.immediate, pending, self.tracker.count, self.state.emitted)
 
