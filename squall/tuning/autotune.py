@@ -159,7 +159,9 @@ class LatencyTargetTuner(PaperTuner):
       the load; twice as high while the latency is under a quarter of the target) or
       down (the plateau may reach lower: a tuner that came down from 10,000 by Little's
       law lands on the plateau, not at its edge); with both known, it stays, and after
-      :data:`NO_CHANGE_LIMIT` periods forgets them and looks again.
+      :data:`NO_CHANGE_LIMIT` periods forgets them and looks again.  It looks up only
+      where Little's law puts the latency under the target (with the margin): a knee
+      close to the target would otherwise take every look up over it.
 
     After a step down the trees a higher value put in flight drain first, and a period
     then measures their wait and their burst of acks, not the new value.  While the
@@ -257,9 +259,12 @@ class LatencyTargetTuner(PaperTuner):
         # faster) and down (the plateau may reach lower); with both known, stay.  Far under
         # the target the neighbour up is twice the knee: a step's gain is lost in the noise
         # on a plateau that still rises (the word count's: +10% from 100 to 1,000 pending).
-        far_under = self.seen[ran_at][1] < self.HEADROOM * self.target_ms
+        knee_ms = self.seen[ran_at][1]
+        far_under = knee_ms < self.HEADROOM * self.target_ms
         up, down = self._step_up(ran_at, double=far_under), self._cut(ran_at, self.step)
-        if up > ran_at and up not in self.seen:
+        # Only a look up that Little's law says stays under the target (with the margin):
+        # next to it, every look up took the period's p99 over it.
+        if up > ran_at and up not in self.seen and knee_ms * up / ran_at <= self.target_ms * self.MARGIN:
             self._move(up, Action.INCREASE)
             return
         if down < ran_at and down not in self.seen:
