@@ -78,8 +78,12 @@ def period_p99_ms(latencies: deque[float], trees: int) -> float | None:
     n = min(trees, len(latencies))
     if n <= 0:
         return None
-    k = n // 100 + 1  # the k-th largest of n is its p99
-    newest = itertools.islice(reversed(latencies), n)
+    # Copied in one C call, which no other thread can interleave with: iterated in Python
+    # they could be cleared under it (a benchmark does) and the worker died of it.
+    newest = list(itertools.islice(reversed(latencies), n))
+    if not newest:
+        return None
+    k = len(newest) // 100 + 1  # the k-th largest of n is its p99
     return heapq.nlargest(k, newest)[-1] * 1000
 
 

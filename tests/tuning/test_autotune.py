@@ -356,3 +356,31 @@ def test_a_knee_near_the_target_never_looks_up_over_it() -> None:
         tuner.auto_tune(4_900.0)
         values.append(tuner.get())
     assert all(v * 0.41 <= 20 for v in values), values
+
+
+def test_the_period_p99_survives_another_thread_clearing_the_samples() -> None:
+    """benchmarks/autotune.py clears the spout's latency samples from its own thread to
+    start a measurement; the p99 of the period iterated them in Python, and a clear in
+    between killed the worker ("deque mutated during iteration")."""
+    import threading
+    from collections import deque
+
+    from squall.worker.spout_executor import period_p99_ms
+
+    samples: deque[float] = deque([i / 1000 for i in range(50_000)], maxlen=200_000)
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            samples.clear()
+            samples.extend(i / 1000 for i in range(5_000))
+
+    thread = threading.Thread(target=churn)
+    thread.start()
+    try:
+        for _ in range(300):
+            p99 = period_p99_ms(samples, 5_000)
+            assert p99 is None or 0 <= p99 <= 50_000
+    finally:
+        stop.set()
+        thread.join()
