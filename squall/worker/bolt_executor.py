@@ -197,14 +197,11 @@ class BoltExecutor(ComponentExecutor):
             super().on_control(kind, task, payload)
 
     def flush(self) -> None:
-        if self.acks:
+        if self.acks:  # grouped by acker in one pass (in C, where the typed core is built)
             ackers = self.acker_tasks
-            if len(ackers) == 1:
-                self.control_out.append(("ack", ackers[0], self.acks.drain()))
-            else:  # grouped by acker in one pass (in C, where the typed core is built)
-                for task, group in zip(ackers, self.acks.drain_by(len(ackers)), strict=True):
-                    if group:
-                        self.control_out.append(("ack", task, group))
+            for task, group in zip(ackers, self.acks.drain_by(len(ackers)), strict=True):
+                if group:
+                    self.control_out.append(("ack", task, group))
         if self.fails:
             self.send_to_ackers("fail", self.fails, lambda root: root)
             self.fails = []

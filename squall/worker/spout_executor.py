@@ -33,9 +33,8 @@ import itertools
 from collections import deque
 from typing import Any
 
-from squall.acker.rotating_map import RotatingMap
 from squall.topology.loading import resolve_class
-from squall.worker.collector import SpoutTracker, TaskState, pure_settle, settle, spout_emitter
+from squall.worker.collector import SpoutTracker, TaskState, settle, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
 
 LATENCY_SAMPLES = 200_000
@@ -247,10 +246,8 @@ class SpoutExecutor(ComponentExecutor):
                          timeout_secs=self.conf["topology.message.timeout.secs"], likely=cause)
 
     def settle(self, roots: list[int], ok: bool) -> int:
-        pending = self.tracker.pending
-        # The typed table's own loop where the tracker has one, else the pure twin's.
-        run = settle if type(pending) is not RotatingMap else pure_settle
-        settled, waited = run(pending, roots, ok, self.now(), self.latencies, self.by_task)
+        # collector's settle is the loop of the table SpoutTracker made: both typed, or both pure.
+        settled, waited = settle(self.tracker.pending, roots, ok, self.now(), self.latencies, self.by_task)
         self.tracker.count -= settled
         if ok:
             self.acked += settled
