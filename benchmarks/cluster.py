@@ -1,7 +1,7 @@
 """Cluster-mode word count next to local mode, and recovery after SIGKILL.
 
     python benchmarks/cluster.py [--duration 8] [--security both|secure|insecure] [--repeat 1]
-                                 [--pending 2000] [--workers 2,4] [--workers-as both|own|supervisor]
+                                 [--pending 2000,5000] [--workers 2,4] [--workers-as both|own|supervisor]
 
 Local mode runs in a process of its own, pinned to one core as ``squall
 local`` pins itself, and unpinned; the cluster's workers are pinned by their
@@ -25,6 +25,17 @@ round), and the CPU time each sentence cost: the workers' (or the local
 process's) user and system time over the window, per acked sentence.  Where
 both modes keep their cores busy, throughput is cores / CPU per sentence, so
 that column shows what crossing workers costs whatever the machine's speed.
+
+Every configuration runs at each ``--pending`` (max spout pending per spout
+task), since the cluster needs more trees in flight than one process for the
+same rate (Little's law: rate = trees in flight / time a tree takes).  Half of
+each sentence's words cross to the other worker and their acks cross back,
+each way a batch a send thread packs and a receive thread unpacks when their
+worker's GIL lets them (every few milliseconds, under load): a tree takes
+longer, and with the trees in flight local mode needs, a worker waits on the
+other's acks with nothing to run.  2000 is what this benchmark ran at from
+its first version; 5000 covers the cluster's round trip on this machine, and
+changes nothing for local mode, whose trees never wait on another process.
 """
 
 from __future__ import annotations
@@ -47,6 +58,7 @@ from squall.cli.devcluster import DevCluster  # noqa: E402
 
 BENCH = REPO / "benchmarks" / "topologies" / "bench_wordcount.py"
 PINNED = "local mode, 1 worker, pinned to 1 core"
+UNPINNED = "local mode, 1 worker, unpinned"
 
 
 def submit(cluster: DevCluster, file: Path, name: str, *conf: str) -> None:
@@ -181,9 +193,9 @@ def main() -> int:
                         help="which dev clusters to measure (default: both, side by side)")
     parser.add_argument("--repeat", type=int, default=1,
                         help="rounds of every configuration; the table shows medians")
-    parser.add_argument("--pending", type=int, default=2000,
-                        help="topology.max.spout.pending per spout task, in every configuration "
-                             "(default 2000, the issue's setting)")
+    parser.add_argument("--pending", default="2000,5000",
+                        help="topology.max.spout.pending per spout task, comma separated: every "
+                             "configuration at each (default 2000,5000; see above)")
     parser.add_argument("--workers", default="2,4",
                         help="the cluster sizes to measure, comma separated (default 2,4)")
     parser.add_argument("--workers-as", choices=["both", "own", "supervisor"],
@@ -192,20 +204,27 @@ def main() -> int:
     parser.add_argument("--local-child", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--pinned", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    pendings = [int(p) for p in args.pending.split(",")]
     if args.local_child:
-        local_child(args.duration, args.pinned, args.pending)
+        local_child(args.duration, args.pinned, pendings[0])
         return 0
     modes = {"both": [True, False], "secure": [True], "insecure": [False]}[args.security]
     sizes = [int(w) for w in args.workers.split(",")]
     rows: dict[str, list[float]] = {}
     cpu: dict[str, list[float]] = {}
     paired: dict[str, list[float]] = {}  # each run / the pinned local run of its round
+    pinned_of: dict[str, str] = {}  # a row's label -> the label of the pinned local row it is set against
 
-    def measure(label: str, result: tuple[float, float]) -> None:
+    def at(label: str, pending: int) -> str:
+        return f"{label}, pending {pending}" if len(pendings) > 1 else label
+
+    def measure(label: str, pending: int, result: tuple[float, float]) -> None:
         rate, secs = result
+        label = at(label, pending)
+        pinned_of[label] = at(PINNED, pending)
         rows.setdefault(label, []).append(rate)
         cpu.setdefault(label, []).append(secs * 1e6)
-        paired.setdefault(label, []).append(rate / rows[PINNED][-1])
+        paired.setdefault(label, []).append(rate / rows[at(PINNED, pending)][-1])
 
     users = {"both": [True, False], "own": [True], "supervisor": [False]}[args.workers_as]
     recoveries: dict[str, dict[str, Any]] = {}
@@ -227,12 +246,14 @@ def main() -> int:
             # Rounds of every configuration in turn: a machine whose speed drifts (a VM's
             # does, by 10-20%) slows them alike, and the medians stay comparable.
             for _round in range(args.repeat):
-                for pinned, label in ((True, PINNED), (False, "local mode, 1 worker, unpinned")):
-                    measure(label, local_throughput(args.duration, pinned, args.pending))
-                for label, cluster in clusters.items():
-                    for workers in sizes:
-                        measure(f"cluster ({label}), {workers} workers on 2 nodes",
-                                cluster_throughput(cluster, workers, args.duration, args.pending))
+                for pending in pendings:
+                    measure(PINNED, pending, local_throughput(args.duration, True, pending))
+                    if pending == pendings[0]:
+                        measure(UNPINNED, pending, local_throughput(args.duration, False, pending))
+                    for label, cluster in clusters.items():
+                        for workers in sizes:
+                            measure(f"cluster ({label}), {workers} workers on 2 nodes", pending,
+                                    cluster_throughput(cluster, workers, args.duration, pending))
             for i, (label, cluster) in enumerate(clusters.items()):
                 recoveries[label] = recovery(cluster, shared / f"recovery-{i}", rate=500)
         finally:
@@ -240,15 +261,15 @@ def main() -> int:
                 cluster.stop()
     print(f"word count (spout x2, split x2, count x2, acking on, max pending {args.pending} per spout task), "
           f"sentences acked per second, {args.repeat} round(s), median\n")
-    pinned = median(rows[PINNED])
     spread = args.repeat > 1
-    print(f"{'configuration':<44}{'sentences/s':>12}{'vs pinned local':>17}"
+    width = max(44, *(len(label) + 2 for label in rows))
+    print(f"{'configuration':<{width}}{'sentences/s':>12}{'vs pinned local':>17}"
           + (f"{'per round':>11}" if spread else "") + f"{'CPU us/sentence':>17}"
           + ("      min - max" if spread else ""))
-    print("-" * (116 if spread else 90))
+    print("-" * (width + (72 if spread else 46)))
     for label, values in rows.items():
         value = median(values)
-        line = f"{label:<44}{value:>12,.0f}{value / pinned:>16.2f}x"
+        line = f"{label:<{width}}{value:>12,.0f}{value / median(rows[pinned_of[label]]):>16.2f}x"
         if spread:
             line += f"{median(paired[label]):>10.2f}x"
         line += f"{median(cpu[label]):>17.2f}"
@@ -259,7 +280,7 @@ def main() -> int:
         print("\neach cluster run against the pinned local run of its round:")
         for label, ratios in paired.items():
             if label.startswith("cluster"):
-                print(f"  {label:<42}" + "  ".join(f"{r:.2f}x" for r in ratios))
+                print(f"  {label:<{width}}" + "  ".join(f"{r:.2f}x" for r in ratios))
     print("\nrecovery after SIGKILL of a worker (durable word count at 500 sentences/s):")
     print(f"  {'cluster':<24}{'rate before':>12}{'replacement running':>22}{'acks back to half':>20}")
     for label, rec in recoveries.items():
