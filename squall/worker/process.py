@@ -188,6 +188,10 @@ class WorkerProcess:
             plan = plan_topology(definition_from_dict(assignment.topology), overrides=overrides)
         except SquallError as e:
             raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
+        # The name it was submitted under (nimbus puts it in the conf), as local mode names
+        # it: the definition's is its class's, which neither the user's context.topology_name,
+        # nor the executors' log lines, nor the errors it records should show.
+        plan.name = assignment.conf.get("topology.name") or plan.name
         by_id = {e.id: e for e in plan.executors}
         unknown = [e for e in assignment.executors if tuple(e) not in by_id]
         if unknown:

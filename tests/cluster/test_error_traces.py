@@ -52,6 +52,9 @@ def test_a_bolts_trace_reaches_squall_errors_and_the_rest_answer(make_cluster: A
     assert "ValueError: 0 is a multiple of five" in out or "is a multiple of five" in out
     lines = squall_cli(cluster, "logs", "raising", "-c", "picky").stdout.splitlines()
     assert any(WHERE in line for line in lines), lines[-20:]
+    # Its lines name the topology as it was submitted, as local mode's do, not by its class
+    events = [line for line in lines if "component=picky" in line]
+    assert events and all("topology=raising " in line for line in events), events[:3]
     assert all(line.startswith("127.0.0.1:") for line in lines)
 
 
