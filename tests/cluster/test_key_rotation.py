@@ -40,7 +40,9 @@ def bump_mtime(path: Path) -> None:
 def test_tokens_and_zookeeper_password_rotate_under_a_running_topology(make_cluster: Any,
                                                                        tmp_path: Path) -> None:
     cluster = make_cluster(supervisors=1, slots=2)
-    run = WordCountRun(tmp_path / "wc", sentences=3000)
+    # 20 s of sentences at 400/s: the rotation, and the worker killed after it, come while
+    # there is still work to do (with 3,000 a fast machine had acked them all before).
+    run = WordCountRun(tmp_path / "wc", sentences=8000)
     run.submit(cluster, "rot", "topology.workers=2", "squall.test.rate=400")
     poll_for(lambda: len(run.acked()) > 200, timeout=60, message="processing started")
 
@@ -67,6 +69,7 @@ def test_tokens_and_zookeeper_password_rotate_under_a_running_topology(make_clus
     assert cluster.worker_pids() == workers  # the running workers were never touched
     before = len(run.acked())
     # (a busy machine took more than a fixed 60 s here: wait while it progresses, issue 30)
+    assert before + 200 < len(run.sentences), "every sentence was done before the rotation: too few"
     wait_for_progress(lambda: len(run.acked()), before + 200, stall=60,
                       message="processing after the rotation")
     # A worker dies: its supervisor relaunches it with the topology's key, read under the new password.
