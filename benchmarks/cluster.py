@@ -224,7 +224,7 @@ def main() -> int:
         pinned_of[label] = at(PINNED, pending)
         rows.setdefault(label, []).append(rate)
         cpu.setdefault(label, []).append(secs * 1e6)
-        paired.setdefault(label, []).append(rate / rows[at(PINNED, pending)][-1])
+        paired.setdefault(label, []).append(rate / rows[pinned_of[label]][-1])
 
     users = {"both": [True, False], "own": [True], "supervisor": [False]}[args.workers_as]
     recoveries: dict[str, dict[str, Any]] = {}

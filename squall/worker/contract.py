@@ -212,6 +212,12 @@ class Assignment:
     version: int
     log_levels: dict[str, Any] = field(default_factory=dict)  # not in identity(): applied live
 
+    @property
+    def topology_name(self) -> str:
+        """The name it was submitted under (nimbus puts it in the conf), as local mode names
+        it; the definition's own name is its class's, which no user-facing name should show."""
+        return str(self.conf.get("topology.name") or self.topology.get("name") or self.topology_id)
+
     @classmethod
     def from_dict(cls, data: Any) -> Assignment:
         def need(key: str, kind: type | tuple[type, ...]) -> Any:

@@ -188,10 +188,9 @@ class WorkerProcess:
             plan = plan_topology(definition_from_dict(assignment.topology), overrides=overrides)
         except SquallError as e:
             raise StartupError(str(e), EXIT_BAD_ASSIGNMENT) from e
-        # The name it was submitted under (nimbus puts it in the conf), as local mode names
-        # it: the definition's is its class's, which neither the user's context.topology_name,
-        # nor the executors' log lines, nor the errors it records should show.
-        plan.name = assignment.conf.get("topology.name") or plan.name
+        # context.topology_name, the executors' log lines and the errors they record: the
+        # submitted name, not the definition's class name.
+        plan.name = assignment.topology_name
         by_id = {e.id: e for e in plan.executors}
         unknown = [e for e in assignment.executors if tuple(e) not in by_id]
         if unknown:
@@ -414,7 +413,7 @@ class WorkerProcess:
         cause = e.__cause__ or e
         text, trace = describe(cause)
         a = self.assignment
-        self._append_error(ErrorRecord(a.topology.get("name", a.topology_id) if a else "", "__worker", None,
+        self._append_error(ErrorRecord(a.topology_name if a else "", "__worker", None,
                                        text, trace, True, a.address if a else ""))
         log.error("worker could not start", error=text, exit_code=e.exit_code,
                   meaning=EXIT_MEANINGS[e.exit_code])

@@ -391,7 +391,8 @@ def test_a_change_of_its_own_executors_makes_the_worker_exit_to_be_relaunched(wo
 
 
 def unknown_executor(workers: Workers) -> str:
-    return json.dumps(workers.assignment("x", "zmq+tcp://127.0.0.1:1", [[7, 9]], {}))
+    return json.dumps(workers.assignment("x", "zmq+tcp://127.0.0.1:1", [[7, 9]], {},
+                                         conf={"topology.name": "counted"}))
 
 
 @pytest.mark.parametrize("content", [None, lambda w: "{not json", lambda w: json.dumps({"topology_id": "x"}),
@@ -404,7 +405,10 @@ def test_a_missing_or_invalid_assignment_exits_with_its_own_code(workers: Worker
         (d / "assignment.json").write_text(content(workers))
     proc = workers.launch(d)
     assert exit_code(proc, 10) == EXIT_BAD_ASSIGNMENT, log_of(d)
-    assert json.loads((d / "errors.jsonl").read_text().splitlines()[0])["component"] == "__worker"
+    record = json.loads((d / "errors.jsonl").read_text().splitlines()[0])
+    assert record["component"] == "__worker"
+    if content is unknown_executor:  # the assignment was read: named as it was submitted
+        assert record["topology"] == "counted"
 
 
 def test_log_levels_in_the_assignment_apply_without_a_restart_and_expire(workers: Workers) -> None:
