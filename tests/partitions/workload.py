@@ -5,7 +5,8 @@ The client appends messages (``id sentence``) to each workload's queue file at a
 steady rate, each an ``emit`` invocation in that workload's history (process:
 the message id, one operation each).  An observer thread completes them ``ok``
 when the topology says it is done with them -- the at-least-once count's spout
-acked the id, the transactional or Trident count committed the id's marker -- as
+acked the id, the transactional count committed the id's marker, the Trident count
+the marker and each of the id's words (:meth:`TridentCount.finished`) -- as
 the recorder sees it (its clock, never a node's).  Readers send DRPC reads of the
 Trident count, each a ``read`` of its own.  Once the schedule has run and the
 network is healed, :meth:`Client.wait_done` waits until every message is
@@ -214,6 +215,36 @@ class TridentCount(ExactlyOnce):
                  clock: Callable[[], float] = time.monotonic) -> None:
         super().__init__(root, name, [*conf, f"squall.state.dir={root / name}"], clock)
         self.reads = 0
+        self.txids: dict[str, int] = {}  # key (a word, or "#<id>") -> the latest batch seen to write it
+        self.marked: dict[int, int] = {}  # message id -> the batch that wrote its marker, not yet complete
+
+    def finished(self) -> set[int]:
+        """The messages whose every word is counted: the marker's batch ``t`` has written the
+        marker, and each of the message's words carries batch ``t`` or a later one.
+
+        The marker alone is not enough.  A batch's partitions write their keys one after
+        the other (and a failed batch may have written some partitions before its replay
+        writes the rest), so a read between the marker's write and a word's, in another
+        partition, would see the word without this message: not yet committed, though the
+        marker says otherwise.  A transactional spout replays a txid with the same
+        messages, so a word's row at batch ``t`` or later holds this message's share."""
+        for path, namespace in self.stores():
+            sql = "SELECT rowid, key, value FROM squall_state WHERE namespace = ? AND rowid > ?"
+            rows = _query(path, sql, (namespace, self.read_to.get(path, 0)))
+            if rows:
+                self.read_to[path] = max(rowid for rowid, _key, _value in rows)
+            for _rowid, key, value in rows:
+                word, txid = self.word(key), json.loads(value)["txid"]
+                self.txids[word] = max(txid, self.txids.get(word, txid))
+                if word.startswith("#"):
+                    self.marked[int(word[1:])] = txid
+        with self.lock:
+            words = {mid: self.open[mid].value["words"] for mid in self.marked if mid in self.open}
+        out = {mid for mid, txid in self.marked.items()
+               if all(self.txids.get(w, -1) >= txid for w in words.get(mid, ()))}
+        for mid in out:
+            del self.marked[mid]
+        return out
 
     def stores(self) -> list[tuple[Path, str]]:
         return [(path, "partitions") for path in self.dir.glob("*.sqlite")]
