@@ -201,13 +201,13 @@ def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: 
 
     browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=count&refresh=1"
                 f"#token={CLIENT['token']}")
-    executors = wait_for("count's executors", lambda: browser.find_elements(
-        By.CSS_SELECTOR, "#executors tbody tr[data-row]"))
-    assert len(executors) == 2  # par=2
-    assert executors[0].find_element(By.CSS_SELECTOR, "td[data-key=port]").text.isdigit()
-    inputs = wait_for("count's input", lambda: browser.find_elements(
-        By.CSS_SELECTOR, "#inputs tbody tr[data-row]"))
-    assert [r.get_attribute("data-row") for r in inputs] == ["split:default"]
+    # Read in one go (the page redraws a table that changed on each refresh).
+    ports = wait_for("count's executors", lambda: [td.text for td in browser.find_elements(
+        By.CSS_SELECTOR, "#executors tbody tr[data-row] td[data-key=port]")])
+    assert len(ports) == 2 and all(p.isdigit() for p in ports)  # par=2
+    inputs = wait_for("count's input", lambda: [r.get_attribute("data-row") for r in browser.find_elements(
+        By.CSS_SELECTOR, "#inputs tbody tr[data-row]")])
+    assert inputs == ["split:default"]
     wait_for("executed tuples", lambda: int(browser.find_element(
         By.CSS_SELECTOR, "#inputs tr[data-row='split:default'] td[data-key=executed]").text) > 0)
     assert browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")  # a row, "none" when no error
@@ -227,6 +227,7 @@ def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: De
                                                                       browser: Any) -> None:
     # (issue 30) Given a bolt that raises in process
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.expected_conditions import staleness_of
 
     line = next(i for i, text in enumerate(RAISING.read_text().splitlines(), 1) if "RAISES HERE" in text)
     where = f'raising.py", line {line}, in process'
@@ -242,6 +243,10 @@ def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: De
             By.CSS_SELECTOR, "#errors td[data-key=error] details summary"), timeout=90)
         assert "ValueError" in summary.text and "multiple of five" in summary.text
         summary.click()
+        assert where in browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=error] details pre").text
+        # and stays open while the page refreshes (every second here; the executors' counts move)
+        executors = browser.find_element(By.ID, "executors")
+        wait_for("a refresh", lambda: staleness_of(executors)(browser), timeout=60)
         assert where in browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=error] details pre").text
         # And its worker's log opens from the error, through the node's logviewer, signed in
         ui_window = browser.current_window_handle
@@ -259,7 +264,8 @@ def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: De
             browser.switch_to.window(ui_window)
         # And the ports of the errors and of the executors link to their worker's log
         for cell in ("#errors td[data-key=errorPort] a", "#executors td[data-key=port] a"):
-            href = browser.find_element(By.CSS_SELECTOR, cell).get_attribute("href")
+            href = wait_for(f"the link in {cell}", lambda cell=cell: browser.find_element(
+                By.CSS_SELECTOR, cell).get_attribute("href"))
             assert href.startswith("https://127.0.0.1:") and "/api/v1/log?file=raising-" in href
     finally:
         cluster.api("POST", "topology/raising/kill/0")
@@ -272,12 +278,16 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
     from selenium.webdriver.common.by import By
 
     browser.get(f"{cluster.nimbus_url}/ui/topology.html?id={topology['encodedId']}&refresh=1#token={CLIENT['token']}")
-    nodes = wait_for("the graph", lambda: browser.find_elements(By.CSS_SELECTOR, "#graph g.node"))
-    assert sorted(n.get_attribute("data-id") for n in nodes) == ["count", "sentences", "split"]
-    edges = browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")
-    assert sorted((e.get_attribute("data-from"), e.get_attribute("data-to")) for e in edges) == [
-        ("sentences", "split"), ("split", "count")]
-    fill = browser.find_element(By.CSS_SELECTOR, "#graph g.node[data-id=split] rect").get_attribute("fill")
+    # Each read in one go: the graph is redrawn on every refresh.
+    nodes = wait_for("the graph", lambda: sorted(n.get_attribute("data-id") for n in browser.find_elements(
+        By.CSS_SELECTOR, "#graph g.node")))
+    assert nodes == ["count", "sentences", "split"]
+    edges = wait_for("the graph's edges", lambda: sorted(
+        (e.get_attribute("data-from"), e.get_attribute("data-to"))
+        for e in browser.find_elements(By.CSS_SELECTOR, "#graph g.edge")))
+    assert edges == [("sentences", "split"), ("split", "count")]
+    fill = wait_for("the split's colour", lambda: browser.find_element(
+        By.CSS_SELECTOR, "#graph g.node[data-id=split] rect").get_attribute("fill"))
     assert fill in ("#8fd19e", "#ffc870", "#f28b82")
 
     def cell(table: str, row: str, key: str) -> int:

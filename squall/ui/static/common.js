@@ -106,6 +106,15 @@ const squall = {
       body.append(tr);
     }
     table.append(body);
+    // A refresh must not close the trace a reader opened, nor pull a link from under a
+    // click: what was open stays open (by row and column), and a table that did not
+    // change is left as it is.
+    const where = d => d.closest("tr").dataset.row + "\u0000" + d.closest("td").dataset.key;
+    const opened = new Set(Array.from(target.querySelectorAll("tr[data-row] td[data-key] details[open]"), where));
+    for (const d of table.querySelectorAll("tr[data-row] td[data-key] details")) {
+      if (opened.has(where(d))) d.open = true;
+    }
+    if (target.tagName === "TABLE" && target.innerHTML === table.innerHTML) return;
     target.replaceWith(table);
   },
 

@@ -67,7 +67,18 @@ async function refreshComponent() {
                           ["Port", "errorPort", {num: true, render: e => squall.logLink(e.errorWorkerLogLink, e.errorPort)}],
                           ["Error", "error", {cls: "error", render: e => squall.trace(e.error)}],
                           ["Log", "errorWorkerLogLink", {render: e => squall.logLink(e.errorWorkerLogLink, e.errorWorkerLogLink ? "worker log" : "")}]],
-               page.componentErrors.slice().reverse().map((e, i) => ({...e, _key: String(i)})));
+               errorRows(page.componentErrors));
+}
+
+/* Newest first, each keyed by when and where it happened (and its place among the
+   errors of that second there), so that a trace opened stays open as errors come. */
+function errorRows(errors) {
+  const seen = new Map();
+  return errors.map(e => {
+    const where = e.errorTime + " " + e.errorHost + ":" + e.errorPort;
+    seen.set(where, (seen.get(where) || 0) + 1);
+    return {...e, _key: where + " #" + seen.get(where)};
+  }).reverse();
 }
 
 squall.every(3, refreshComponent);
