@@ -199,7 +199,11 @@ class ClusterState:
 
     def remove_topology(self, topology_id: str, fence: LeaderFence | None = None) -> None:
         """Remove a topology and all of it; with ``fence``, its assignment goes first and only
-        while the term holds (the rest is the topology's own, which no other writer touches)."""
+        while the term holds (the rest is the topology's own, which no other writer touches).
+        Its ZooKeeper identity goes first of all: the nodes it was granted are the cluster's again."""
+        granted = ((self.topology_secrets(topology_id) or {}).get("zookeeper") or {})
+        if isinstance(granted.get("paths"), list):
+            self.revoke([p for p in granted["paths"] if isinstance(p, str)])
         self._fenced_delete(self.path("assignments", topology_id), fence)
         for part in ("code", "errors", "secrets", "logconfigs"):
             self._delete(self.path(part, topology_id))

@@ -76,7 +76,7 @@ class TopologyControl:
         if record["status"] == "killing":
             raise ApiError(409, f"topology {name!r} is being killed")
         record["status"] = status
-        self._put_topology(record)
+        self.put_topology(record)
         self.reconcile(record["id"])
         return {"name": name, "status": status}
 
@@ -94,7 +94,7 @@ class TopologyControl:
             raise bad_request(f"'wait_secs' must be a number >= 0, got {wait!r}")
         record["status"] = "killing"
         record["kill_at"] = self.now() + wait
-        self._put_topology(record)
+        self.put_topology(record)
         log.info("topology killed", topology=name, wait_secs=wait)
         self.reconcile(record["id"])
         return {"name": name, "status": "killing", "wait_secs": wait}
@@ -126,7 +126,7 @@ class TopologyControl:
         if workers is not None:
             record["conf"]["topology.workers"] = workers
             record["num_workers"] = workers
-        self._put_topology(record)
+        self.put_topology(record)
         self.reconcile(record["id"], reschedule=True)
         return {"name": name, "workers": record["num_workers"], "executors": executors}
 
@@ -204,9 +204,10 @@ class TopologyControl:
         except NotLeader as e:
             raise ApiError(503, f"this nimbus is no longer the leader: {e}") from e
 
-    def _put_topology(self, record: dict[str, Any]) -> None:
-        """A change asked over the API, written only while this nimbus's term holds: a 503
-        for a nimbus deposed since (the leader's API takes the change instead)."""
+    def put_topology(self, record: dict[str, Any]) -> None:
+        """A topology's record (a submit, or a change asked over the API), written only while
+        this nimbus's term holds: a 503 for a nimbus deposed since (the leader's API takes the
+        change instead)."""
         try:
             self.state.put_topology(record, self._fence())
         except NotLeader as e:
@@ -236,10 +237,6 @@ class TopologyControl:
     def _execute(self, actions: list[Action], fence: LeaderFence | None = None) -> None:
         for action in actions:
             if isinstance(action, RemoveTopology):
-                # Its ZooKeeper identity goes with it: the nodes it was granted are the cluster's again.
-                granted = ((self.state.topology_secrets(action.topology_id) or {}).get("zookeeper") or {})
-                if isinstance(granted.get("paths"), list):
-                    self.state.revoke([p for p in granted["paths"] if isinstance(p, str)])
                 self.state.remove_topology(action.topology_id, fence)
                 log.info("topology removed", topology=action.name, id=action.topology_id)
             elif isinstance(action, WriteAssignment):

@@ -39,7 +39,7 @@ class NimbusService:
         self.now = now
         self.views = TopologyViews(state, now, stats)
         self.control = TopologyControl(state, conf, now, leadership)
-        self.submission = Submission(state, conf, self.control.reconcile, now)
+        self.submission = Submission(state, conf, self.control.reconcile, now, self.control.put_topology)
 
     def start(self) -> None:
         """What is decided once, at nimbus's start, before it serves."""

@@ -58,11 +58,15 @@ class Submission:
     """Checks a submitted topology, writes it, and has it assigned (``reconcile``)."""
 
     def __init__(self, state: ClusterState, conf: dict[str, Any], reconcile: Callable[[str], None],
-                 now: Callable[[], float] = time.time) -> None:
+                 now: Callable[[], float] = time.time,
+                 put_topology: Callable[[dict[str, Any]], None] | None = None) -> None:
         self.state = state
         self.conf = conf
         self.now = now
         self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
+        # Writes the new topology's record within the leader's term (squall.nimbus.control):
+        # a nimbus deposed since answers 503 and records nothing, so a retry is not a 409.
+        self._put_topology = put_topology or state.put_topology
         self.verifier = Verifier(conf)
         # Topologies' environments, built here before one is taken in (squall.runtime.envbuild).
         setting = {**config_mod.DEFAULTS, **conf}.__getitem__  # tests build nimbus from a partial conf
@@ -157,12 +161,16 @@ class Submission:
         # their conf (the definition's own name is its class's); a transactional id
         # defaults to it.
         topo_conf = {**defn.config, **conf, "topology.name": name}
-        self.state.put_topology({
-            "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
-            "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
-            "owner": owner,
-            **({"requirements": requirements.to_record()} if requirements is not None else {}),
-        })
+        try:
+            self._put_topology({
+                "id": topology_id, "name": name, "status": "active", "definition": defn.to_dict(),
+                "conf": topo_conf, "submitted": self.now(), "num_workers": plan.conf["topology.workers"],
+                "owner": owner,
+                **({"requirements": requirements.to_record()} if requirements is not None else {}),
+            })
+        except ApiError:  # refused (no longer the leader): its code, secrets and grants go too
+            self.state.remove_topology(topology_id)
+            raise
         log.info("topology submitted", topology=name, id=topology_id, owner=owner,
                  executors=len(plan.executors), workers=plan.conf["topology.workers"])
         self._reconcile(topology_id)

@@ -25,7 +25,7 @@ from squall.nimbus.service import NimbusService
 from squall.testing import poll_for
 from tests.cluster.test_nimbus_reconcile import NODE, PORTS, add_topology, slots
 from tests.cluster.test_zookeeper_session import expire
-from tests.helpers import keyring_conf
+from tests.helpers import IdlePipeline, keyring_conf
 
 
 class Contender:
@@ -51,7 +51,8 @@ class Contender:
 
 @pytest.fixture
 def contenders(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[list[Contender]]:
-    conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, **keyring_conf(tmp_path)})
+    conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, **keyring_conf(tmp_path),
+                             "nimbus.verify.sandbox": "off"})
     made = [Contender(conf, name) for name in ("nimbus-a", "nimbus-b")]
     made[1].state.register_supervisor(NODE, {"node": NODE, "host": "127.0.0.1", "ports": PORTS, "time": 0})
     try:
@@ -105,3 +106,13 @@ def test_a_leader_deposed_mid_round_writes_no_assignment(contenders: list[Conten
     with pytest.raises(NotLeader):
         a.state.remove_topology("words-1", term_a)
     assert b.state.assignment("words-1") == by_b
+    # And so is a submit: a 503 with nothing of it left (its code and secrets gone too), so
+    # that the same submit, retried on the leader, is taken, not refused as a name in use
+    before = {part: b.state.zk.get_children(b.state.path(part)) for part in ("topologies", "code", "secrets")}
+    body = {"name": "fresh", "conf": {}, "topology": IdlePipeline.definition().to_dict()}
+    with pytest.raises(ApiError) as refused:
+        a.service.submit(body)
+    assert refused.value.status == 503 and "no longer the leader" in str(refused.value)
+    assert {part: b.state.zk.get_children(b.state.path(part)) for part in before} == before
+    taken = b.service.submit(body)
+    assert taken["name"] == "fresh" and b.state.topology(taken["id"]) is not None
