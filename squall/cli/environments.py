@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ from squall.runtime.envbuild import EnvStore, key_of
 from squall.runtime.envs import Requirements, read
 
 ACTIVE = "SQUALL_ENV"  # the hash of the environment this process runs in (set on the re-exec)
+CACHE_DAYS = "SQUALL_ENV_CACHE_DAYS"
 REQUIREMENTS_HELP = ("a pip requirements file (e.g. virtualenvs/NAME.txt) or a pyproject.toml: the "
                      "topology's workers run in a virtualenv with these installed (docs/dependencies.md)")
 
@@ -69,9 +71,26 @@ def cache_dir() -> Path:
     return Path(base) / "squall" / "envs"
 
 
+def cache_days() -> float:
+    """``$SQUALL_ENV_CACHE_DAYS``: how long local mode keeps an environment no run has used
+    (30 days unless set; 0 keeps them all)."""
+    text = os.environ.get(CACHE_DAYS, "30")
+    try:
+        days = float(text)
+    except ValueError:
+        days = -1.0
+    if not days >= 0:  # NaN too
+        msg = f"${CACHE_DAYS} must be a number of days >= 0 (0: never remove), not {text!r}"
+        raise SquallError(msg)
+    return days
+
+
 def run_in_environment(path: str, argv: list[str]) -> None:
     """Local mode: return if this process already runs in the environment of ``path``;
-    else build it (or find it cached) and run ``squall ARGV`` again with its Python."""
+    else build it (or find it cached) and run ``squall ARGV`` again with its Python.
+
+    The run holds its environment (a shared lock, kept across the exec) for as long as
+    it lasts, and removes the cached environments no run has used for ``cache_days()``."""
     requirements = load(path)
     if not requirements.lines:
         return
@@ -83,11 +102,25 @@ def run_in_environment(path: str, argv: list[str]) -> None:
     def building(key: str) -> None:
         print(f"building environment {key[:12]} ({count(requirements)})...", end="", flush=True)
 
-    try:
-        env = store.ensure(requirements, building)
-    except SquallError:
-        print(" failed", flush=True)
-        raise
+    days = cache_days()  # a bad value is said before anything is built
+    held = None
+    for _attempt in range(3):  # another run's sweep may remove it between the two
+        try:
+            env = store.ensure(requirements, building)
+        except SquallError:
+            print(" failed", flush=True)
+            raise
+        held = store.hold(key)
+        if held is not None:
+            break
+    if held is None:
+        msg = f"environment {key[:12]} in {store.root} was removed as soon as it was ready, three times"
+        raise SquallError(msg)
+    os.set_inheritable(held, True)
     print(f" done in {env.secs:.1f} s" if env.built else f"environment {key[:12]} cached", flush=True)
+    if days:
+        removed = store.sweep_unused(days * 86400, time.time(), keep={key})
+        if removed:
+            print(f"removed {len(removed)} cached environment(s) unused for {days:g} days", flush=True)
     python = str(env.python)
     os.execve(python, [python, "-m", "squall.cli", *argv], {**os.environ, ACTIVE: key})

@@ -27,7 +27,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -127,12 +127,12 @@ class EnvStore:
         except OSError:
             return []
 
-    def _lock(self, key: str, blocking: bool = True) -> int | None:
+    def _lock(self, key: str, blocking: bool = True, shared: bool = False) -> int | None:
         locks = self.root / LOCKS
         locks.mkdir(parents=True, exist_ok=True, mode=0o755)
         fd = os.open(locks / key, os.O_RDWR | os.O_CREAT, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | (0 if blocking else fcntl.LOCK_NB))
+            fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | (0 if blocking else fcntl.LOCK_NB))
         except BlockingIOError:
             os.close(fd)
             return None
@@ -163,8 +163,40 @@ class EnvStore:
             assert fd is not None
             os.close(fd)
 
+    def hold(self, key: str) -> int | None:
+        """A shared lock on the ready environment ``key``, kept while the returned descriptor
+        is open (across an exec too, once inheritable): :meth:`remove` leaves it alone.  It
+        marks the environment used now (what :meth:`sweep_unused` reads).  None if it is not
+        ready: removed since it was found."""
+        fd = self._lock(key, shared=True)
+        assert fd is not None
+        if not self.ready(key):
+            os.close(fd)
+            return None
+        try:
+            os.utime(self.path(key) / READY)
+        except OSError:  # another user's cache: it is used, just not marked so
+            pass
+        return fd
+
+    def sweep_unused(self, max_age_secs: float, now: float, keep: Iterable[str] = ()) -> list[str]:
+        """Remove the environments not used for ``max_age_secs`` (by :meth:`hold`'s mark, else
+        since they were made), except ``keep`` and those a process holds or builds now."""
+        removed = []
+        for key in self.present():
+            if key in keep:
+                continue
+            path = self.path(key)
+            try:
+                used = (path / READY if self.ready(key) else path).stat().st_mtime
+            except OSError:
+                continue
+            if now - used >= max_age_secs and self.remove(key):
+                removed.append(key)
+        return removed
+
     def remove(self, key: str) -> bool:
-        """Remove an environment, unless a builder holds it."""
+        """Remove an environment, unless a builder or a user (:meth:`hold`) holds it."""
         fd = self._lock(key, blocking=False)
         if fd is None:
             return False

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from squall.runtime.envbuild import EnvBuildError, EnvStore, key_of
+from squall.runtime.envbuild import READY, EnvBuildError, EnvStore, key_of
 from squall.runtime.envs import parse_requirements
 from tests.helpers import make_wheel
 
@@ -75,3 +77,32 @@ def test_two_builders_of_one_environment_build_it_once(tmp_path: Path, wheels: P
         t.join(120)
     assert sorted(results) == [False, True]
     assert stores[0].remove(key_of(reqs)) and stores[0].present() == []
+
+
+def _ready_env(store: EnvStore, key: str, used: float) -> None:
+    """An environment as a build leaves it (its ready mark), last used at ``used``."""
+    store.path(key).mkdir(parents=True)
+    (store.path(key) / READY).touch()
+    os.utime(store.path(key) / READY, (used, used))
+
+
+def test_a_sweep_removes_what_no_run_used_lately_and_never_an_environment_in_use(tmp_path: Path) -> None:
+    store = EnvStore(tmp_path / "envs")
+    now = time.time()
+    _ready_env(store, "old", now - 40 * 86400)
+    _ready_env(store, "held", now - 40 * 86400)
+    _ready_env(store, "recent", now - 86400)
+    (store.path("half-built")).mkdir()  # a builder died: no ready mark, made long ago
+    os.utime(store.path("half-built"), (now - 40 * 86400, now - 40 * 86400))
+    # A run holding "held" marks it used now; mark it old again, as a run of 40 days would
+    fd = store.hold("held")
+    assert fd is not None and (store.path("held") / READY).stat().st_mtime >= now - 5
+    os.utime(store.path("held") / READY, (now - 40 * 86400, now - 40 * 86400))
+    try:
+        assert sorted(store.sweep_unused(30 * 86400, now)) == ["half-built", "old"]
+        assert store.present() == ["held", "recent"]
+    finally:
+        os.close(fd)
+    # Once the run is over, it goes too; and what is gone cannot be held
+    assert store.sweep_unused(30 * 86400, now, keep={"recent"}) == ["held"]
+    assert store.hold("held") is None
