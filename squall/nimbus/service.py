@@ -39,7 +39,7 @@ class NimbusService:
         self.now = now
         self.views = TopologyViews(state, now, stats)
         self.control = TopologyControl(state, conf, now, leadership)
-        self.submission = Submission(state, conf, self.control.reconcile, now, self.control.put_topology)
+        self.submission = Submission(state, conf, self.control.reconcile, self.control.put_topology, now)
 
     def start(self) -> None:
         """What is decided once, at nimbus's start, before it serves."""

@@ -58,15 +58,15 @@ class Submission:
     """Checks a submitted topology, writes it, and has it assigned (``reconcile``)."""
 
     def __init__(self, state: ClusterState, conf: dict[str, Any], reconcile: Callable[[str], None],
-                 now: Callable[[], float] = time.time,
-                 put_topology: Callable[[dict[str, Any]], None] | None = None) -> None:
+                 put_topology: Callable[[dict[str, Any]], None],
+                 now: Callable[[], float] = time.time) -> None:
         self.state = state
         self.conf = conf
         self.now = now
         self._reconcile = reconcile  # assigns the new topology (squall.nimbus.control)
         # Writes the new topology's record within the leader's term (squall.nimbus.control):
         # a nimbus deposed since answers 503 and records nothing, so a retry is not a 409.
-        self._put_topology = put_topology or state.put_topology
+        self._put_topology = put_topology
         self.verifier = Verifier(conf)
         # Topologies' environments, built here before one is taken in (squall.runtime.envbuild).
         setting = {**config_mod.DEFAULTS, **conf}.__getitem__  # tests build nimbus from a partial conf

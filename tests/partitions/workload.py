@@ -156,9 +156,9 @@ def _rows(path: Path, namespace: str) -> list[tuple[str, Any]]:
     return [(key, json.loads(value)) for key, value in rows]
 
 
-def _new_rows(path: Path, namespace: str, after: int) -> list[tuple[int, str]]:
-    """(rowid, key) of the rows of ``namespace`` written after rowid ``after``."""
-    return _query(path, "SELECT rowid, key FROM squall_state WHERE namespace = ? AND rowid > ?",
+def _new_rows(path: Path, namespace: str, after: int) -> list[tuple[int, str, str]]:
+    """(rowid, key, value) of the rows of ``namespace`` written after rowid ``after``."""
+    return _query(path, "SELECT rowid, key, value FROM squall_state WHERE namespace = ? AND rowid > ?",
                   (namespace, after))
 
 
@@ -178,16 +178,20 @@ class ExactlyOnce(Workload):
     def word(key: str) -> str:
         return key
 
-    def finished(self) -> set[int]:
-        """The messages whose markers were written since the last call: rows whose rowid is
-        above the last seen (a write replaces its row, which takes a new rowid)."""
-        out = set()
+    def written(self) -> list[tuple[str, Any]]:
+        """(word or "#<id>", JSON value) of the rows written since the last call: rows whose
+        rowid is above the last seen (a write replaces its row, which takes a new rowid)."""
+        out = []
         for path, namespace in self.stores():
             rows = _new_rows(path, namespace, self.read_to.get(path, 0))
             if rows:
-                self.read_to[path] = max(rowid for rowid, _key in rows)
-            out |= {int(w[1:]) for _rowid, key in rows if (w := self.word(key)).startswith("#")}
+                self.read_to[path] = max(rowid for rowid, _key, _value in rows)
+            out += [(self.word(key), json.loads(value)) for _rowid, key, value in rows]
         return out
+
+    def finished(self) -> set[int]:
+        """The messages whose markers were written since the last call."""
+        return {int(word[1:]) for word, _value in self.written() if word.startswith("#")}
 
     def counts(self) -> Counter[str]:
         return Counter({k: v for k, v in self._table().items() if not k.startswith("#")})
@@ -228,16 +232,11 @@ class TridentCount(ExactlyOnce):
         partition, would see the word without this message: not yet committed, though the
         marker says otherwise.  A transactional spout replays a txid with the same
         messages, so a word's row at batch ``t`` or later holds this message's share."""
-        for path, namespace in self.stores():
-            sql = "SELECT rowid, key, value FROM squall_state WHERE namespace = ? AND rowid > ?"
-            rows = _query(path, sql, (namespace, self.read_to.get(path, 0)))
-            if rows:
-                self.read_to[path] = max(rowid for rowid, _key, _value in rows)
-            for _rowid, key, value in rows:
-                word, txid = self.word(key), json.loads(value)["txid"]
-                self.txids[word] = max(txid, self.txids.get(word, txid))
-                if word.startswith("#"):
-                    self.marked[int(word[1:])] = txid
+        for word, value in self.written():
+            txid = value["txid"]
+            self.txids[word] = max(txid, self.txids.get(word, txid))
+            if word.startswith("#"):
+                self.marked[int(word[1:])] = txid
         with self.lock:
             words = {mid: self.open[mid].value["words"] for mid in self.marked if mid in self.open}
         out = {mid for mid, txid in self.marked.items()
