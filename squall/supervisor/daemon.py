@@ -531,8 +531,10 @@ class Supervisor:
     def _look_at(slot: Slot) -> SlotState:
         if slot.process() is None:
             return SlotState(slot.port, running=False)
+        record = slot.pid_record() or {}
         return SlotState(slot.port, running=True, assignment=read_json(slot.assignment_file),
-                         beat=slot.heartbeat(), launched=(slot.pid_record() or {}).get("launched", 0))
+                         beat=slot.heartbeat(), launched=record.get("launched", 0),
+                         launch=record.get("launch"))
 
     def _execute(self, slot: Slot, action: Action) -> None:
         if isinstance(action, Kill):

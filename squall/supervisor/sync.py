@@ -50,6 +50,7 @@ class SlotState:
     assignment: Any = None  # what the slot's assignment.json holds
     beat: Mapping[str, Any] | None = None  # the worker's heartbeat.json
     launched: float = 0.0  # when the worker was launched (wall seconds; 0: unknown)
+    launch: str | None = None  # the token of this launch, which the worker's heartbeats carry
 
 
 @dataclass(frozen=True)
@@ -104,14 +105,24 @@ class ProcessSync:
         if slot.assignment != want:
             actions.append(WriteAssignment(slot.port, want))
         beat = slot.beat
-        # A heartbeat older than the launch is the predecessor's: it says nothing of this worker.
-        current = bool(beat and beat.get("time", 0) >= slot.launched - 1)
+        # A heartbeat of another launch (the predecessor's) says nothing of this worker.  Told by
+        # the launch's token, not by comparing the beat's time with the launch's: the two are
+        # read from the wall clock by two processes, and a step of it in between (NTP, a
+        # resumed VM) made a new worker's beats look older than its launch until it was killed.
+        current = bool(beat and beat.get("launch") == slot.launch)
         mine = bool(current and beat and beat.get("topology_id") == want["topology_id"]
                     and beat.get("executors") == want["executors"])
-        # A value seen for the first time (this supervisor just started) is as old as the
-        # wall clock says; from then on, a step of the wall clock changes nothing.
-        seen, written = (self.beats, beat["time"]) if mine and beat else (self.launches, slot.launched)
-        age = seen.age(slot.port, written, local, first_age=max(0.0, now - written))
+        # A launch seen for the first time (this supervisor just started) is as old as the wall
+        # clock says; from then on, a step of the wall clock changes nothing.  A heartbeat seen
+        # for the first time is no older than its launch: the wall clock may have stepped
+        # between the worker's write and this look.
+        launch_age = self.launches.age(slot.port, slot.launched, local,
+                                       first_age=max(0.0, now - slot.launched))
+        if mine and beat:
+            age = self.beats.age(slot.port, beat["time"], local,
+                                 first_age=max(0.0, min(now - beat["time"], launch_age)))
+        else:
+            age = launch_age
         if current and not mine:
             reason = DISALLOWED  # runs something else than assigned
         elif age > (self.worker_timeout_secs if mine else self.start_timeout_secs):

@@ -257,7 +257,10 @@ class Slot:
                              {"SQUALL_NODE": node})
         # The topology's environment's Python when it has one (squall.runtime.envbuild).
         python = assignment.get("python") or sys.executable
-        command = [python, "-m", "squall.worker", "--dir", str(self.dir)]
+        # Told back in every heartbeat, so that the supervisor knows this launch's beats
+        # from a predecessor's without comparing two processes' wall clocks.
+        launch = os.urandom(8).hex()
+        command = [python, "-m", "squall.worker", "--dir", str(self.dir), "--launch", launch]
         code_dir = assignment.get("code_dir") or None
         env_dir = [str(Path(python).parents[1])] if assignment.get("python") else []
         info_read = info_write = None
@@ -301,7 +304,7 @@ class Slot:
             created = psutil.Process(pid).create_time()
         except psutil.Error:
             created = 0.0  # gone already: the next sync finds it not running
-        record = {"pid": pid, "create_time": created, "launched": time.time()}
+        record = {"pid": pid, "create_time": created, "launched": time.time(), "launch": launch}
         if run_as is not None:
             record.update(sandboxed=True, uid=uid, gid=gid)
         write_json(self.dir / "pid", record)
@@ -335,7 +338,9 @@ class Slot:
             entries = list(pids_dir.iterdir())
         except OSError:
             return
-        launched = (self.pid_record() or {}).get("launched", 0.0)
+        # Start times as the kernel counts them, the worker's and its children's alike: not the
+        # supervisor's wall clock at the launch, which a skewed or stepped clock moves.
+        launched = (self.pid_record() or {}).get("create_time", 0.0)
         for entry in entries:
             if entry.name.isdigit():
                 pid = int(entry.name)

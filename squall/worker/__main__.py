@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="the worker directory holding assignment.json [env: SQUALL_WORKER_DIR]")
     parser.add_argument("--node", default=env.get("SQUALL_NODE") or socket.gethostname(),
                         help="this node's name, for logs [env: SQUALL_NODE; default: the hostname]")
+    parser.add_argument("--launch", default=None,
+                        help="the supervisor's token for this launch, told back in every heartbeat")
     parser.add_argument("--log-level", default=env.get("SQUALL_LOG_LEVEL", "info"),
                         help="debug, info, warning or error [env: SQUALL_LOG_LEVEL; default: info]")
     args = parser.parse_args(argv)
@@ -58,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     levels = LogLevels()  # squall set_log_level's, from assignment.json
     configure_logging(args.log_level, json=env.get("SQUALL_LOG_JSON") == "1", levels=levels)
     pin_to_core(env.get("SQUALL_WORKER_CPU"))
-    process = WorkerProcess(args.dir, node=args.node, levels=levels)
+    process = WorkerProcess(args.dir, node=args.node, levels=levels, launch=args.launch)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         process.post("signal", signum)

@@ -38,6 +38,7 @@ started)::
 
     {"time": 1718000000.12,        # wall-clock time.time() of this beat
      "pid": 4242, "topology_id": ..., "address": ...,
+     "launch": "9f2c...",          # the token the supervisor launched it with (--launch)
      "executors": [[1, 1], [4, 5]],  # as in the assignment applied
      "version": 7,                 # the assignment version applied
      "status": "running",          # starting | running | stopping

@@ -126,9 +126,10 @@ class WorkerProcess:
     """
 
     def __init__(self, directory: Path, *, node: str, clock: Clock | None = None,
-                 levels: LogLevels | None = None) -> None:
+                 levels: LogLevels | None = None, launch: str | None = None) -> None:
         self.dir = directory
         self.node = node
+        self.launch = launch  # the supervisor's token for this launch, told back in each heartbeat
         self.clock = clock or Clock()
         # set_log_level's levels, asked by this process's log filter (configure_logging).
         self.levels = levels if levels is not None else LogLevels()
@@ -378,6 +379,7 @@ class WorkerProcess:
         return {
             "time": time.time(),
             "pid": os.getpid(),
+            "launch": self.launch,
             "topology_id": self.assignment.topology_id,
             "address": self.assignment.address,
             "executors": self.assignment.executors,

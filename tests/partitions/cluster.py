@@ -28,11 +28,15 @@ from pathlib import Path
 from typing import Any
 
 from squall.cli.devcluster import DevCluster, NimbusRequestError
+from squall.config import DEFAULTS
 from tests.partitions import netns
 from tests.partitions.nemesis import Nodes
 from tests.partitions.netns import Network
 
 REPO = Path(__file__).resolve().parents[2]
+# What skew_environment sets: the workers of a skewed node inherit them.
+SKEW_VARIABLES = ("LD_PRELOAD", "FAKETIME_TIMESTAMP_FILE", "FAKETIME_CACHE_DURATION",
+                  "FAKETIME_DONT_FAKE_MONOTONIC")
 LIBFAKETIME = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketime.so.1")  # Debian's libfaketime
 NIMBUS_NODES = ("nimbus-a", "nimbus-b")
 
@@ -80,9 +84,9 @@ def skew_environment(offset_file: Path) -> dict[str, str]:
     if not LIBFAKETIME.exists():
         msg = f"{LIBFAKETIME} is missing: apt-get install faketime (ops/bootstrap.sh --tests installs it)"
         raise FileNotFoundError(msg)
-    return {**os.environ, "LD_PRELOAD": f"{faketime_fix()} {LIBFAKETIME}",
-            "FAKETIME_TIMESTAMP_FILE": str(offset_file), "FAKETIME_CACHE_DURATION": "1",
-            "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    skewed = {"LD_PRELOAD": f"{faketime_fix()} {LIBFAKETIME}", "FAKETIME_TIMESTAMP_FILE": str(offset_file),
+              "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
+    return {**os.environ, **skewed}
 
 
 def faketime_sleep_works(offset_file: Path) -> bool:
@@ -104,6 +108,11 @@ class NetnsCluster(DevCluster):
         if not 1 <= nimbuses <= len(NIMBUS_NODES):
             msg = f"nimbuses must be 1 or 2, not {nimbuses}"
             raise ValueError(msg)
+        if skewable:
+            # A node's workers read the same skewed clock as its daemons, as on a real machine:
+            # they inherit libfaketime through the supervisor's allow-list.
+            allow = (conf or {}).get("supervisor.worker.env.allow", DEFAULTS["supervisor.worker.env.allow"])
+            conf = {**(conf or {}), "supervisor.worker.env.allow": [*allow, *SKEW_VARIABLES]}
         super().__init__(root, supervisors=supervisors, slots=slots, conf=conf, nimbuses=nimbuses,
                          secure=True, drpc=drpc)
         self.net = Network([*dict.fromkeys(node_of_key(k) for k in self.daemon_keys()), "client"])

@@ -28,13 +28,14 @@ def sync() -> ProcessSync:
     return ProcessSync(WORKER_TIMEOUT, START_TIMEOUT)
 
 
-def running(launched: float, beat: dict[str, Any] | None = None, assignment: Any = WANT) -> SlotState:
-    return SlotState(PORT, running=True, assignment=assignment, beat=beat, launched=launched)
+def running(launched: float, beat: dict[str, Any] | None = None, assignment: Any = WANT,
+            launch: str = "L1") -> SlotState:
+    return SlotState(PORT, running=True, assignment=assignment, beat=beat, launched=launched, launch=launch)
 
 
-def beat(t: float, topology_id: str = "t-1", executors: Any = None) -> dict[str, Any]:
+def beat(t: float, topology_id: str = "t-1", executors: Any = None, launch: str = "L1") -> dict[str, Any]:
     return {"topology_id": topology_id, "executors": WANT["executors"] if executors is None else executors,
-            "time": t}
+            "time": t, "launch": launch}
 
 
 def restart(reason: str) -> list[Any]:
@@ -111,18 +112,37 @@ def test_a_worker_running_something_else_than_assigned_is_replaced_at_once() -> 
         assert sync().slot(WANT, running(launched, wrong), clock.now()) == restart(DISALLOWED)
 
 
-def test_a_heartbeat_older_than_the_launch_is_the_predecessors_and_says_nothing() -> None:
+def test_a_heartbeat_of_the_previous_launch_says_nothing_of_the_new_worker() -> None:
     clock = FakeClock()
-    old = beat(clock.now(), topology_id="t-0")
+    old = beat(clock.now(), topology_id="t-0", launch="L0")
     clock.advance(10)
     launched = clock.now()
     # Not disallowed: the new worker has not beaten yet; it gets its start timeout
     assert sync().slot(WANT, running(launched, old), clock.now()) == []
     clock.advance(START_TIMEOUT + 1)
     assert sync().slot(WANT, running(launched, old), clock.now()) == restart(TIMED_OUT)
-    # (A beat within a second before the launch time is taken as the new worker's: clocks differ.)
-    assert sync().slot(WANT, running(launched, beat(launched - 0.5, topology_id="t-0")), launched) == (
+    # Once this launch beats, what it says counts, whatever the time in it
+    assert sync().slot(WANT, running(launched, beat(launched - 50, topology_id="t-0")), launched) == (
         restart(DISALLOWED))
+
+
+def test_a_first_beat_looked_at_after_a_step_of_the_clock_is_no_older_than_its_launch() -> None:
+    """CI, the clock-skew partition test: the clock stepped ahead between a new worker's
+    first beat and the supervisor's first look at it, which took the beat for as old as the
+    step, past the worker timeout, and killed the worker."""
+    wall, local = 5000.0, 1000.0
+    keeper = sync()
+    assert keeper.slot(WANT, running(wall), wall, local) == []  # launched, not beating yet
+    launched, first = wall, beat(wall + 1)
+    wall, local = wall + 1.5 + 2 * WORKER_TIMEOUT, local + 1.5  # stepped ahead before the look
+    assert keeper.slot(WANT, running(launched, first), wall, local) == []
+    for _ in range(int(WORKER_TIMEOUT) * 2):
+        wall, local = wall + 1, local + 1
+        last = beat(wall)
+        assert keeper.slot(WANT, running(launched, last), wall, local) == []
+    # A worker that stops beating still dies a worker timeout later
+    local += WORKER_TIMEOUT + 0.5
+    assert keeper.slot(WANT, running(launched, last), wall, local) == restart(TIMED_OUT)
 
 
 def test_the_assignment_file_is_written_before_a_restart() -> None:
