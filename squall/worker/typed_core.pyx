@@ -268,7 +268,7 @@ cdef class BoltEmit(Emitter):
 
     cdef bint tracking, auto_anchor
 
-    def __call__(self, values, anchors=None, stream=DEFAULT_STREAM, direct_task=None):
+    def emit(self, values, anchors=None, stream=DEFAULT_STREAM, direct_task=None):
         cdef Tuple a
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
@@ -365,7 +365,7 @@ cdef class SpoutEmit(Emitter):
     cdef tuple local
     cdef uint64_t top
 
-    def __call__(self, values, tup_id=None, stream=DEFAULT_STREAM, direct_task=None):
+    def emit(self, values, tup_id=None, stream=DEFAULT_STREAM, direct_task=None):
         cdef uint64_t root, val, e
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
@@ -414,7 +414,7 @@ def bolt_emitter(component, task, streams, out, tracking, rand64, check, always_
     emit = BoltEmit(component, task, streams, out, rand64, check, always_check, capture, state)
     emit.tracking = tracking
     emit.auto_anchor = auto_anchor
-    return emit
+    return emit.emit  # a bound method: called with no tuple or dict made for its arguments
 
 
 def spout_emitter(component, task, streams, out, rand64, check, always_check, capture, tracker, now, state):
@@ -431,7 +431,7 @@ def spout_emitter(component, task, streams, out, rand64, check, always_check, ca
     emit.n_local = len(emit.local)
     emit.turn = 0
     emit.top = <uint64_t>(-1) - <uint64_t>emit.n_ackers + 1 if emit.n_ackers else 0
-    return emit
+    return emit.emit  # (see bolt_emitter)
 
 
 # -- a bolt's acks ---------------------------------------------------------------
