@@ -59,9 +59,13 @@ class Tuple:
 PureTuple = Tuple  # the pure-Python twin, kept as the reference the typed one is tested against
 
 try:  # the same class typed in C (squall/topology/typed_tuple.pyx), where it was built
-    from squall.topology.typed_tuple import Tuple  # type: ignore[assignment]  # noqa: F811
+    from squall.topology.typed_tuple import (
+        Tuple,  # type: ignore[assignment]  # noqa: F811
+        pool_records,
+    )
 except ImportError:
-    pass
+    def pool_records(record: type) -> None:
+        """Without the build, records are freed as any object is."""
 
 
 _record_types: dict[tuple[str, ...], type] = {}
@@ -76,5 +80,6 @@ def record_type(fields: tuple[str, ...]) -> type:
     cls = _record_types.get(fields)
     if cls is None:
         cls = namedtuple("Values", fields)  # type: ignore[misc]
+        pool_records(cls)  # its instances freed into the typed core's free list, where built
         _record_types[fields] = cls
     return cls

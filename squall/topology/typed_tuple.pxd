@@ -55,13 +55,16 @@ cdef inline bint is_values_record(object record):
             and (<type>record).__basicsize__ == (<type>tuple).__basicsize__)
 
 
+cdef object new_record(type record, Py_ssize_t n)
+
+
 cdef inline object filled_record(type record, object values, Py_ssize_t n):
     """``record(*values)`` for a list or tuple of ``n`` values and a record that
     :func:`is_values_record`, allocated and filled with no call to its type."""
     cdef Py_ssize_t i
     cdef PyObject* item
     cdef bint is_list = type(values) is list
-    vals = PyType_GenericAlloc(record, n)
+    vals = new_record(record, n)
     for i in range(n):
         item = PyList_GET_ITEM(values, i) if is_list else PyTuple_GET_ITEM(values, i)
         Py_INCREF(item)

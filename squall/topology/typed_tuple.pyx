@@ -62,6 +62,111 @@ cdef object id_of(Tuple t):
     return t.tid
 
 
+# -- values records from a free list ----------------------------------------------
+#
+# Every emit makes a values record, an instance of a namedtuple class: CPython
+# allocates it as any heap type's instance (malloc, zeroed, its type's reference
+# taken, tracked by the collector) and frees it through subtype_dealloc's general
+# path, about a tenth of a bolt's time on the word count.  The record types Squall
+# makes (squall.topology.tuple.record_type, through pool_records) are freed here
+# instead: a dead record keeps its memory in a free list of its length, as CPython
+# keeps plain tuples, and the next record of that length of any pooled type is made
+# from it.  Pooled types have the tuple's layout and nothing more (no __dict__, no
+# weak references, no finalizer), so a record needs no more than its items and its
+# type reference dropped.  Only with the GIL, as every allocation and free is.
+
+cdef extern from "Python.h":
+    ctypedef void (*destructor)(PyObject*)
+    ctypedef void (*freefunc)(void*)
+    ctypedef struct RecordTypeObject "PyTypeObject":
+        destructor tp_dealloc
+        freefunc tp_free
+        void* tp_finalize
+        void* tp_del
+    RecordTypeObject* Py_TYPE(PyObject* o)
+    void Py_SET_TYPE(PyObject* o, RecordTypeObject* t)
+    Py_ssize_t Py_SIZE(PyObject* o)
+    void _Py_NewReference(PyObject* o)
+    void PyObject_GC_Track(void* o)
+    void PyObject_GC_UnTrack(void* o)
+    void Py_DECREF(PyObject* o)
+    void Py_XDECREF(PyObject* o)
+
+cdef extern from *:
+    """
+    #define squall_record_items(op) (((PyTupleObject *)(op))->ob_item)
+    """
+    PyObject** squall_record_items(PyObject* op)
+
+cdef enum:
+    HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
+    POOLED_LENGTHS = 9  # records of 1 to 8 values are pooled
+    POOL_MAX = 2048     # records kept per length
+
+cdef PyObject* pool_head[POOLED_LENGTHS]
+cdef Py_ssize_t pool_size[POOLED_LENGTHS]
+
+
+cdef void record_dealloc(PyObject* op) noexcept:
+    """A pooled record type's tp_dealloc: what subtype_dealloc and tupledealloc do for
+    the tuple's layout (which is all a pooled type has), the memory kept if there is
+    room.  Not a call to subtype_dealloc: it would take this function for the base's
+    deallocator and call it back.  A subclass's instance (whose subtype_dealloc has
+    cleared what the subclass added) arrives here too, and is freed."""
+    cdef Py_ssize_t n = Py_SIZE(op)
+    cdef Py_ssize_t i
+    cdef PyObject** items = squall_record_items(op)
+    cdef PyObject* item
+    cdef RecordTypeObject* t = Py_TYPE(op)
+    PyObject_GC_UnTrack(op)
+    for i in range(n):
+        item = items[i]
+        items[i] = NULL
+        Py_XDECREF(item)
+    if 0 < n < POOLED_LENGTHS and pool_size[n] < POOL_MAX and t.tp_dealloc == record_dealloc:
+        items[0] = pool_head[n]
+        pool_head[n] = op
+        pool_size[n] += 1
+    else:
+        t.tp_free(op)
+    Py_DECREF(<PyObject*>t)  # last: the record held a reference to its type, as any heap type's
+
+
+cdef object new_record(type record, Py_ssize_t n):
+    """An empty record (its items NULL) of ``n`` values of ``record``, which
+    :func:`is_values_record`: from the free list when ``record`` is pooled."""
+    cdef PyObject* op
+    cdef RecordTypeObject* t = <RecordTypeObject*>record
+    if n <= 0 or n >= POOLED_LENGTHS or pool_head[n] == NULL or t.tp_dealloc != record_dealloc:
+        return PyType_GenericAlloc(record, n)
+    op = pool_head[n]
+    pool_head[n] = squall_record_items(op)[0]
+    pool_size[n] -= 1
+    squall_record_items(op)[0] = NULL
+    Py_INCREF(<PyObject*>record)
+    Py_SET_TYPE(op, t)
+    _Py_NewReference(op)
+    vals = <object>op  # a second reference: the one _Py_NewReference made is dropped below
+    Py_DECREF(op)
+    PyObject_GC_Track(op)  # as PyType_GenericAlloc leaves it; its items are NULL until filled
+    return vals
+
+
+def pool_records(type record):
+    """Free ``record``'s instances into the free list (a namedtuple class Squall made,
+    which :func:`is_values_record`; anything else is refused)."""
+    cdef RecordTypeObject* t = <RecordTypeObject*>record
+    if (not is_values_record(record) or not record.__flags__ & HEAPTYPE or t.tp_finalize != NULL
+            or t.tp_del != NULL or type(record) is not type):
+        raise TypeError(f"not a plain values record: {record!r}")
+    t.tp_dealloc = record_dealloc
+
+
+def pooled_records():
+    """How many dead records wait in the free list, by length (for tests)."""
+    return {n: pool_size[n] for n in range(1, POOLED_LENGTHS) if pool_size[n]}
+
+
 @cython.freelist(1024)
 cdef class Tuple:
     """One tuple as a bolt sees it (the pure-Python twin's docstring says what each field is)."""

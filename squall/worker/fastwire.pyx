@@ -46,6 +46,7 @@ from squall.topology.typed_tuple cimport (
     bare_tuple,
     filled_record,
     is_values_record,
+    new_record,
     set_anchors,
 )
 
@@ -717,7 +718,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             stream_at, stream_len, last_src = p, n, src
         if array_len(r) != nfields:
             raise Decline()
-        vals = PyType_GenericAlloc(record, nfields)
+        vals = new_record(record, nfields)
         for j in range(nfields):
             item = read_value(r, 1)
             Py_INCREF(<PyObject*>item)

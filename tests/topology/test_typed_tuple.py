@@ -93,3 +93,50 @@ def test_a_subclass_is_still_a_tuple() -> None:
     m = Marked(1, "c", "s", 1, WORD("a", 1), {2: 3})
     m.mark = True
     assert isinstance(m, Tuple) and m.anchors == {2: 3} and m.mark
+
+
+@needs_build
+def test_values_records_come_back_from_the_free_list_as_new_records_of_their_own_type() -> None:
+    """typed_tuple's record free list: a freed record's memory is the next record of its
+    length, of whichever stream's type, holding only what was emitted into it."""
+    import gc
+    import sys
+
+    from squall.topology import typed_tuple
+    from squall.worker import collector, routing, typed_core
+
+    # Types of fields no other test uses: no record of theirs lives on elsewhere
+    one, other = record_type(("pooled_word",)), record_type(("pooled_sentence",))
+    out: list[Any] = []
+    emitters = {}
+    for record, name in ((one, "word"), (other, "sentence")):
+        so = collector.StreamOut(name, record, record._fields, routing.all_tasks([1]), False)
+        emitters[name] = typed_core.bolt_emitter("split", 2, {name: so}, {1: out.append}, False,
+                                                 typed_core.RandomIds(), lambda *a: None, False, None, True,
+                                                 typed_core.TaskState())
+    refs = sys.getrefcount(one)
+    # Given records freed into the list
+    for i in range(100):
+        emitters["word"]([f"w{i}"], stream="word")
+    out.clear()
+    pooled = typed_tuple.pooled_records().get(1, 0)
+    assert pooled >= 100
+    # When records of another type of that length are made, they are taken from it
+    for i in range(50):
+        emitters["sentence"]([f"s{i}"], stream="sentence")
+    assert typed_tuple.pooled_records().get(1, 0) == pooled - 50
+    # Then each is a fresh record of its own type, its value read by index, name and field
+    for i, t in enumerate(out):
+        assert type(t.values) is other and tuple(t.values) == (f"s{i}",)
+        assert t.values.pooled_sentence == t["pooled_sentence"] == t.values[0] == f"s{i}"
+        assert gc.is_tracked(t.values) or not gc.isenabled()
+    # and the types' references balance once they are all gone
+    out.clear()
+    gc.collect()
+    assert sys.getrefcount(one) == refs
+    # A record of a subclass, or of a length not pooled, is freed as any object is
+    class Longer(one):  # type: ignore[misc, valid-type]
+        pass
+
+    Longer("x").extra = 1  # type: ignore[attr-defined]
+    assert record_type(tuple(f"f{i}" for i in range(12)))(*range(12))[11] == 11
