@@ -101,7 +101,7 @@ cdef extern from *:
 cdef enum:
     HEAPTYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE
     POOLED_LENGTHS = 9  # records of 1 to 8 values are pooled
-    POOL_MAX = 2048     # records kept per length
+    POOL_MAX = 16384    # records kept per length: a bolt frees 8K at once on the word count
 
 cdef PyObject* pool_head[POOLED_LENGTHS]
 cdef Py_ssize_t pool_size[POOLED_LENGTHS]
