@@ -538,7 +538,7 @@ class Supervisor:
 
     def _execute(self, slot: Slot, action: Action) -> None:
         if isinstance(action, Kill):
-            slot.kill(action.reason, self.conf["supervisor.worker.shutdown.sleep.secs"])
+            slot.kill(action.reason, self.conf["supervisor.worker.shutdown.sleep.secs"], action.detail)
         elif isinstance(action, WriteAssignment):
             slot.write_assignment(action.want)
         elif isinstance(action, Launch):

@@ -30,7 +30,7 @@ past the worker timeout kill every healthy worker on the node at once
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from squall.clock import LastChange
@@ -57,6 +57,8 @@ class SlotState:
 class Kill:
     port: int
     reason: str
+    # What the reason rests on, for the log (what heartbeat was seen, how old): not compared.
+    detail: Mapping[str, Any] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -129,7 +131,10 @@ class ProcessSync:
             reason = TIMED_OUT
         else:
             return actions
-        return [*actions, Kill(slot.port, reason), Launch(slot.port, want, reason)]
+        detail = {"heartbeat": "none" if not beat else "this worker's" if mine else
+                  "of another assignment" if current else "of another launch",
+                  ("heartbeat_age_secs" if mine else "launch_age_secs"): round(age, 1)}
+        return [*actions, Kill(slot.port, reason, detail), Launch(slot.port, want, reason)]
 
 
 def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],

@@ -312,11 +312,11 @@ class Slot:
                  **({"uid": uid} if run_as is not None else {}))
         return pid
 
-    def kill(self, reason: str, grace: float) -> None:
+    def kill(self, reason: str, grace: float, detail: Mapping[str, Any] | None = None) -> None:
         """Ask, wait, then SIGKILL the worker and every process under it."""
         proc = self.process()
         if proc is not None and kill_tree(proc.pid, grace):
-            log.info("worker killed", port=self.port, pid=proc.pid, reason=reason)
+            log.info("worker killed", port=self.port, pid=proc.pid, reason=reason, **(detail or {}))
         self.kill_left_children(grace)
         self.secrets_file.unlink(missing_ok=True)
 
