@@ -10,7 +10,7 @@ from the assignments by :func:`workers_of_node`, pure as well.
 Storm's classification of a slot's worker:
 
 * **disallowed**: nothing should run on the slot, or the worker's heartbeat
-  (newer than its launch) names another topology or other executors than
+  (one of this launch: it carries the launch's token) names another topology or other executors than
   assigned: killed (and the assigned one launched);
 * **not started**: no live worker where one is assigned: launched;
 * **timed out**: no heartbeat within ``supervisor.worker.start.timeout.secs``

@@ -340,7 +340,7 @@ class Slot:
             return
         # Start times as the kernel counts them, the worker's and its children's alike: not the
         # supervisor's wall clock at the launch, which a skewed or stepped clock moves.
-        launched = (self.pid_record() or {}).get("create_time", 0.0)
+        worker_started = (self.pid_record() or {}).get("create_time", 0.0)
         for entry in entries:
             if entry.name.isdigit():
                 pid = int(entry.name)
@@ -348,7 +348,7 @@ class Slot:
                     started = psutil.Process(pid).create_time()
                 except psutil.Error:
                     started = None
-                if started is not None and started >= launched - 1.0 and kill_tree(pid, grace):
+                if started is not None and started >= worker_started - 1.0 and kill_tree(pid, grace):
                     log.warning("orphaned multilang child killed", port=self.port, pid=pid)
             entry.unlink(missing_ok=True)
 

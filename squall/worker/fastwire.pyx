@@ -57,7 +57,6 @@ cdef extern from "Python.h":
     # No exception clause: a NULL (a lone surrogate) is cleared and left to the generic path.
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size)
     void PyErr_Clear()
-    object PyType_GenericAlloc(type t, Py_ssize_t nitems)
     object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t size)
     object PyFloat_FromDouble(double d)

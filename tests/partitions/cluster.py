@@ -84,9 +84,8 @@ def skew_environment(offset_file: Path) -> dict[str, str]:
     if not LIBFAKETIME.exists():
         msg = f"{LIBFAKETIME} is missing: apt-get install faketime (ops/bootstrap.sh --tests installs it)"
         raise FileNotFoundError(msg)
-    skewed = {"LD_PRELOAD": f"{faketime_fix()} {LIBFAKETIME}", "FAKETIME_TIMESTAMP_FILE": str(offset_file),
-              "FAKETIME_CACHE_DURATION": "1", "FAKETIME_DONT_FAKE_MONOTONIC": "1"}
-    return {**os.environ, **skewed}
+    values = (f"{faketime_fix()} {LIBFAKETIME}", str(offset_file), "1", "1")
+    return {**os.environ, **dict(zip(SKEW_VARIABLES, values, strict=True))}
 
 
 def faketime_sleep_works(offset_file: Path) -> bool:
