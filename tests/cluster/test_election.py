@@ -72,6 +72,8 @@ def test_a_lost_session_ends_the_term_and_a_recovered_one_runs_again(clients: li
         # Then the recovery runs, the term ends, and a second one begins
         poll_for(recovered.is_set, message="the recovery ran")
         poll_for(lambda: contender.election.terms == 2 and contender.election.is_leader, message="a new term")
+        # The flag goes up before the callback runs on the election thread, so wait for the callback too
+        poll_for(lambda: len(contender.changes) >= 3, message="the new term's callback")
         assert contender.changes == [True, False, True]
     finally:
         contender.stop()
