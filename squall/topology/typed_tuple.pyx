@@ -227,3 +227,68 @@ cdef class Tuple:
 
     def __setstate__(self, state):
         self.ackval = state["ackval"]
+
+    def __delattr__(self, name):
+        # Its fields are read by C code that takes them to be objects (see below)
+        raise AttributeError(f"a tuple's {name} cannot be deleted")
+
+
+# -- its fields as slots ------------------------------------------------------------
+#
+# Cython makes a ``cdef public`` field a property (a getset descriptor), and
+# CPython 3.11 never specializes reading one: every ``tup.values`` in a
+# bolt's ``process`` took the generic attribute lookup and a call to the
+# getter.  The fields are read instead through member descriptors at the same
+# offsets, what ``__slots__`` makes (the pure twin's are), which the
+# interpreter reads inline once it has seen one.  Writes go through them too;
+# deleting one would leave C code a NULL to read, so Tuple refuses it.
+
+cdef extern from "structmember.h":
+    ctypedef struct PyMemberDef:
+        const char* name
+        int type
+        Py_ssize_t offset
+        int flags
+        const char* doc
+    enum: T_OBJECT_EX
+    object PyDescr_NewMember(type t, PyMemberDef* member)
+
+cdef extern from "Python.h":
+    ctypedef struct FieldsTypeObject "PyTypeObject":
+        PyObject* tp_dict
+    void PyType_Modified(type t)
+    int PyDict_SetItemString(PyObject* d, const char* key, object value) except -1
+
+cdef PyMemberDef slot_fields[4]  # kept for as long as the descriptors that point at them
+cdef const char* SLOT_NAMES[4]
+SLOT_NAMES[:] = [b"component", b"stream", b"task", b"values"]
+
+
+cdef Py_ssize_t offset_of(Tuple probe, object marker) except -1:
+    """Where in a Tuple the field holding ``marker`` is (Cython does not give a
+    field's offset: the probe's words are searched for the marker's address)."""
+    cdef void** words = <void**><PyObject*>probe
+    cdef Py_ssize_t i
+    for i in range(Tuple.__basicsize__ // sizeof(void*)):
+        if words[i] == <void*>marker:
+            return i * sizeof(void*)
+    raise RuntimeError("a Tuple field was not found in its layout")
+
+
+cdef int fields_as_slots() except -1:
+    cdef Tuple probe = Tuple.__new__(Tuple)
+    cdef FieldsTypeObject* t = <FieldsTypeObject*>Tuple
+    markers = [object() for _ in range(4)]
+    probe.component, probe.stream, probe.task, probe.values = markers
+    for i in range(4):
+        slot_fields[i].name = SLOT_NAMES[i]
+        slot_fields[i].type = T_OBJECT_EX
+        slot_fields[i].offset = offset_of(probe, markers[i])
+        slot_fields[i].flags = 0
+        slot_fields[i].doc = NULL
+        PyDict_SetItemString(t.tp_dict, slot_fields[i].name, PyDescr_NewMember(Tuple, &slot_fields[i]))
+    PyType_Modified(Tuple)
+    return 0
+
+
+fields_as_slots()

@@ -4,7 +4,9 @@ does, for everything a bolt, a feature or the wire reads and writes on it."""
 from __future__ import annotations
 
 import copy
+import dis
 import pickle
+import sys
 from typing import Any
 
 import pytest
@@ -83,6 +85,35 @@ def test_it_pickles_copies_and_refuses_unknown_attributes_as_the_twin_does() -> 
             cls(1, "c", "s", 1, WORD("a", 1)).other = 1  # type: ignore[attr-defined]
         with pytest.raises(AttributeError):
             cls(1, "c", "s", 1, WORD("a", 1))["missing"]
+
+
+@needs_build
+def test_its_fields_are_slots_the_interpreter_reads_inline() -> None:
+    # Read and written as the twin's __slots__ are: member descriptors, not properties,
+    # which CPython 3.11 specializes (LOAD_ATTR_SLOT) where a bolt reads tup.values
+    t = Tuple(1, "c", "s", 1, WORD("a", 1))
+    for name in ("component", "stream", "task", "values"):
+        assert type(vars(Tuple)[name]) is type(vars(PureTuple)[name])
+    t.values, t.task = WORD("b", 2), 4
+    assert t["word"] == "b" and t.task == 4
+
+    def read(tup: Any) -> Any:
+        return tup.values
+
+    for _ in range(64):
+        assert read(t) is t.values
+    if sys.version_info[:2] == (3, 11):
+        assert [i.opname for i in dis.get_instructions(read, adaptive=True)
+                if i.argval == "values"] == ["LOAD_ATTR_SLOT"]
+
+
+@needs_build
+def test_a_field_cannot_be_deleted_from_under_the_c_code_that_reads_it() -> None:
+    t = Tuple(1, "c", "s", 1, WORD("a", 1))
+    for name in ("values", "component", "stream", "task", "id", "anchors"):
+        with pytest.raises(AttributeError, match=f"a tuple's {name} cannot be deleted"):
+            delattr(t, name)
+    assert t["word"] == "a"
 
 
 @needs_build
