@@ -12,6 +12,18 @@ cdef extern from "Python.h":
     void PyTuple_SET_ITEM(object o, Py_ssize_t i, PyObject* v)
     void Py_INCREF(PyObject* o)
 
+cdef extern from *:
+    """
+    static inline int squall_is_atomic(PyObject *o) {
+        PyTypeObject *t = Py_TYPE(o);
+        return t == &PyUnicode_Type || t == &PyLong_Type || t == &PyFloat_Type || o == Py_None
+            || t == &PyBool_Type || t == &PyBytes_Type;
+    }
+    #define squall_gc_track(o) PyObject_GC_Track(o)
+    """
+    bint squall_is_atomic(PyObject* o)  # a string, number, bytes or None: no reference out
+    void squall_gc_track(PyObject* o)
+
 cdef enum:
     NO_ANCHORS = 0  # untracked: ``anchors`` is None
     ONE_ROOT = 1    # one tree: its root and this tuple's edge in it, as C integers
@@ -58,6 +70,18 @@ cdef inline bint is_values_record(object record):
 cdef object new_record(type record, Py_ssize_t n)
 
 
+cdef inline void track_unless_atomic(object vals, Py_ssize_t n):
+    """Put a filled record in the cyclic collector's reach if one of its values could
+    lead back to it.  A record is made untracked (``new_record``): one of strings and
+    numbers, nearly every record, is in no cycle (CPython leaves such tuples untracked
+    too), and the collector need neither link it on each emit nor scan it in queues."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if not squall_is_atomic(PyTuple_GET_ITEM(vals, i)):
+            squall_gc_track(<PyObject*>vals)
+            return
+
+
 cdef inline object filled_record(type record, object values, Py_ssize_t n):
     """``record(*values)`` for a list or tuple of ``n`` values and a record that
     :func:`is_values_record`, allocated and filled with no call to its type."""
@@ -69,4 +93,5 @@ cdef inline object filled_record(type record, object values, Py_ssize_t n):
         item = PyList_GET_ITEM(values, i) if is_list else PyTuple_GET_ITEM(values, i)
         Py_INCREF(item)
         PyTuple_SET_ITEM(vals, i, item)
+    track_unless_atomic(vals, n)
     return vals

@@ -48,6 +48,7 @@ from squall.topology.typed_tuple cimport (
     is_values_record,
     new_record,
     set_anchors,
+    track_unless_atomic,
 )
 
 cdef extern from "Python.h":
@@ -722,6 +723,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             item = read_value(r, 1)
             Py_INCREF(<PyObject*>item)
             PyTuple_SET_ITEM(vals, j, <PyObject*>item)
+        track_unless_atomic(vals, nfields)
         tup = bare_tuple(None, component, stream, src, vals)
         if not (r.pos < r.end and r.data[r.pos] == 0x81 and one_root(r, tup, tid_is_u64, tid_u64, tid_at,
                                                                      tid_len)):
