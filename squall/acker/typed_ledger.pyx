@@ -28,7 +28,9 @@ cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
     Py_ssize_t PyTuple_GET_SIZE(object o)
-    unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
+    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
+    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
+    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
 
@@ -176,13 +178,13 @@ cdef class AckLedger:
         for k in range(len(items)):
             item = <object>PyList_GET_ITEM(items, k)
             root, val, task = item
-            self.apply(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(val), task + 1, 0, False, out)
+            self.apply(PyLong_AsUnsignedLong(root), PyLong_AsUnsignedLong(val), task + 1, 0, False, out)
         return out
 
     def fail_many(self, list roots):
         cdef list out = []
         for root in roots:
-            self.apply(PyLong_AsUnsignedLongLong(root), 0, 0, 1, True, out)
+            self.apply(PyLong_AsUnsignedLong(root), 0, 0, 1, True, out)
         return out
 
     def ack_many(self, list items, bint failing=False):
@@ -200,11 +202,11 @@ cdef class AckLedger:
                 root, value = item
                 term = <PyObject*>value
             if fits_u64(<object>term):
-                self.apply(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(<object>term), 0, 0,
+                self.apply(PyLong_AsUnsignedLong(root), PyLong_AsUnsignedLong(<object>term), 0, 0,
                            failing, out)
             else:
                 wide = <object>term
-                self.apply(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(wide & MASK64),
+                self.apply(PyLong_AsUnsignedLong(root), PyLong_AsUnsignedLong(wide & MASK64),
                            wide >> TASK_SHIFT, (wide >> 64) & 1, failing, out)
         return out
 

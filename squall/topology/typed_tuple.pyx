@@ -25,7 +25,9 @@ TICK_STREAM = "__tick"
 cdef extern from "Python.h":
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
-    unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
+    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
+    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
+    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 
 cdef inline bint is_u64(object v):
@@ -41,8 +43,8 @@ cdef int set_anchors(Tuple t, object anchors) except -1:
     if type(anchors) is dict and len(<dict>anchors) == 1:
         for root, edge in (<dict>anchors).items():
             if is_u64(root) and is_u64(edge):
-                t.root = PyLong_AsUnsignedLongLong(root)
-                t.edge = PyLong_AsUnsignedLongLong(edge)
+                t.root = PyLong_AsUnsignedLong(root)
+                t.edge = PyLong_AsUnsignedLong(edge)
                 t.form = ONE_ROOT
                 return 0
     t.form = ROOT_MAP

@@ -50,7 +50,9 @@ cdef extern from "Python.h":
     ctypedef struct PyObject
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     int PyList_Append(object l, object x) except -1
-    unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
+    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
+    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
+    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 
 # -- ids -----------------------------------------------------------------------
@@ -205,7 +207,7 @@ cdef class Emitter:
     cdef inline uint64_t new_id(self) except? 0:
         if self.c_ids:
             return self.ids.next()
-        return PyLong_AsUnsignedLongLong(self.rand64())
+        return PyLong_AsUnsignedLong(self.rand64())
 
     cdef inline int deliver(self, object t, object tup) except -1:
         return self.put_into(self.targets[t], tup)
@@ -523,15 +525,15 @@ cdef class AckTable:
             ack = t.ack
         else:
             am = tup.anchors
-            ack = PyLong_AsUnsignedLongLong(tup.ackval)
+            ack = PyLong_AsUnsignedLong(tup.ackval)
         if am:
             for root, edge in am.items():
-                self.put(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(edge) ^ ack)
+                self.put(PyLong_AsUnsignedLong(root), PyLong_AsUnsignedLong(edge) ^ ack)
         return 0
 
     def xor(self, root, val):
         """XOR ``val`` into ``root``'s sum."""
-        self.put(PyLong_AsUnsignedLongLong(root), PyLong_AsUnsignedLongLong(val))
+        self.put(PyLong_AsUnsignedLong(root), PyLong_AsUnsignedLong(val))
 
     def add(self, tup):
         """A tuple's ack: its edge XOR the edges anchored to it, into each of its roots."""

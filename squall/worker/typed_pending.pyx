@@ -28,7 +28,9 @@ from libc.stdint cimport uint32_t, uint64_t
 
 cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
-    unsigned long long PyLong_AsUnsignedLongLong(object v) except? <unsigned long long>-1
+    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
+    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
+    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 cdef enum:
     START = 1024  # slots of a new table
@@ -61,7 +63,7 @@ cdef class PendingTrees:
         return self.n
 
     def __contains__(self, root):
-        return self.table[self.slot_of(PyLong_AsUnsignedLongLong(root))].task != NULL
+        return self.table[self.slot_of(PyLong_AsUnsignedLong(root))].task != NULL
 
     # -- the table ---------------------------------------------------------
 
@@ -149,10 +151,10 @@ cdef class PendingTrees:
     def put_new(self, root, value):
         """``value`` = (task, message id, emit time) for a new tree ``root``."""
         task, msg_id, t0 = value
-        self.add(PyLong_AsUnsignedLongLong(root), task, msg_id, t0)
+        self.add(PyLong_AsUnsignedLong(root), task, msg_id, t0)
 
     def pop(self, root, default=None):
-        got = self.take(PyLong_AsUnsignedLongLong(root))
+        got = self.take(PyLong_AsUnsignedLong(root))
         return default if got is None else got
 
     def items(self):
@@ -176,7 +178,7 @@ cdef class PendingTrees:
         dead.sort(key=_first)
         out = {}
         for _t0, root in dead:
-            out[root] = self.take(PyLong_AsUnsignedLongLong(root))
+            out[root] = self.take(PyLong_AsUnsignedLong(root))
         return out
 
 
@@ -198,7 +200,7 @@ def settle(PendingTrees pending, list roots, bint ok, double now, latencies, dic
     cdef Py_ssize_t i
     append = latencies.append
     for k in range(len(roots)):
-        i = pending.slot_of(PyLong_AsUnsignedLongLong(<object>PyList_GET_ITEM(roots, k)))
+        i = pending.slot_of(PyLong_AsUnsignedLong(<object>PyList_GET_ITEM(roots, k)))
         s = &pending.table[i]
         if s.task == NULL:
             continue
