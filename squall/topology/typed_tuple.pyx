@@ -18,6 +18,7 @@ not on the hot path, and any other map (several trees, or ids that are not
 
 cimport cython
 from cpython.long cimport PyLong_FromUnsignedLongLong
+from cpython.mem cimport PyMem_Malloc
 from libc.stdint cimport uint64_t
 
 TICK_STREAM = "__tick"
@@ -107,7 +108,11 @@ cdef enum:
     POOLED_LENGTHS = 9  # records of 1 to 8 values are pooled
     POOL_MAX = 16384    # records kept per length: a bolt frees 8K at once on the word count
 
-cdef PyObject* pool_head[POOLED_LENGTHS]
+# Per length, a stack of the dead records' addresses (allocated at the first one).  Not
+# a list linked through the records: taking one would read its memory, cold by the time
+# the wire's decoder takes a frame's worth of them (a cluster worker spent 4% of its
+# time waiting on those reads).
+cdef PyObject** pool[POOLED_LENGTHS]
 cdef Py_ssize_t pool_size[POOLED_LENGTHS]
 
 
@@ -127,13 +132,18 @@ cdef void record_dealloc(PyObject* op) noexcept:
         item = items[i]
         items[i] = NULL
         Py_XDECREF(item)
-    if 0 < n < POOLED_LENGTHS and pool_size[n] < POOL_MAX and t.tp_dealloc == record_dealloc:
-        items[0] = pool_head[n]
-        pool_head[n] = op
+    if (0 < n < POOLED_LENGTHS and pool_size[n] < POOL_MAX and t.tp_dealloc == record_dealloc
+            and (pool[n] != NULL or new_pool(n))):
+        pool[n][pool_size[n]] = op
         pool_size[n] += 1
     else:
         t.tp_free(op)
     Py_DECREF(<PyObject*>t)  # last: the record held a reference to its type, as any heap type's
+
+
+cdef bint new_pool(Py_ssize_t n) noexcept:
+    pool[n] = <PyObject**>PyMem_Malloc(POOL_MAX * sizeof(PyObject*))
+    return pool[n] != NULL
 
 
 cdef object new_record(type record, Py_ssize_t n):
@@ -143,19 +153,14 @@ cdef object new_record(type record, Py_ssize_t n):
     ``track_unless_atomic``."""
     cdef PyObject* op
     cdef RecordTypeObject* t = <RecordTypeObject*>record
-    if n <= 0 or n >= POOLED_LENGTHS or pool_head[n] == NULL or t.tp_dealloc != record_dealloc:
+    if n <= 0 or n >= POOLED_LENGTHS or pool_size[n] == 0 or t.tp_dealloc != record_dealloc:
         vals = PyType_GenericAlloc(record, n)
         PyObject_GC_UnTrack(<PyObject*>vals)  # (untracked until filled: track_unless_atomic)
         return vals
-    op = pool_head[n]
-    pool_head[n] = squall_record_items(op)[0]
-    if pool_head[n] != NULL:
-        # The list is linked through its records, whose memory is cold by the time the
-        # wire's decoder takes a frame's worth of them: read ahead the link the next
-        # record will need (a cluster worker spent 4% of its time waiting on it).
-        squall_prefetch(squall_record_items(pool_head[n]))
     pool_size[n] -= 1
-    squall_record_items(op)[0] = NULL
+    op = pool[n][pool_size[n]]
+    if pool_size[n]:
+        squall_prefetch(pool[n][pool_size[n] - 1])  # the next one's header, written next time
     Py_INCREF(<PyObject*>record)
     Py_SET_TYPE(op, t)
     _Py_NewReference(op)
