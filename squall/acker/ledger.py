@@ -10,9 +10,20 @@ the high bits untouched, so an ack is one dict update.
 
 from __future__ import annotations
 
+import struct
+
 from squall.acker.rotating_map import RotatingMap
 
 MASK64 = (1 << 64) - 1
+# A bolt's acks as they travel to an acker: (root, value) pairs, each two unsigned 64-bit
+# integers, little-endian, back to back.  Packed once by the bolt (its AckTable), read
+# once by the ledger: no tuple or int is made for a pair, in this worker or across.
+PACKED_ACK = struct.Struct("<QQ")
+
+
+def pack_acks(pairs: list[tuple[int, int]]) -> bytes:
+    return b"".join(PACKED_ACK.pack(root, val) for root, val in pairs)
+
 FAILED_BIT = 1 << 64
 TASK_SHIFT = 65
 
@@ -47,12 +58,18 @@ class AckLedger:
     def fail_many(self, roots: list[int]) -> list[Outcome]:
         return self.ack_many([(root, FAILED_BIT) for root in roots], failing=True)
 
-    def ack_many(self, items: list[tuple[int, int]], failing: bool = False) -> list[Outcome]:
+    def ack_many(self, items: list[tuple[int, int]] | bytes, failing: bool = False) -> list[Outcome]:
         """XOR each (root, term) into its tree; the trees that completed or failed.
+        ``items`` are pairs, or the bytes :data:`PACKED_ACK` packs them into.
 
         The acker's hot loop: the RotatingMap's pop and put are inlined, as
         a function call per event would cost as much as the event itself.
         """
+        if type(items) is bytes:
+            if len(items) % PACKED_ACK.size:
+                msg = f"packed acks are {PACKED_ACK.size}-byte pairs, not {len(items)} bytes"
+                raise ValueError(msg)
+            items = list(PACKED_ACK.iter_unpack(items))
         buckets = self.pending.buckets
         newest = buckets[0]
         older = buckets[1:]

@@ -28,6 +28,8 @@ cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     PyObject* PyTuple_GET_ITEM(object o, Py_ssize_t i)
     Py_ssize_t PyTuple_GET_SIZE(object o)
+    char* PyBytes_AS_STRING(object b)
+    Py_ssize_t PyBytes_GET_SIZE(object b)
     # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
     # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
     unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
@@ -35,6 +37,17 @@ cdef extern from "Python.h":
     size_t _PyLong_NumBits(object v) except? <size_t>-1
 
 cdef object MASK64 = (1 << 64) - 1
+
+cdef enum:
+    PAIR_BYTES = 16  # a packed ack: root and value, 8 bytes each (squall.acker.ledger.PACKED_ACK)
+
+
+cdef inline uint64_t get_le64(const unsigned char* p) noexcept:
+    cdef uint64_t v = 0
+    cdef int k
+    for k in range(8):
+        v |= (<uint64_t>p[k]) << (8 * k)
+    return v
 cdef object FAILED_BIT = 1 << 64
 cdef enum:
     TASK_SHIFT = 65
@@ -187,12 +200,24 @@ cdef class AckLedger:
             self.apply(PyLong_AsUnsignedLong(root), 0, 0, 1, True, out)
         return out
 
-    def ack_many(self, list items, bint failing=False):
+    def ack_many(self, items, bint failing=False):
         """XOR each (root, term) into its tree; the trees that completed or failed.  A term
-        wider than 64 bits carries the pure ledger's failed bit and task above them."""
+        wider than 64 bits carries the pure ledger's failed bit and task above them.
+        ``items`` are pairs, or the bytes squall.acker.ledger.PACKED_ACK packs them into."""
         cdef list out = []
-        cdef Py_ssize_t k
+        cdef Py_ssize_t k, n
         cdef PyObject* term
+        cdef const unsigned char* p
+        if type(items) is bytes:
+            n = PyBytes_GET_SIZE(items)
+            if n % PAIR_BYTES:
+                raise ValueError(f"packed acks are {PAIR_BYTES}-byte pairs, not {n} bytes")
+            p = <const unsigned char*>PyBytes_AS_STRING(items)
+            for k in range(0, n, PAIR_BYTES):
+                self.apply(get_le64(p + k), get_le64(p + k + 8), 0, 0, failing, out)
+            return out
+        if type(items) is not list:
+            raise TypeError(f"acks are a list of pairs or packed bytes, not {type(items).__name__}")
         for k in range(len(items)):
             item = <object>PyList_GET_ITEM(items, k)
             if type(item) is tuple and PyTuple_GET_SIZE(item) == 2:

@@ -21,6 +21,7 @@ import random
 from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
+from squall.acker.ledger import pack_acks
 from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
@@ -93,9 +94,10 @@ class AckTable(dict):
         self.clear()
         return out
 
-    def drain_by(self, ackers: int) -> list[list[tuple[int, int]]]:
-        """The pairs of :meth:`drain`, as one list per acker: the acker of a root is
-        ``root % ackers`` (the spout chose the root so); the table is left empty."""
+    def drain_by(self, ackers: int) -> list[bytes]:
+        """The pairs of :meth:`drain`, packed (squall.acker.ledger.PACKED_ACK) one bytes per
+        acker: the acker of a root is ``root % ackers`` (the spout chose the root so); the
+        table is left empty."""
         if ackers < 1:
             msg = f"ackers must be at least 1, not {ackers}"
             raise ValueError(msg)
@@ -103,7 +105,7 @@ class AckTable(dict):
         for root, val in self.items():
             out[root % ackers].append((root, val))
         self.clear()
-        return out
+        return [pack_acks(pairs) for pairs in out]
 
 
 # Values of these types need no further check to cross the wire: msgpack's scalars and

@@ -50,6 +50,8 @@ cdef extern from "Python.h":
     ctypedef struct PyObject
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
     int PyList_Append(object l, object x) except -1
+    object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
+    char* PyBytes_AS_STRING(object b)
     # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
     # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
     unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
@@ -442,6 +444,16 @@ cdef enum:
     TABLE_START = 64  # slots of a new table's index; it doubles as a turn's roots grow
 
 
+cdef enum:
+    PAIR_BYTES = 16  # a packed ack: root and value, 8 bytes each (squall.acker.ledger.PACKED_ACK)
+
+
+cdef inline void put_le64(char* p, uint64_t v) noexcept:
+    cdef int k
+    for k in range(8):
+        p[k] = <char>((v >> (8 * k)) & 0xff)
+
+
 cdef class AckTable:
     """One turn's acks of a bolt executor, XOR-ed per root (collector.AckTable's twin).
 
@@ -551,15 +563,35 @@ cdef class AckTable:
         return out
 
     def drain_by(self, Py_ssize_t ackers):
-        """The pairs of :meth:`drain`, as one list per acker: the acker of a root is
-        ``root % ackers`` (the spout chose the root so); the table is left empty."""
-        cdef Py_ssize_t i
+        """The pairs of :meth:`drain`, packed (squall.acker.ledger.PACKED_ACK) one bytes per
+        acker: the acker of a root is ``root % ackers`` (the spout chose the root so); the
+        table is left empty.  No tuple or int is made for a pair."""
+        cdef Py_ssize_t i, a
+        cdef uint64_t root
         if ackers < 1:
             raise ValueError(f"ackers must be at least 1, not {ackers}")
-        out = [[] for i in range(ackers)]
-        for i in range(self.n):
-            PyList_Append(<object>PyList_GET_ITEM(out, <Py_ssize_t>(self.roots[i] % <uint64_t>ackers)),
-                          (PyLong_FromUnsignedLongLong(self.roots[i]), PyLong_FromUnsignedLongLong(self.vals[i])))
+        cdef Py_ssize_t* counts = <Py_ssize_t*>PyMem_Calloc(ackers, sizeof(Py_ssize_t))
+        if counts == NULL:
+            raise MemoryError()
+        cdef char** at = <char**>PyMem_Calloc(ackers, sizeof(char*))
+        if at == NULL:
+            PyMem_Free(counts)
+            raise MemoryError()
+        try:
+            for i in range(self.n):
+                counts[self.roots[i] % <uint64_t>ackers] += 1
+            out = [PyBytes_FromStringAndSize(NULL, PAIR_BYTES * counts[a]) for a in range(ackers)]
+            for a in range(ackers):
+                at[a] = PyBytes_AS_STRING(<object>PyList_GET_ITEM(out, a))
+            for i in range(self.n):
+                root = self.roots[i]
+                a = <Py_ssize_t>(root % <uint64_t>ackers)
+                put_le64(at[a], root)
+                put_le64(at[a] + 8, self.vals[i])
+                at[a] += PAIR_BYTES
+        finally:
+            PyMem_Free(counts)
+            PyMem_Free(at)
         self.clear()
         return out
 

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import msgpack
 
+from squall.acker.ledger import PACKED_ACK
 from squall.topology.tuple import Tuple, record_type
 from squall.worker.wire_types import ext_hook
 
@@ -129,6 +130,12 @@ class WireValidator:
             raise _Bad("kind")
         if type(task) is not int:
             raise _Bad("task")
+        if kind == "ack" and type(payload) is bytes:  # pairs packed (squall.acker.ledger.PACKED_ACK)
+            if task not in self.acker_tasks:
+                raise _Bad("task")
+            if len(payload) % PACKED_ACK.size:
+                raise _Bad("shape")
+            return kind, task, payload  # any 16 bytes are a root and a value
         if type(payload) is not list:
             raise _Bad("shape")
         if kind == "data":

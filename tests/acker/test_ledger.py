@@ -14,7 +14,7 @@ import pytest
 
 from squall import compiled
 from squall.acker import RotatingMap
-from squall.acker.ledger import PureAckLedger
+from squall.acker.ledger import PureAckLedger, pack_acks
 
 
 def twins() -> list[Any]:
@@ -140,6 +140,7 @@ def test_pending_tree_state_is_small() -> None:
     assert sys.getsizeof(entry) <= 40
 
 
+@pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
 def test_the_typed_ledger_holds_a_pending_tree_in_less_than_the_pure_one() -> None:
     sizes = []
     for cls in [p.values[0] for p in twins()]:
@@ -174,7 +175,8 @@ def test_both_ledgers_give_the_same_outcomes_for_the_same_events() -> None:
         elif kind == "complete":
             rng.shuffle(trees)
             done, trees = trees[:300], trees[300:]
-            got = [ledger.ack_many(list(done)) for ledger in ledgers]
+            # as the bolts send them (packed), or as pairs
+            got = [ledger.ack_many(pack_acks(done) if step % 2 else list(done)) for ledger in ledgers]
         elif kind == "rotate":
             got = [sorted(ledger.rotate()) for ledger in ledgers]
         else:
@@ -188,3 +190,11 @@ def test_both_ledgers_give_the_same_outcomes_for_the_same_events() -> None:
             got = [getattr(ledger, f"{kind}_many")(list(batch)) for ledger in ledgers]
         assert got[0] == got[1], (step, kind)
         assert len(ledgers[0]) == len(ledgers[1])
+
+
+def test_packed_acks_that_are_not_whole_pairs_are_refused_and_change_nothing(AckLedger: Any) -> None:  # noqa: N803
+    ledger = AckLedger(3)
+    ledger.init_many([(7, 5, 1)])
+    with pytest.raises(ValueError, match="16-byte pairs, not 17 bytes"):
+        ledger.ack_many(pack_acks([(7, 5)]) + b"x")
+    assert len(ledger) == 1 and ledger.ack_many(pack_acks([(7, 5)])) == [(1, 7, True)]

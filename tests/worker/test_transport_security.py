@@ -18,6 +18,7 @@ import pytest
 import zmq
 from zmq.utils import z85
 
+from squall.acker.ledger import pack_acks
 from squall.security import curve
 from squall.testing import poll_for
 from squall.topology.tuple import Tuple, record_type
@@ -223,6 +224,9 @@ BAD_FRAMES = {
     "data-src-not-subscribed": (frame(["data", BOLT, [row(src=BOLT)]]), "source"),
     "ack-string-roots": (frame(["ack", ACKER, [["x", 1]]]), "shape"),
     "ack-pair-a-triple": (frame(["ack", ACKER, [[1, 2, 3]]]), "shape"),
+    "ack-packed-not-whole-pairs": (frame(["ack", ACKER, b"\x01" * 17]), "shape"),
+    "ack-packed-to-a-spout": (frame(["ack", SPOUT, b"\x01" * 16]), "task"),
+    "acked-packed": (frame(["acked", SPOUT, b"\x01" * 16]), "shape"),
     "fail-float-root": (frame(["fail", ACKER, [1.5]]), "shape"),
     "acked-bool-root": (frame(["acked", SPOUT, [True]]), "shape"),
     "payload-none": (frame(["acked", SPOUT, None]), "shape"),
@@ -249,6 +253,16 @@ def test_a_malformed_frame_from_an_insider_is_dropped_and_counted(
     assert sum(rejected.values()) == 1, rejected
     assert not receiver.died and all(t.is_alive() for t in receiver.transfer._threads)
     assert not receiver.transfer._peers_congested
+
+
+def test_packed_acks_to_an_acker_pass(keys: tuple[bytes, bytes], receiver: Receiving,
+                                      closing: list[Any]) -> None:
+    # As a bolt's acks travel (squall.acker.ledger.PACKED_ACK): 16 bytes a (root, value) pair
+    acks = pack_acks([(5, 7), ((1 << 64) - 1, 0)])
+    sender(keys, receiver.address, closing).send(frame(["ack", ACKER, acks]))
+    poll_for(lambda: len(receiver.delivered) == 1, timeout=10, message="the acks")
+    assert receiver.delivered == [("ack", ACKER, acks)]
+    assert sum(receiver.transfer.stats()["rejected"].values()) == 0
 
 
 def test_one_bad_message_does_not_take_the_good_ones_of_its_frame(

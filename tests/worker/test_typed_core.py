@@ -16,6 +16,7 @@ import msgpack
 import pytest
 
 from squall import compiled
+from squall.acker.ledger import PACKED_ACK
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.worker import collector, routing
@@ -335,9 +336,10 @@ def test_acks_grouped_by_acker_are_the_drained_pairs_each_at_its_roots_acker() -
         groups = [t.drain_by(ackers) for t in tables]
         assert groups[0] == groups[1]
         assert len(groups[1]) == ackers
-        # every pair once, at the acker its root belongs to, in the order the roots came
+        # every pair once, packed, at the acker its root belongs to, in the order the roots came
         for i, group in enumerate(groups[1]):
-            assert group == [(r, v) for r, v in pure_pairs if r % ackers == i]
+            assert type(group) is bytes
+            assert list(PACKED_ACK.iter_unpack(group)) == [(r, v) for r, v in pure_pairs if r % ackers == i]
         assert len(tables[1]) == 0 and tables[1].drain() == []
     for table in (collector.PureAckTable(), typed().AckTable()):
         with pytest.raises(ValueError, match="ackers must be at least 1"):
