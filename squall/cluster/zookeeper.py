@@ -256,9 +256,13 @@ class DevZookeeper:
                 raise CoordinationError(msg)
             try:
                 with socket.create_connection((self.host, self.port), timeout=0.5) as s:
-                    # "srvr" is whitelisted by default; any answer means it serves.
+                    # "srvr" is whitelisted by default.  A server still loading its database
+                    # answers it too, that it is "not currently serving requests", and closes
+                    # a client's connection: a client's first tries then fail, and its
+                    # backoff can outlast the connection timeout (seen in CI).
                     s.sendall(b"srvr")
-                    if s.recv(64):
+                    answer = s.recv(128)
+                    if answer and b"not currently serving" not in answer:
                         return
             except OSError:
                 pass

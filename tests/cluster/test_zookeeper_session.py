@@ -4,6 +4,8 @@ expires the daemon's session)."""
 
 from __future__ import annotations
 
+import socket
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -81,3 +83,28 @@ def test_a_leader_whose_session_came_back_before_it_looked_still_steps_down(zook
         poll_for(lambda: nimbus.leader_terms == 2 and nimbus.is_leader, timeout=10, message="a second term")
     finally:
         nimbus.stop()
+
+
+def test_the_embedded_server_is_started_only_once_it_serves() -> None:
+    # Given a server that answers "srvr" while still loading its database, as ZooKeeper does
+    listener = socket.create_server(("127.0.0.1", 0))
+    loading = b"This ZooKeeper instance is not currently serving requests\n"
+    answers = [loading] * 3 + [b"Zookeeper version: 3.9\n"]
+    asked: list[bytes] = []
+
+    def serve() -> None:
+        for answer in answers:
+            conn, _ = listener.accept()
+            with conn:
+                asked.append(conn.recv(16))
+                conn.sendall(answer)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    zk = DevZookeeper(listener.getsockname()[1], "unused")
+    try:
+        # When it is waited for, then it is ready only after the answer of a serving server
+        zk.wait_ready(timeout=30)
+        assert asked == [b"srvr"] * 4
+    finally:
+        listener.close()
