@@ -9,6 +9,8 @@ import msgpack
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from squall.acker import AckLedger
+from squall.acker.ledger import PACKED_ACK
 from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE
 from squall.worker.wire import WIRE_KINDS, FrameRejected, WireValidator
@@ -53,6 +55,9 @@ def check(frame: bytes) -> None:
                 assert all(type(k) is int and type(v) is int for k, v in anchors.items())
         elif kind == "bp":
             assert task == -1 and type(payload[1]) is bool
+        elif kind == "ack" and type(payload) is bytes:  # a bolt's acks, packed: whole pairs, to an acker
+            assert task in VALIDATOR.acker_tasks and len(payload) % PACKED_ACK.size == 0
+            AckLedger().ack_many(payload)  # which the acker's ledger takes
         else:
             assert type(payload) is list
 
