@@ -69,7 +69,7 @@ class AckLedger:
             if len(items) % PACKED_ACK.size:
                 msg = f"packed acks are {PACKED_ACK.size}-byte pairs, not {len(items)} bytes"
                 raise ValueError(msg)
-            items = list(PACKED_ACK.iter_unpack(items))
+            items = PACKED_ACK.iter_unpack(items)
         buckets = self.pending.buckets
         newest = buckets[0]
         older = buckets[1:]

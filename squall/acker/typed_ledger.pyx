@@ -19,9 +19,12 @@ Events and outcomes are the pure ledger's, in the same order
 build``; ``squall.acker.ledger`` takes it where the build is there.
 """
 
-from cpython.long cimport PyLong_FromUnsignedLongLong
+# Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
+# converts a multi-digit int byte by byte (_PyLong_AsByteArray).
+from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint8_t, uint16_t, uint32_t, uint64_t
+# PAIR_BYTES and get_le64: the packed acks' format, in typed_ledger.pxd
 
 cdef extern from "Python.h":
     ctypedef struct PyObject
@@ -30,24 +33,11 @@ cdef extern from "Python.h":
     Py_ssize_t PyTuple_GET_SIZE(object o)
     char* PyBytes_AS_STRING(object b)
     Py_ssize_t PyBytes_GET_SIZE(object b)
-    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
-    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
-    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
 
 cdef object MASK64 = (1 << 64) - 1
 
-cdef enum:
-    PAIR_BYTES = 16  # a packed ack: root and value, 8 bytes each (squall.acker.ledger.PACKED_ACK)
-
-
-cdef inline uint64_t get_le64(const unsigned char* p) noexcept:
-    cdef uint64_t v = 0
-    cdef int k
-    for k in range(8):
-        v |= (<uint64_t>p[k]) << (8 * k)
-    return v
 cdef object FAILED_BIT = 1 << 64
 cdef enum:
     TASK_SHIFT = 65

@@ -17,7 +17,9 @@ not on the hot path, and any other map (several trees, or ids that are not
 """
 
 cimport cython
-from cpython.long cimport PyLong_FromUnsignedLongLong
+# Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
+# converts a multi-digit int byte by byte (_PyLong_AsByteArray).
+from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Malloc
 from libc.stdint cimport uint64_t
 
@@ -26,9 +28,6 @@ TICK_STREAM = "__tick"
 cdef extern from "Python.h":
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
-    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
-    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
-    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 
 cdef inline bint is_u64(object v):

@@ -24,10 +24,13 @@ the twin runs.
 
 import os
 
-from cpython.long cimport PyLong_FromUnsignedLongLong
+# Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
+# converts a multi-digit int byte by byte (_PyLong_AsByteArray).
+from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint64_t
 
+from squall.acker.typed_ledger cimport PAIR_BYTES, put_le64
 from squall.topology.typed_tuple cimport (
     ONE_ROOT,
     ROOT_MAP,
@@ -52,9 +55,6 @@ cdef extern from "Python.h":
     int PyList_Append(object l, object x) except -1
     object PyBytes_FromStringAndSize(const char* s, Py_ssize_t n)
     char* PyBytes_AS_STRING(object b)
-    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
-    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
-    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 
 # -- ids -----------------------------------------------------------------------
@@ -444,16 +444,6 @@ cdef enum:
     TABLE_START = 64  # slots of a new table's index; it doubles as a turn's roots grow
 
 
-cdef enum:
-    PAIR_BYTES = 16  # a packed ack: root and value, 8 bytes each (squall.acker.ledger.PACKED_ACK)
-
-
-cdef inline void put_le64(char* p, uint64_t v) noexcept:
-    cdef int k
-    for k in range(8):
-        p[k] = <char>((v >> (8 * k)) & 0xff)
-
-
 cdef class AckTable:
     """One turn's acks of a bolt executor, XOR-ed per root (collector.AckTable's twin).
 
@@ -567,31 +557,27 @@ cdef class AckTable:
         acker: the acker of a root is ``root % ackers`` (the spout chose the root so); the
         table is left empty.  No tuple or int is made for a pair."""
         cdef Py_ssize_t i, a
-        cdef uint64_t root
+        cdef char* p
         if ackers < 1:
             raise ValueError(f"ackers must be at least 1, not {ackers}")
-        cdef Py_ssize_t* counts = <Py_ssize_t*>PyMem_Calloc(ackers, sizeof(Py_ssize_t))
-        if counts == NULL:
-            raise MemoryError()
-        cdef char** at = <char**>PyMem_Calloc(ackers, sizeof(char*))
-        if at == NULL:
-            PyMem_Free(counts)
+        # Each acker's bytes: first its size, then how much of it is written
+        cdef Py_ssize_t* filled = <Py_ssize_t*>PyMem_Calloc(ackers, sizeof(Py_ssize_t))
+        if filled == NULL:
             raise MemoryError()
         try:
             for i in range(self.n):
-                counts[self.roots[i] % <uint64_t>ackers] += 1
-            out = [PyBytes_FromStringAndSize(NULL, PAIR_BYTES * counts[a]) for a in range(ackers)]
+                filled[self.roots[i] % <uint64_t>ackers] += PAIR_BYTES
+            out = [PyBytes_FromStringAndSize(NULL, filled[a]) for a in range(ackers)]
             for a in range(ackers):
-                at[a] = PyBytes_AS_STRING(<object>PyList_GET_ITEM(out, a))
+                filled[a] = 0
             for i in range(self.n):
-                root = self.roots[i]
-                a = <Py_ssize_t>(root % <uint64_t>ackers)
-                put_le64(at[a], root)
-                put_le64(at[a] + 8, self.vals[i])
-                at[a] += PAIR_BYTES
+                a = <Py_ssize_t>(self.roots[i] % <uint64_t>ackers)
+                p = PyBytes_AS_STRING(<object>PyList_GET_ITEM(out, a)) + filled[a]
+                put_le64(p, self.roots[i])
+                put_le64(p + 8, self.vals[i])
+                filled[a] += PAIR_BYTES
         finally:
-            PyMem_Free(counts)
-            PyMem_Free(at)
+            PyMem_Free(filled)
         self.clear()
         return out
 

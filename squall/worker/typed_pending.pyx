@@ -21,16 +21,15 @@ same histories.  Built by ``python -m squall.compiled build``; without the
 build the twin runs.
 """
 
-from cpython.long cimport PyLong_FromUnsignedLongLong
+# Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
+# converts a multi-digit int byte by byte (_PyLong_AsByteArray).
+from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from cpython.ref cimport Py_XDECREF, Py_XINCREF
 from libc.stdint cimport uint32_t, uint64_t
 
 cdef extern from "Python.h":
     PyObject* PyList_GET_ITEM(object o, Py_ssize_t i)
-    # 3.11 converts a multi-digit int to an unsigned long long byte by byte (_PyLong_AsByteArray);
-    # to an unsigned long, 64 bits too on the platforms Squall builds for (LP64), by its digits.
-    unsigned long PyLong_AsUnsignedLong(object v) except? <unsigned long>-1
 
 cdef enum:
     START = 1024  # slots of a new table
