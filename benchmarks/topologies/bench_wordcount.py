@@ -27,9 +27,24 @@ class Sentences(Spout):
         self.emit([self.pool[i % 20_000]], tup_id=i)
 
 
-def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None = None) -> type[Spout]:
+class Pace:
+    """A rate a benchmark changes while its spout runs: ``None`` is as fast as it can.
+    Each change starts the schedule anew, so the new rate owes nothing for the time before."""
+
+    def __init__(self) -> None:
+        self.rate: float | None = None
+        self.epoch = 0
+
+    def set(self, rate: float | None) -> None:
+        self.rate = rate
+        self.epoch += 1
+
+
+def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None = None,
+                     pace: Pace | None = None) -> type[Spout]:
     """A spout class emitting :func:`sentence_pool` round and round, so that a benchmark
-    measures the engine, not ``random``; at most ``rate`` sentences a second if given."""
+    measures the engine, not ``random``; at most ``rate`` sentences a second if given, or
+    at ``pace``'s rate of the moment (one spout task: a pace is a process's object)."""
     pool = sentence_pool(size)
 
     class PooledSentences(Spout):
@@ -38,10 +53,18 @@ def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None
         def initialize(self, conf: dict[str, Any], context: Any) -> None:
             self.i = 0
             self.start = time.monotonic()
+            self.base = 0
+            self.epoch = 0
 
         def next_tuple(self) -> None:
             i = self.i
-            if rate is not None and time.monotonic() < self.start + i / rate:
+            if pace is not None:
+                if pace.epoch != self.epoch:
+                    self.epoch, self.start, self.base = pace.epoch, time.monotonic(), i
+                paced = pace.rate
+                if paced is not None and time.monotonic() < self.start + (i - self.base) / paced:
+                    return
+            elif rate is not None and time.monotonic() < self.start + i / rate:
                 return
             self.i = i + 1
             self.emit([pool[i % size]], tup_id=i if acking else None)
