@@ -467,3 +467,26 @@ def test_a_streamparse_bolt_runs_in_a_worker_process(workers: Workers) -> None:
     line = next(json.loads(s) for s in log_of(d).splitlines() if "streamparse sink" in s)
     assert line["event"] == "streamparse sink sink ready" and line["logger"] == "pystorm.component.sink"
     assert line["component"] == "sink" and line["level"] == "info"
+
+
+def test_a_heartbeat_summarises_the_latency_samples_from_an_even_subsample() -> None:
+    from collections import deque
+
+    from squall.worker.process import PERCENTILE_SAMPLES, summarise_stats
+
+    # Given two spout tasks' deques: latencies of 0 to 199,999 µs, odd and even between them
+    a = deque((i * 1e-6 for i in range(0, 200_000, 2)), maxlen=200_000)
+    b = deque((i * 1e-6 for i in range(1, 200_000, 2)), maxlen=200_000)
+    stats = {"words": {"acked": 7, "latencies": [a, b]}, "count": {"executed": 3}}
+    # When a heartbeat summarises them
+    summary = summarise_stats(stats)
+    # Then the count is every sample kept, and the rest comes from an even subsample: close
+    # to the whole's (within a step of the subsample, in ms), no sample copied into the beat
+    latency = summary["words"]["complete_latency_ms"]
+    assert latency["count"] == 200_000 and summary["words"]["acked"] == 7
+    step_ms = 2 * 200_000 / PERCENTILE_SAMPLES * 1e-3  # a deque's step, between its every other µs
+    for key, whole in (("mean", 99.9995), ("p50", 100.0), ("p99", 198.0), ("max", 199.999)):
+        assert abs(latency[key] - whole) <= step_ms, (key, latency[key])
+    assert "latencies" not in summary["words"] and summary["count"] == {"executed": 3}
+    # And the deques are left as they were, for the next beat and the spout's tuner
+    assert len(a) == len(b) == 100_000
