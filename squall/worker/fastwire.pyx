@@ -36,7 +36,9 @@ process without the build (no compiler, ``SQUALL_PURE_PYTHON=1``) uses the
 generic path alone.
 """
 
+from cpython.list cimport PyList_New, PyList_SET_ITEM
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
+from cpython.ref cimport Py_INCREF as incref
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
@@ -677,9 +679,12 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
     cdef bint tid_is_u64
     cdef Tuple tup
     cdef object last_src = None, component = None, record = None, stream = None
-    cdef list out = []
+    cdef list out
     if n_rows > r.end - r.pos:
         raise Decline()
+    # Its length known, the list is made once, not grown (a slot still empty when a row
+    # declines is NULL, which a list's dealloc skips).
+    out = PyList_New(n_rows)
     for i in range(n_rows):
         if take(r, 1)[0] != 0x95:
             raise Decline()
@@ -704,7 +709,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
         p = take(r, n)
         if type(src) is not int:
             raise Decline()
-        if n != stream_len or memcmp(p, stream_at, n) != 0 or src != last_src:
+        if n != stream_len or memcmp(p, stream_at, n) != 0 or (src is not last_src and src != last_src):
             r.pos -= n
             stream = read_str(r, n)
             component = task_component.get(src)
@@ -730,7 +735,8 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             set_anchors(tup, read_anchors(r))
         if not tup.id_is_edge:
             tup.tid = PyLong_FromUnsignedLongLong(tid_u64) if tid_is_u64 else tid
-        out.append(tup)
+        incref(tup)
+        PyList_SET_ITEM(out, i, tup)
     return out
 
 
