@@ -557,14 +557,30 @@ memset(str_cache, 0, sizeof(str_cache))
 
 cdef object read_str(Reader* r, Py_ssize_t n):
     cdef const unsigned char* p = take(r, n)
-    cdef uint64_t h = 14695981039346656037u
+    cdef uint64_t h = 14695981039346656037u, w
     cdef Py_ssize_t i
     cdef PyObject* cached
     if n > STR_CACHE_LONGEST:
         return decode_str(p, n)
-    for i in range(n):  # FNV-1a
-        h = (h ^ p[i]) * 1099511628211u
-    h = (h ^ (h >> 29)) & (STR_CACHE_SLOTS - 1)
+    if n <= 8:
+        # A short word (nearly every one) hashed as one 64-bit word of its bytes, read
+        # in one load unless the frame ends within 8 bytes: a byte-at-a-time hash was
+        # a fifth of the receive thread's time.  Little-endian, as the load is on x86
+        # and ARM; elsewhere the cache only hits less.
+        if r.end - (r.pos - n) >= 8:
+            memcpy(&w, p, 8)
+            if n < 8:
+                w &= ((<uint64_t>1) << (8 * n)) - 1
+        else:
+            w = 0
+            for i in range(n):
+                w |= (<uint64_t>p[i]) << (8 * i)
+        h = (w + <uint64_t>n) * 0x9E3779B97F4A7C15u
+        h = (h >> 40) & (STR_CACHE_SLOTS - 1)
+    else:
+        for i in range(n):  # FNV-1a
+            h = (h ^ p[i]) * 1099511628211u
+        h = (h ^ (h >> 29)) & (STR_CACHE_SLOTS - 1)
     cached = str_cache[h]
     if (cached != NULL and PyUnicode_GET_LENGTH(cached) == n
             and memcmp(PyUnicode_DATA(cached), p, n) == 0):
