@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from itertools import chain
 from queue import Empty, SimpleQueue
 from typing import Any
 
@@ -20,6 +19,7 @@ from squall.clock import Clock
 from squall.metrics.book import StatsBook, window_id
 from squall.worker.plan import TopologyPlan, colocations, spread
 from squall.worker.reporting import ErrorRecord
+from squall.worker.spout_executor import summarise_latencies
 from squall.worker.transport import InprocTransport
 from squall.worker.worker import Worker
 
@@ -164,10 +164,7 @@ class LocalTopology:
                 for key, value in s.items():
                     t[key] += value
         for t in total.values():
-            samples = sorted(chain.from_iterable(t.pop("latencies")))  # the spout tasks' deques
-            if samples:
-                t["complete_latency_ms"] = {
-                    "p50": samples[len(samples) // 2] * 1000,
-                    "p99": samples[min(len(samples) - 1, int(len(samples) * 0.99))] * 1000,
-                }
+            summary = summarise_latencies(t.pop("latencies"))  # the spout tasks' deques
+            if summary is not None:
+                t["complete_latency_ms"] = summary
         return total

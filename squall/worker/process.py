@@ -14,7 +14,6 @@ import sys
 import threading
 import time
 from collections import deque
-from itertools import chain, islice
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +50,7 @@ from squall.worker.contract import (
 )
 from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
+from squall.worker.spout_executor import summarise_latencies
 from squall.worker.transport import Transport
 from squall.worker.transports import transport_for
 from squall.worker.wire import WireValidator
@@ -59,8 +59,6 @@ from squall.worker.zmq_transport import SCHEME as ZMQ_SCHEME
 from squall.worker.zmq_transport import ZmqTransport
 
 log = structlog.get_logger("squall.worker.WorkerProcess")
-
-PERCENTILE_SAMPLES = 10_000
 
 # An orderly stop lets senders deliver what they queued for this long at most
 # (and never past worker.shutdown.timeout.secs).
@@ -90,29 +88,13 @@ class StartupError(SquallError):
 
 def summarise_stats(stats: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Worker.stats() with each component's latency samples (one deque per spout
-    task, up to 200,000 each) reduced to a summary: ``count`` the samples kept, the
-    rest (``mean``, ``p50``, ``p99``, ``max``) of an even subsample of at most
-    PERCENTILE_SAMPLES of them."""
+    task) reduced to a summary (see summarise_latencies)."""
     out = {}
     for component, s in stats.items():
         s = dict(s)
-        deques = s.pop("latencies", ())
-        n = sum(len(d) for d in deques)
-        if n:
-            # Every step-th sample, each deque read in one C call (the spout cannot append
-            # in the middle of one; a deque changed under its iterator raises).  Copying,
-            # summing and taking the max of all 200,000 held the GIL for about 5 ms a
-            # heartbeat, a thread's whole switch interval, every second.
-            step = max(1, n // PERCENTILE_SAMPLES)
-            ordered = sorted(chain.from_iterable([list(islice(d, 0, None, step)) for d in deques]))
-            m = len(ordered)
-            s["complete_latency_ms"] = {
-                "count": n,
-                "mean": sum(ordered) / m * 1000,
-                "p50": ordered[m // 2] * 1000,
-                "p99": ordered[min(m - 1, int(m * 0.99))] * 1000,
-                "max": ordered[-1] * 1000,
-            }
+        summary = summarise_latencies(s.pop("latencies", ()))
+        if summary is not None:
+            s["complete_latency_ms"] = summary
         out[component] = s
     return out
 

@@ -472,7 +472,8 @@ def test_a_streamparse_bolt_runs_in_a_worker_process(workers: Workers) -> None:
 def test_a_heartbeat_summarises_the_latency_samples_from_an_even_subsample() -> None:
     from collections import deque
 
-    from squall.worker.process import PERCENTILE_SAMPLES, summarise_stats
+    from squall.worker.process import summarise_stats
+    from squall.worker.spout_executor import SUMMARY_SAMPLES
 
     # Given two spout tasks' deques: latencies of 0 to 199,999 µs, odd and even between them
     a = deque((i * 1e-6 for i in range(0, 200_000, 2)), maxlen=200_000)
@@ -484,7 +485,7 @@ def test_a_heartbeat_summarises_the_latency_samples_from_an_even_subsample() -> 
     # to the whole's (within a step of the subsample, in ms), no sample copied into the beat
     latency = summary["words"]["complete_latency_ms"]
     assert latency["count"] == 200_000 and summary["words"]["acked"] == 7
-    step_ms = 2 * 200_000 / PERCENTILE_SAMPLES * 1e-3  # a deque's step, between its every other µs
+    step_ms = 2 * 200_000 / SUMMARY_SAMPLES * 1e-3  # a deque's step, between its every other µs
     for key, whole in (("mean", 99.9995), ("p50", 100.0), ("p99", 198.0), ("max", 199.999)):
         assert abs(latency[key] - whole) <= step_ms, (key, latency[key])
     assert "latencies" not in summary["words"] and summary["count"] == {"executed": 3}
