@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import resource
-import subprocess
 import sys
 import tempfile
 import time
@@ -28,15 +27,16 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 # Run as a script, this directory comes first on sys.path, and benchmarks/redis.py would
 # shadow the redis client package that RedisStore imports.
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != HERE]
+sys.path.insert(0, os.path.join(HERE, "topologies"))
+from pinned import run_pinned  # noqa: E402
 
 
 def run(spec: dict[str, Any], duration: float, warmup: float) -> dict[str, Any]:
+    from bench_wordcount import Count, Split, pooled_sentences, sentence_pool
+
     from squall import Grouping, LocalCluster, Topology
     from squall.runtime.logging import configure_logging
     from squall.state import CheckpointedSpout, StatefulBolt
-
-    sys.path.insert(0, os.path.join(HERE, "topologies"))
-    from bench_wordcount import Count, Split, pooled_sentences, sentence_pool
 
     configure_logging("error")
     Sentences = pooled_sentences(POOL, acking=spec.get("acking", True))  # noqa: N806 - a class
@@ -119,14 +119,9 @@ def configs(redis_url: str, directory: str) -> list[tuple[str, dict[str, Any]]]:
 
 def measure(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | str:
     """One run in a fresh process pinned to the cores asked: its result, or its error text."""
-    cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
-           "--warmup", str(args.warmup)]
-    cores = set(range(min(args.cores, os.cpu_count() or 1)))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          preexec_fn=lambda: os.sched_setaffinity(0, cores))
-    if proc.returncode != 0:
-        return proc.stderr[-2000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result, errors = run_pinned(__file__, ["--child", json.dumps(spec), "--duration", str(args.duration),
+                                           "--warmup", str(args.warmup)], args.cores)
+    return errors if result is None else result
 
 
 def main() -> int:

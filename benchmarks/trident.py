@@ -16,12 +16,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from typing import Any
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+from pinned import run_pinned  # noqa: E402
+
 
 def run_trident(duration: float, warmup: float, batch: int, pending: int) -> dict[str, Any]:
     from trident_bench import Committed, PoolBatches
@@ -95,15 +96,11 @@ def child(spec: dict[str, Any], duration: float, warmup: float) -> None:
 
 
 def run_child(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | None:
-    cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
-           "--warmup", str(args.warmup)]
-    cores = set(range(min(args.cores, os.cpu_count() or 1)))
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False,
-                          preexec_fn=lambda: os.sched_setaffinity(0, cores))
-    if proc.returncode != 0:
-        print(proc.stderr[-2000:], file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result, errors = run_pinned(__file__, ["--child", json.dumps(spec), "--duration", str(args.duration),
+                                           "--warmup", str(args.warmup)], args.cores)
+    if result is None:
+        print(errors, file=sys.stderr)
+    return result
 
 
 def main() -> int:

@@ -15,7 +15,6 @@ import json
 import os
 import random
 import resource
-import subprocess
 import sys
 import time
 from collections import Counter
@@ -24,6 +23,7 @@ from typing import Any
 # The sentence pool the other benchmarks use (a module that imports no Squall, so the
 # plain loop's row carries none in its RSS), and their spout, split and count bolts.
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "topologies"))
+from pinned import run_pinned  # noqa: E402
 from sentences import sentence_pool  # noqa: E402
 
 
@@ -161,16 +161,12 @@ def child(spec: dict[str, Any], duration: float, warmup: float) -> None:
 
 
 def run_child(spec: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | None:
-    cmd = [sys.executable, __file__, "--child", json.dumps(spec), "--duration", str(args.duration),
-           "--warmup", str(args.warmup)]
-    cores = set(range(min(args.cores, os.cpu_count() or 1)))
     env = {**os.environ, "SQUALL_PURE_PYTHON": "1" if spec.get("pure") else "0"}
-    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, env=env,
-                          preexec_fn=lambda cores=cores: os.sched_setaffinity(0, cores))
-    if proc.returncode != 0:
-        print(proc.stderr[-2000:], file=sys.stderr)
-        return None
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    result, errors = run_pinned(__file__, ["--child", json.dumps(spec), "--duration", str(args.duration),
+                                           "--warmup", str(args.warmup)], args.cores, env)
+    if result is None:
+        print(errors, file=sys.stderr)
+    return result
 
 
 def median_run(runs: list[dict[str, Any]]) -> dict[str, Any]:
