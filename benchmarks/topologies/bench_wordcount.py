@@ -46,6 +46,9 @@ def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None
     measures the engine, not ``random``; at most ``rate`` sentences a second if given, or
     at ``pace``'s rate of the moment (one spout task: a pace is a process's object)."""
     pool = sentence_pool(size)
+    if pace is None and rate is not None:
+        pace = Pace()
+        pace.set(rate)
 
     class PooledSentences(Spout):
         outputs = ["sentence"]
@@ -64,8 +67,6 @@ def pooled_sentences(size: int = 20_000, acking: bool = True, rate: float | None
                 paced = pace.rate
                 if paced is not None and time.monotonic() < self.start + (i - self.base) / paced:
                     return
-            elif rate is not None and time.monotonic() < self.start + i / rate:
-                return
             self.i = i + 1
             self.emit([pool[i % size]], tup_id=i if acking else None)
 

@@ -15,6 +15,8 @@ import struct
 from squall.acker.rotating_map import RotatingMap
 
 MASK64 = (1 << 64) - 1
+FAILED_BIT = 1 << 64
+TASK_SHIFT = 65
 # A bolt's acks as they travel to an acker: (root, value) pairs, each two unsigned 64-bit
 # integers, little-endian, back to back.  Packed once by the bolt (its AckTable), read
 # once by the ledger: no tuple or int is made for a pair, in this worker or across.
@@ -24,8 +26,6 @@ PACKED_ACK = struct.Struct("<QQ")
 def pack_acks(pairs: list[tuple[int, int]]) -> bytes:
     return b"".join(PACKED_ACK.pack(root, val) for root, val in pairs)
 
-FAILED_BIT = 1 << 64
-TASK_SHIFT = 65
 
 # Outcomes returned to the shell: (spout task, root id, ok?)
 Outcome = tuple[int, int, bool]

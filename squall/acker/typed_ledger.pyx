@@ -37,7 +37,6 @@ cdef extern from "Python.h":
     size_t _PyLong_NumBits(object v) except? <size_t>-1
 
 cdef object MASK64 = (1 << 64) - 1
-
 cdef object FAILED_BIT = 1 << 64
 cdef enum:
     TASK_SHIFT = 65

@@ -37,8 +37,9 @@ generic path alone.
 """
 
 from cpython.list cimport PyList_New, PyList_SET_ITEM
+# 3.11's PyLong_AsUnsignedLongLong converts a multi-digit int byte by byte (_PyLong_AsByteArray).
+from cpython.long cimport PyLong_AsUnsignedLong
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
-from cpython.ref cimport Py_INCREF as incref
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
@@ -67,8 +68,6 @@ cdef extern from "Python.h":
     object PyLong_FromLongLong(long long v)
     int PyDict_SetItem(object d, object k, object v) except -1
     long long PyLong_AsLongLongAndOverflow(object v, int* overflow) except? -1
-    # 3.11's PyLong_AsUnsignedLongLong goes through _PyLong_AsByteArray, several times slower.
-    unsigned long PyLong_AsUnsignedLong(object v) except? -1
     char* PyBytes_AS_STRING(object b)
     Py_ssize_t PyBytes_GET_SIZE(object b)
     bint PyTuple_Check(object o)
@@ -751,7 +750,7 @@ cdef list read_rows(Reader* r, dict task_component, dict by_source):
             set_anchors(tup, read_anchors(r))
         if not tup.id_is_edge:
             tup.tid = PyLong_FromUnsignedLongLong(tid_u64) if tid_is_u64 else tid
-        incref(tup)
+        Py_INCREF(<PyObject*>tup)  # the list's reference: SET_ITEM steals one
         PyList_SET_ITEM(out, i, tup)
     return out
 
