@@ -75,7 +75,8 @@ def main() -> None:
         for i in range(args.rounds + 1):
             make_wheel(wheels, f"sqbench{i}", "1.0")
         cluster = DevCluster(work / "c", supervisors=args.supervisors, slots=2, secure=not args.insecure,
-                             conf={"supervisor.run.worker.as.user": False})
+                             conf={"supervisor.run.worker.as.user": False,
+                                   "squall.env.build.paths": [str(wheels)]})  # the admin allows the wheels
         times: dict[str, list[float]] = {"no requirements": [], "cold cache": [], "warm cache": []}
         try:
             cluster.start()

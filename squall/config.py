@@ -145,6 +145,9 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # answered 503, busy), and how long a request may take to send its headers and
     # its body before it is dropped.
     "nimbus.http.max.connections": (32, (int,), 1),
+    # Of those, how many one user may have open at once (past it: 429 at once), so that one
+    # user's slow requests never hold every place.
+    "nimbus.http.max.connections.per.user": (8, (int,), 1),
     "nimbus.http.timeout.secs": (30, (int, float), 0.01),
     # Connections that have not yet presented a valid token (in their TLS handshake,
     # sending a first request, or idle): each is closed after this long (at most
@@ -230,6 +233,28 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # -- topologies' own environments (squall.runtime.envbuild, docs/dependencies.md) ----
     "supervisor.env.cache.grace.secs": (600, (int, float), 0),
     "supervisor.env.build.timeout.secs": (900, (int, float), 1),
+    # Building an environment runs code the submitter chose, so a cluster (nimbus and every
+    # supervisor, each from its own conf: never a topology's) builds only wheels from its
+    # index (pip's own config: /etc/pip.conf) unless these list more: kinds of "sdist",
+    # "url", "vcs", "index" (a requirements file's own -i/--extra-index-url/--find-links
+    # URL/--trusted-host) and "editable"; directories a requirement's local path (a wheel,
+    # a --find-links directory, a source) must lie under.
+    "squall.env.build.allow": ([], (list,), None),
+    "squall.env.build.paths": ([], (list,), None),
+    # A daemon as root runs each build (pip, in a sandbox with the network) as a uid of
+    # [first, last] of its own, so at most that many at once; above nimbus.verify.uids.
+    "squall.env.build.uids": ([65464, 65495], (list,), None),
+    # The only environment variables a build gets besides its own fixed few (an index's
+    # address, a proxy): never the daemon's environment.  A build that runs user code
+    # (an allowed sdist) can read them.
+    "squall.env.build.environment": ({}, (dict,), None),
+    # Nimbus builds at most this many environments at once for one user, and in all; a
+    # submit past either is refused at once (429) rather than waiting on a request slot.
+    # A cached environment needs no build.  The environments of one user's topologies
+    # may take at most this many bytes on nimbus (0: no cap).
+    "nimbus.env.builds.per.user": (2, (int,), 1),
+    "nimbus.env.builds.max": (4, (int,), 1),
+    "nimbus.env.max.bytes.per.user": (20 * 1024 ** 3, (int,), 0),
     # -- logs and the logviewer (squall.supervisor.logviewer) --------------------
     # Each supervisor serves its workers' logs (and its daemons', from storm.log.dir) on this
     # port, over nimbus's TLS and tokens; 0: one the OS picks (the UI and `squall logs` find
@@ -247,6 +272,12 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     "logviewer.max.sum.worker.logs.size.mb": (4096, (int, float), 1),
     "logviewer.cleanup.age.mins": (10080, (int, float), 0),
     "logviewer.cleanup.interval.secs": (300, (int, float), 0.01),
+    # How many requests one user may have open at one logviewer at once (a download holds
+    # its place until its last byte); past it: 429 at once.
+    "logviewer.max.requests.per.user": (4, (int,), 1),
+    # How long a token nimbus mints for reading one logviewer (squall.security.logtokens) is
+    # valid.  Nimbus's clock and the supervisors' must agree far better than this (NTP).
+    "logviewer.token.validity.secs": (300, (int, float), 1),
     # Who may read every topology's logs besides nimbus.admins (a topology's own conf may
     # name more readers of its logs with the same key, as topology.users may read them).
     "logs.users": (None, (list, type(None)), None),
@@ -272,6 +303,18 @@ _SPEC: dict[str, tuple[Any, tuple[type, ...], float | None]] = {
     # function named here may be called only by those users (and nimbus.admins), any
     # other by every authenticated user.  None: every authenticated user, every function.
     "drpc.authorizer.acl": (None, (dict, type(None)), None),
+    # Calls one user may have waiting at a server at once; the next is answered 429 at once
+    # (squall.drpc_server.limits).  Keep it below drpc.max.requests.
+    "drpc.max.pending.per.user": (128, (int,), 1),
+    # Calls all users together may have waiting for functions no topology serves (none
+    # fetched within the last minute); the next such call is answered 429 at once.
+    "drpc.max.pending.unserved": (256, (int,), 0),
+    # A DRPC function belongs to the user whose topology first fetched it (unless
+    # drpc.authorizer.acl names its invocation.user): released this long after that user's
+    # last topology serving it is gone, so a redeploy keeps it (squall.drpc_server.ownership).
+    "drpc.function.release.secs": (600, (int, float), 0),
+    # The most DRPC functions one user's topologies may hold at once.
+    "drpc.max.functions.per.user": (256, (int,), 1),
     # -- Redis (squall.contrib.redis) -------------------------------------------
     # The Redis that spouts, sinks and stores use when their spec gives no url=
     # ("redis://[:password@]host:port/db"; passwords are redacted in messages).
@@ -413,8 +456,16 @@ DESCRIPTIONS: dict[str, str] = {
     "drpc.request.timeout.secs": "A DRPC request not answered within this long fails (SERVER_TIMEOUT).",
     "drpc.max.requests": "Requests a DRPC server holds open at once; past it one is answered 503.",
     "drpc.max_buffer_size": "The largest arguments or result a DRPC server takes (bytes).",
-    "drpc.authorizer.acl": "Who may call which DRPC function: {function: {client.users: [...]}}; null: "
-                           "every authenticated user.",
+    "drpc.authorizer.acl": "Who may call and who serves which DRPC function: {function: {client.users: "
+                           "[...], invocation.user: NAME}}; a function it does not name is called by every "
+                           "authenticated user and served by the topologies of the user who first serves it.",
+    "drpc.max.pending.per.user": "Calls one user may have waiting at a DRPC server at once; past it a call "
+                                 "is answered 429 at once.",
+    "drpc.max.pending.unserved": "Calls all users together may have waiting at a DRPC server for functions "
+                                 "no topology serves; past it such a call is answered 429 at once.",
+    "drpc.function.release.secs": "How long a DRPC function stays its owner's (the user whose topology first "
+                                  "fetched it) once none of that user's topologies serving it is left.",
+    "drpc.max.functions.per.user": "The most DRPC functions one user's topologies may hold at once.",
     # -- logs and the logviewer ----------------------------------------------------------
     "logviewer.port": "The port of each supervisor's logviewer, on storm.local.hostname, which serves its "
                       "workers' and daemons' logs over nimbus's TLS and tokens (0: one the OS picks, "
@@ -428,6 +479,10 @@ DESCRIPTIONS: dict[str, str] = {
                                              "go first.",
     "logviewer.cleanup.age.mins": "A stopped worker's logs are removed this long after their last line.",
     "logviewer.cleanup.interval.secs": "How often a supervisor looks for logs to remove.",
+    "logviewer.max.requests.per.user": "Requests one user may have open at one logviewer at once (a "
+                                       "download holds its place until its last byte); past it 429 at once.",
+    "logviewer.token.validity.secs": "How long a token nimbus mints for one user and one logviewer is valid; "
+                                     "the logviewers take no other token.",
     "logs.users": "Who may read every topology's logs besides nimbus.admins (in a topology's conf: who may "
                   "read its logs).",
     "storm.log.dir": "The daemons' log files the logviewer serves to nimbus.admins and logs.users.",
@@ -493,6 +548,20 @@ DESCRIPTIONS: dict[str, str] = {
                                        "from its --requirements) that no topology on the node uses is "
                                        "removed after this many seconds; nimbus keeps its own cache by the "
                                        "same rule.",
+    "squall.env.build.allow": "What builds a cluster runs besides wheels from its index: any of sdist, url, "
+                              "vcs, index, editable (docs/dependencies.md); the cluster's conf only.",
+    "squall.env.build.paths": "Directories a requirement's local path (wheel, --find-links directory, "
+                              "source) must lie under; the cluster's conf only.",
+    "squall.env.build.uids": "[first, last]: the uids a daemon as root runs environment builds (pip) as, "
+                             "one per build at once.",
+    "squall.env.build.environment": "Environment variables every environment build gets (an index URL, a "
+                                    "proxy); never the daemon's own.",
+    "nimbus.env.builds.per.user": "Environment builds nimbus runs at once for one user; a submit needing "
+                                  "one more is refused at once (429).",
+    "nimbus.env.builds.max": "Environment builds nimbus runs at once in all; a submit needing one more is "
+                             "refused at once (429).",
+    "nimbus.env.max.bytes.per.user": "Bytes the environments of one user's topologies may take on nimbus; "
+                                     "a build past it is refused (0: no cap).",
     "supervisor.env.build.timeout.secs": "How long building one topology environment (pip install) may take, "
                                          "on nimbus and on a supervisor, before it counts as failed.",
     "supervisor.worker.start.timeout.secs": "How long a starting worker has to send its first heartbeat.",
@@ -527,6 +596,8 @@ DESCRIPTIONS: dict[str, str] = {
     "nimbus.verify.timeout.secs": "How long one verification may take before its sandbox is killed.",
     "nimbus.http.max.connections": "Requests with a valid token served at once; the next is answered 503 "
                                    "at once.",
+    "nimbus.http.max.connections.per.user": "Requests one user may have open at nimbus at once; the next is "
+                                            "answered 429 at once.",
     "nimbus.http.timeout.secs": "How long a request may take to send its headers and body.",
     "nimbus.http.handshake.timeout.secs": "How long a connection without a valid token yet may stay open.",
     "nimbus.http.max.pending.per.address": "Connections without a valid token yet from one address; past "

@@ -263,3 +263,27 @@ def make_wheel(directory: Any, name: str, version: str) -> Any:
             zf.writestr(member, data)
         zf.writestr(f"{info}/RECORD", "\n".join([*record, f"{info}/RECORD,,"]) + "\n")
     return path
+
+
+def make_sdist(directory: Any, name: str, version: str, backend: str) -> Any:
+    """A source distribution of ``name`` whose build backend is its own module, ``backend``
+    (its source, in the sdist: pip imports it to build, which needs no build tool or network).
+    What the module does on import runs when pip asks it anything."""
+    import io
+    import tarfile
+    from pathlib import Path
+
+    top = f"{name}-{version}"
+    files = {"pyproject.toml": '[build-system]\nrequires = []\nbuild-backend = "backend"\n'
+                               f'backend-path = ["."]\n[project]\nname = "{name}"\nversion = "{version}"\n',
+             "backend.py": backend,
+             "PKG-INFO": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"}
+    path = Path(directory) / f"{top}.tar.gz"
+    with tarfile.open(path, "w:gz") as tar:
+        for member, text in files.items():
+            data = text.encode()
+            info = tarfile.TarInfo(f"{top}/{member}")
+            info.size = len(data)
+            info.mode = 0o644
+            tar.addfile(info, io.BytesIO(data))
+    return path

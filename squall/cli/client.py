@@ -106,6 +106,11 @@ class NimbusClient:
     def cluster(self) -> Any:
         return self.request("GET", "cluster")
 
+    def logviewer_token(self, logviewer: str) -> Any:
+        """``{"token", "expires_in_secs", ...}``: a token for reading the logviewer at
+        ``logviewer`` (its base URL) as this client's user, which nimbus minted."""
+        return self.request("POST", "logviewer/token", {"logviewer": logviewer})
+
 
 def http_client(ssl_context: ssl.SSLContext | None = None, timeout: float = 30.0) -> httpx.Client:
     """An HTTP client that trusts ``ssl_context``'s CAs (the keyring's: see :func:`credentials`),

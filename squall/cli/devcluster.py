@@ -197,15 +197,32 @@ class DevCluster:
 
     def ensure_keyring(self) -> None:
         """The cluster's keyring (nimbus's and the admin's), and the supervisors' and the DRPC
-        server's own (no user's token: workers run user code, and the DRPC server needs none);
-        again after a user is added, for the logviewers and the DRPC server to know them."""
+        server's own (no user's token: workers run user code, and the DRPC server needs none).
+        A user added later needs no new copy: the DRPC server follows the users the leading
+        nimbus publishes, and the logviewers take the tokens nimbus mints."""
         if self.secure and not self.keyring_file.exists():
             keyring, _token = Keyring.create(hosts=self.hosts(), cluster=f"dev-{self.root.name}")
             keyring.save(self.keyring_file)
         if self.secure:
             keyring = Keyring.load(self.keyring_file)
-            keyring.supervisor_keyring().save(self.supervisor_keyring_file)
-            keyring.drpc_keyring().save(self.drpc_keyring_file)
+            # Each daemon's certificate names its own nodes only, never nimbus's (on one machine
+            # they share 127.0.0.1; in network namespaces each has its own address).
+            supervisors = [self.host_of(f"supervisor-{i}") for i in range(self.n_supervisors)]
+            keyring.supervisor_keyring(list(dict.fromkeys(supervisors))).save(self.supervisor_keyring_file)
+            drpc = [self.host_of("drpc")] if self.with_drpc else None
+            keyring.drpc_keyring(drpc).save(self.drpc_keyring_file)
+
+    def add_user(self, name: str) -> str:
+        """A user of the running cluster (``squall secrets user add`` as the operator runs it:
+        nimbus re-reads its keyring, no daemon is told), with a keyring and a config of their
+        own, ``<root>/<name>.keyring.json`` and ``<root>/<name>.yaml``; their token."""
+        keyring = Keyring.load(self.keyring_file)
+        token = keyring.add_user(name)
+        keyring.save()
+        own = keyring.client_keyring(name, token).save(self.root / f"{name}.keyring.json")
+        conf = {**self.conf, "squall.keyring.path": str(own)}
+        _write_private(self.root / f"{name}.yaml", yaml.safe_dump(conf))
+        return token
 
     def request(self, method: str, url: str, body: bytes | None = None, *, token: Any = True,
                 headers: dict[str, str] | None = None, timeout: float = 30) -> httpx.Response:

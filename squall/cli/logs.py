@@ -1,6 +1,7 @@
 """``squall logs TOPOLOGY [--component C] [--follow] [--grep TEXT]``: the workers' logs of a
 topology, read from each node's logviewer (squall.supervisor.logviewer) with the keyring's
-token and CA, each line led by the worker it came from.
+CA and, for each logviewer, a token nimbus minted for it and this user (the keyring's own
+token goes to nimbus only), each line led by the worker it came from.
 
 Nimbus's topology page names every worker and its log link (Storm's ``workerLogLink``);
 ``--component`` keeps the workers that run the component and, of their lines, those the
@@ -16,16 +17,20 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from squall.cli.client import credentials, http_client
+from squall.cli.client import NimbusClient, credentials, http_client
 from squall.errors import SquallError
 
 TAIL_BYTES = 16 * 1024  # of each worker's log, before following it
 GREP_BYTES = 8 * 1024 * 1024  # searched with --grep
 FOLLOW_BYTES = 1 << 20  # read at most each second
 FOLLOW_SECS = 1.0
+# A logviewer's token is asked for again when this share of its life has gone, so that a
+# follow never sends one about to expire (nor one a skewed clock already calls expired).
+TOKEN_RENEW_AT = 0.5
 # A line an event starts with: structlog's console lines and JSON lines.
 _EVENT_START = re.compile(rb"^(\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\{)")
 
@@ -72,25 +77,57 @@ def component_lines(lines: Iterable[bytes], component: str | None) -> Iterator[b
             yield line
 
 
-class LogReader:
-    """Pages of worker logs from their logviewers, as this user."""
+def logviewer_of(link: str) -> str:
+    """The base URL of the logviewer a log link points at (what nimbus mints tokens for)."""
+    parts = urlsplit(link)
+    return f"{parts.scheme}://{parts.netloc}"
 
-    def __init__(self, conf: dict[str, Any], get: Callable[..., httpx.Response] | None = None) -> None:
-        self.token, context = credentials(conf)
+
+class LogReader:
+    """Pages of worker logs from their logviewers, as this user: ``mint(base URL)`` asks
+    nimbus for a token for each logviewer (None: an insecure cluster, none is sent)."""
+
+    def __init__(self, conf: dict[str, Any], get: Callable[..., httpx.Response] | None = None,
+                 mint: Callable[[str], Any] | None = None,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        token, context = credentials(conf)
         self.client = http_client(context, timeout=30)
         self.get = get or self.client.get
+        self.mint = mint or (NimbusClient.for_conf(conf, timeout=30).logviewer_token if token else None)
+        self.clock = clock
+        self._tokens: dict[str, tuple[str | None, float]] = {}  # logviewer -> (token, when to renew)
 
     def close(self) -> None:
         self.client.close()
 
+    def token(self, link: str, fresh: bool = False) -> str | None:
+        """The token for the logviewer of ``link``: the one held, or a new one from nimbus."""
+        if self.mint is None:
+            return None
+        base = logviewer_of(link)
+        held = self._tokens.get(base)
+        if held is not None and not fresh and self.clock() < held[1]:
+            return held[0]
+        answer = self.mint(base)
+        token = answer.get("token") if isinstance(answer, dict) else None
+        life = float(answer.get("expires_in_secs") or 0) if isinstance(answer, dict) else 0.0
+        self._tokens[base] = (token, self.clock() + life * TOKEN_RENEW_AT)
+        return token
+
+    def _ask(self, url: str, link: str, fresh: bool) -> httpx.Response:
+        headers = {"Accept": "text/plain"}
+        token = self.token(link, fresh)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return self.get(url, headers=headers)
+
     def page(self, log: WorkerLog, start: int | None, length: int) -> tuple[bytes, int, int]:
         """(bytes, start, size) of the page of ``log``."""
         url = log.link + f"&length={length}" + (f"&start={start}" if start is not None else "")
-        headers = {"Accept": "text/plain"}
-        if self.token:
-            headers["Authorization"] = f"Bearer {self.token}"
         try:
-            answer = self.get(url, headers=headers)
+            answer = self._ask(url, log.link, fresh=False)
+            if answer.status_code == 401 and self.mint is not None:  # expired early (a clock off): once more
+                answer = self._ask(url, log.link, fresh=True)
         except httpx.TransportError as e:
             msg = f"worker {log.worker}'s logviewer did not answer ({type(e).__name__}: {e})"
             raise SquallError(msg) from e

@@ -123,17 +123,19 @@ def cmd_ui(args: argparse.Namespace) -> int:
 
 def cmd_supervisor(args: argparse.Namespace) -> int:
     target = _load(args).supervisor_keyring(args.host).save(args.out)
-    print(f"supervisor keyring written to {target} (mode 0600): ZooKeeper's credentials, the CA, a "
-          "certificate for its logviewer and the users' token hashes (no token itself); copy it to each "
-          "supervisor node as its squall.keyring.path, and write it again after adding a user")
+    print(f"supervisor keyring written to {target} (mode 0600): ZooKeeper's credentials, the CA and a "
+          "certificate for its logviewer, no token itself and no user's (its logviewer takes only the "
+          "short-lived tokens nimbus mints, so a user added later needs no new copy); copy it to each "
+          "supervisor node as its squall.keyring.path")
     return 0
 
 
 def cmd_drpc(args: argparse.Namespace) -> int:
     target = _load(args).drpc_keyring(args.host).save(args.out)
     print(f"DRPC server keyring written to {target} (mode 0600): ZooKeeper's credentials, the CA, a "
-          "certificate for the server and the users' token hashes (no token itself); give it to the "
-          "DRPC server as its squall.keyring.path, and write it again after adding a user")
+          "certificate for the server and the users' token hashes as of now (no token itself; users added "
+          "later are known from what the leading nimbus publishes); give it to the DRPC server as its "
+          "squall.keyring.path")
     return 0
 
 
@@ -160,10 +162,12 @@ def add_commands(sub: Any) -> None:
     p = command(inner, "supervisor", cmd_supervisor, "write a supervisor's keyring: no user's token")
     p.add_argument("--out", required=True, help="where to write it (0600)")
     p.add_argument("--host", action="append", default=[],
-                   help="a name or address of the supervisor's node, for its logviewer's certificate")
+                   help="a name or address of the supervisor's node: its logviewer's certificate names "
+                        "these only, never nimbus's (none: loopback only)")
     p = command(inner, "drpc", cmd_drpc, "write a DRPC server's keyring: no user's token")
     p.add_argument("--out", required=True, help="where to write it (0600)")
     p.add_argument("--host", action="append", default=[],
-                   help="a name or address of the DRPC server's node, for its certificate")
+                   help="a name or address of the DRPC server's node: its certificate names these only "
+                        "(none: loopback only)")
     p = command(sub, "ui", cmd_ui, "print (or --open) the web UI's address, signed in from the keyring")
     p.add_argument("--open", action="store_true", help="open it in a browser")

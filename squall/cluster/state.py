@@ -15,8 +15,18 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
     logconfigs/<id>        its log levels set while it runs (Storm's path; the form is
                            squall.runtime.log_levels'): apart from the topology record, as
                            a change of them must not relaunch a worker
+    owners/<state id>      {"owner"}: the user whose topologies alone may use a transactional
+                           id or checkpointed state's key (claimed by the first submit that
+                           uses it; kept as long as the state itself, which outlives topologies)
     drpc/<id>.<sha256>     empty: the hash of topology <id>'s DRPC credential, which DRPC
                            servers read (one watch on drpc/, no reads per node)
+    drpcowners/<sha256>    {"function", "owner", "topologies"}: who serves a DRPC function
+                           (squall.drpc_server.ownership), named by the function's SHA-256
+    users                  {"users": {name: {"tokens": [sha256:...]}}}: the keyring's users as
+                           the leading nimbus has them, for the daemons that check tokens
+    logviewerkeys          {"keys": [{"kid", "public", "endorsement"}, ...]}: the public keys of
+                           the tokens nimbus mints for logviewers (squall.security.logtokens),
+                           each endorsed by the CA; the newest first
     nimbus/election/...    leader election (squall.cluster.election)
     nimbus/hosts/<id>      ephemeral: {"url"} of every running nimbus
 
@@ -37,6 +47,7 @@ and the previous one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,7 +71,7 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "logconfigs", "drpc", "nimbus/election", "nimbus/hosts")
+         "logconfigs", "drpc", "owners", "nimbus/election", "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
 
@@ -71,6 +82,15 @@ def _dump(obj: Any) -> bytes:
 
 def _load(data: bytes | None) -> Any:
     return json.loads(data.decode()) if data else None
+
+
+def _logviewer_keys(data: bytes | None) -> list[dict[str, Any]]:
+    try:
+        record = _load(data)
+    except ValueError:
+        return []
+    keys = record.get("keys") if isinstance(record, dict) else None
+    return [k for k in keys if isinstance(k, dict)] if isinstance(keys, list) else []
 
 
 TOPOLOGY_USER_PREFIX = "topology-"  # a topology's own ZooKeeper identity: topology-<id>
@@ -241,12 +261,143 @@ class ClusterState:
         def changed(children: list[str]) -> None:
             hashes = {}
             for name in children:
-                topology_id, _, digest = name.partition(".")
+                topology_id, _, digest = name.rpartition(".")  # an id may hold '.', a hash never
                 if topology_id and digest:
                     hashes[topology_id] = digest
             on_change(hashes)
 
         return ChildrenWatch(self.zk, self.path("drpc"), changed)
+
+    def claim_state_ids(self, ids: list[str], owner: str) -> dict[str, str]:
+        """Claim each of ``ids`` (transactional ids, checkpointed state's keys) for
+        ``owner`` unless another user holds it; {id: its owner} of those another holds
+        (nothing of them is claimed then).  Ids come checked (squall.security.admission)."""
+        taken: dict[str, str] = {}
+        for state_id in ids:
+            held = (self._get(self.path("owners", state_id)) or {}).get("owner")
+            if held is not None and held != owner:
+                taken[state_id] = held
+        if taken:
+            return taken
+        for state_id in ids:
+            try:
+                self.zk.create(self.path("owners", state_id), _dump({"owner": owner}), makepath=True)
+            except NodeExistsError:  # claimed meanwhile: by whom decides
+                held = (self._get(self.path("owners", state_id)) or {}).get("owner")
+                if held != owner:
+                    taken[state_id] = str(held)
+        return taken
+
+    def state_owner(self, state_id: str) -> str | None:
+        return (self._get(self.path("owners", state_id)) or {}).get("owner")
+
+    def _owner_path(self, function: str) -> str:
+        # Hashed: any text names a function, and a node name must not hold '/' or be huge.
+        return self.path("drpcowners", hashlib.sha256(function.encode()).hexdigest())
+
+    def drpc_owners(self, timeout: float = 30.0) -> list[tuple[Any, int]]:
+        """Every DRPC function's owner record with its node's version (asked all at once)."""
+        base = self.path("drpcowners")
+        replies = [self.zk.get_async(f"{base}/{name}") for name in self._children(base)]
+        out = []
+        for reply in replies:
+            try:
+                data, stat = reply.get(timeout=timeout)
+            except NoNodeError:  # released meanwhile
+                continue
+            out.append((_load(data), stat.version))
+        return out
+
+    def drpc_owner(self, function: str) -> tuple[Any, int] | None:
+        """``function``'s owner record and its version; None when nobody owns it."""
+        try:
+            data, stat = self.zk.get(self._owner_path(function))
+        except NoNodeError:
+            return None
+        return _load(data), stat.version
+
+    def claim_drpc_function(self, function: str, record: dict[str, Any]) -> int | None:
+        """Write ``function``'s first owner record: its version (0), or None when another
+        server wrote one first."""
+        self.zk.ensure_path(self.path("drpcowners"))
+        try:
+            self.zk.create(self._owner_path(function), _dump(record))
+        except NodeExistsError:
+            return None
+        return 0
+
+    def update_drpc_owner(self, function: str, record: dict[str, Any], version: int) -> int | None:
+        """Rewrite ``function``'s owner record if it is still at ``version``: the new version,
+        or None when it changed or went meanwhile."""
+        try:
+            return int(self.zk.set(self._owner_path(function), _dump(record), version=version).version)
+        except (BadVersionError, NoNodeError):
+            return None
+
+    def release_drpc_function(self, function: str, version: int) -> bool:
+        """Remove ``function``'s owner record if it is still at ``version``."""
+        try:
+            self.zk.delete(self._owner_path(function), version=version)
+        except (BadVersionError, NoNodeError):
+            return False
+        return True
+
+    # -- users ---------------------------------------------------------------
+
+    def put_users(self, users: dict[str, list[str]]) -> None:
+        """The keyring's users and the hashes of their tokens (a hash lets no one in), as the
+        leading nimbus has them: the other daemons that check tokens follow this node."""
+        self._put(self.path("users"), {"users": {name: {"tokens": list(tokens)} for name, tokens
+                                                 in users.items()}})
+
+    def watch_users(self, on_change: Callable[[dict[str, list[str]] | None], None]) -> DataWatch:
+        """``on_change({user: [token hash, ...]})`` now and whenever nimbus publishes the users
+        again; ``on_change(None)`` while none are published (a nimbus that does not)."""
+
+        def changed(data: bytes | None) -> None:
+            try:
+                record = _load(data)
+            except ValueError:
+                record = None
+            users = record.get("users") if isinstance(record, dict) else None
+            if not isinstance(users, dict):
+                on_change(None)
+                return
+            on_change({name: [t for t in entry.get("tokens", ()) if isinstance(t, str)]
+                       for name, entry in users.items() if isinstance(name, str) and isinstance(entry, dict)})
+
+        return DataWatch(self.zk, self.path("users"), changed)
+
+    # -- the logviewers' token keys ----------------------------------------------
+
+    def add_logviewer_key(self, record: dict[str, Any], keep: int = 4, attempts: int = 10) -> bool:
+        """``record`` first among the published keys (the ``keep`` newest kept: a keyring
+        changed under a running nimbus leaves its old key valid a while), unless a key of
+        its ``kid`` is there already; whether it was added."""
+        path = self.path("logviewerkeys")
+        for _ in range(attempts):  # another nimbus may be writing it too: read again, decide again
+            try:
+                data, stat = self.zk.get(path)
+            except NoNodeError:
+                try:
+                    self.zk.create(path, _dump({"keys": [record]}), makepath=True)
+                except NodeExistsError:
+                    continue
+                return True
+            keys = _logviewer_keys(data)
+            if any(k.get("kid") == record["kid"] for k in keys):
+                return False
+            try:
+                self.zk.set(path, _dump({"keys": [record, *keys][:keep]}), version=stat.version)
+            except BadVersionError:
+                continue
+            return True
+        msg = f"could not publish the logviewer key in {attempts} attempts: {path} kept changing"
+        raise CoordinationError(msg)
+
+    def watch_logviewer_keys(self, on_change: Callable[[list[dict[str, Any]]], None]) -> DataWatch:
+        """``on_change([key record, ...])`` now and whenever nimbus publishes a key ([] when none is)."""
+        return DataWatch(self.zk, self.path("logviewerkeys"), lambda data: on_change(_logviewer_keys(data)))
 
     def grant(self, paths: list[str], digest: str) -> None:
         """Make ``paths`` (and all below them) reachable by the cluster's

@@ -25,8 +25,13 @@ A request handed to a fetch whose client is gone goes back to the head of its qu
 
 Who may (secure mode; squall.drpc_server.invokers): a user of the keyring calls
 functions (only those ``drpc.authorizer.acl`` lets them, when it names the function;
-``nimbus.admins`` all), a topology's DRPC credential fetches and answers; neither may
-do the other's part.  Insecure: anyone, as Storm without an authorizer.
+``nimbus.admins`` all), a topology's DRPC credential fetches and answers the functions
+its owner serves (squall.drpc_server.ownership: 403 otherwise, the request untouched);
+neither may do the other's part.  Insecure: anyone, as Storm without an authorizer.
+
+How many (squall.drpc_server.limits): a user has at most ``drpc.max.pending.per.user``
+calls waiting, and all users together ``drpc.max.pending.unserved`` for functions no
+topology serves; past either a call is answered 429 at once.
 """
 
 from __future__ import annotations
@@ -56,6 +61,9 @@ from squall.drpc.requests import (
     Request as DrpcRequest,
 )
 from squall.drpc_server.invokers import TOPOLOGY
+from squall.drpc_server.limits import CallLimits
+from squall.drpc_server.owners import FunctionOwners
+from squall.drpc_server.ownership import Refuse
 from squall.errors import ApiError
 from squall.ui.answers import JsonAnswer
 from squall.ui.app import Guard
@@ -70,9 +78,11 @@ STATUS = {FAILED_REQUEST: 400, SERVER_SHUTDOWN: 503, SERVER_TIMEOUT: 504}  # Sto
 class DrpcService:
     """The request queues and their waiters, touched only on the event loop."""
 
-    def __init__(self, timeout_secs: float, clock: Clock | None = None) -> None:
+    def __init__(self, timeout_secs: float, clock: Clock | None = None,
+                 limits: CallLimits | None = None) -> None:
         self.core = RequestQueues(timeout_secs)
         self.clock = clock or Clock()
+        self.limits = limits or CallLimits(per_user=2**31, unserved=2**31)
         self.executed = 0
         self.timed_out = 0
 
@@ -102,11 +112,13 @@ class DrpcService:
     async def fetch(self, function: str, wait: float, gone: asyncio.Future[None]) -> DrpcRequest | None:
         loop = asyncio.get_running_loop()
         handed: asyncio.Future[DrpcRequest | None] = loop.create_future()
+        self.limits.fetching(function, self.clock.now())
         request = self.core.wait_for_request(function, handed)
         if request is not None or wait <= 0 or self.core.closed:
             self.core.stop_waiting(function, handed)
             return request
         await asyncio.wait({handed, gone}, timeout=wait, return_when=asyncio.FIRST_COMPLETED)
+        self.limits.fetching(function, self.clock.now())  # served all along: a long poll's end counts
         if not handed.done():
             self.core.stop_waiting(function, handed)
             return None
@@ -237,6 +249,26 @@ def _may_invoke(request: Request) -> None:
                             "(users call /drpc/<function>)")
 
 
+async def _may_serve(request: Request, function: str, claiming: bool) -> None:
+    """403 (or 429, 503) unless the topology's owner serves ``function``; ``claiming``: a fetch,
+    which may make its owner the function's first."""
+    owners: FunctionOwners | None = _state(request).owners
+    if owners is None:
+        return
+    verdict = await owners.verdict((_principal(request) or "")[len(TOPOLOGY):], function, claiming)
+    if isinstance(verdict, Refuse):
+        raise ApiError(verdict.status, verdict.reason)
+
+
+def _caller(request: Request) -> str:
+    """Whom a call counts against: its user, or (insecure) its address."""
+    user = _principal(request)
+    if user:
+        return user
+    client = request.scope.get("client") or ("?",)
+    return f"anonymous@{client[0]}"
+
+
 def _outcome(request: DrpcRequest) -> Response:
     if request.result is not None:
         return PlainTextResponse(request.result)
@@ -264,8 +296,16 @@ async def _execute(request: Request, function: str, args: str) -> Response:
     state = _state(request)
     if len(args.encode()) > state.max_buffer:
         raise ApiError(413, f"arguments over {state.max_buffer} bytes (drpc.max_buffer_size)")
-    async with Watching(request) as gone:
-        settled = await state.service.execute(function, args, gone)
+    service = state.service
+    ticket = service.limits.admit(_caller(request), function, service.clock.now(),
+                                  waiting=function in service.core.fetchers)
+    if isinstance(ticket, Refuse):
+        raise ApiError(ticket.status, ticket.reason)
+    try:
+        async with Watching(request) as gone:
+            settled = await service.execute(function, args, gone)
+    finally:
+        service.limits.release(ticket)
     if settled is None:
         return Response(status_code=499)  # nobody is there to read it
     return _outcome(settled)
@@ -281,15 +321,19 @@ async def invocations(request: Request) -> Response:
             wait = min(MAX_WAIT_SECS, max(0.0, float(request.query_params.get("wait") or 0)))
         except ValueError:
             raise ApiError(400, f"wait must be seconds, got {request.query_params.get('wait')!r}") from None
+        await _may_serve(request, name, claiming=True)
         async with Watching(request) as gone:
             found = await service.fetch(name, wait, gone)
         if found is None:
             return JsonAnswer({"request_id": "", "func_args": ""})
         return JsonAnswer({"request_id": found.id, "func_args": found.args})
-    if kind == "result":
-        return JsonAnswer({"settled": service.result(name, await _body(request))})
-    if kind == "failRequest":
-        return JsonAnswer({"settled": service.fail(name, await _body(request) or None)})
+    if kind in ("result", "failRequest"):
+        pending = service.core.requests.get(name)
+        if pending is not None:  # an unknown id settles nothing, whoever sends it
+            await _may_serve(request, pending.function, claiming=False)
+        body = await _body(request)
+        settled = service.result(name, body) if kind == "result" else service.fail(name, body or None)
+        return JsonAnswer({"settled": settled})
     raise ApiError(404, "a topology calls /invocations/fetchRequest/<function>, /invocations/result/<id> "
                         "or /invocations/failRequest/<id>")
 
@@ -308,11 +352,13 @@ ROUTES = [
 ]
 
 
-def create_app(service: DrpcService, conf: Mapping[str, Any], gate: Gate | None) -> ASGIApp:
+def create_app(service: DrpcService, conf: Mapping[str, Any], gate: Gate | None,
+               owners: FunctionOwners | None = None) -> ASGIApp:
+    """``owners``: who serves which function (None: any topology serves any, insecure)."""
     app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, Exception: api_error})
     app.router.redirect_slashes = False
     state: Any = app.state
-    state.service, state.conf, state.gate = service, conf, gate
+    state.service, state.conf, state.gate, state.owners = service, conf, gate, owners
     state.max_buffer = int(conf["drpc.max_buffer_size"])
     state.request_timeout = float(conf["nimbus.http.timeout.secs"])
     state.registry = CollectorRegistry()

@@ -7,6 +7,10 @@ assignments), so a standby that wins the election carries on where the old
 leader stopped.
 Running topologies never need nimbus: workers keep processing while no
 nimbus is up.
+
+The leader also publishes the keyring's users (their token hashes) in ZooKeeper at every
+round: the DRPC servers follow them, so a user added with ``squall secrets user add`` is
+known there within a round, with no keyring to copy.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ from squall.cluster.election import LeaderFence
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, disconnect, make_client
+from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.service import ApiError, NimbusService
 from squall.nimbus.web import api_server
 from squall.runtime.status import Status
+from squall.security.admission import check_cluster_roots
+from squall.security.keyring import KeyringWatch, keyring_path
 
 log = structlog.get_logger("squall.nimbus.Nimbus")
 
@@ -43,6 +50,9 @@ class Nimbus:
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
         # Assignment writes are fenced by the election's term (see squall.cluster.election).
         self.service = NimbusService(self.state, conf, now, leadership=self._term)
+        # The tokens users read the logviewers with (squall.nimbus.logtokens); wall time, as
+        # the supervisors that check them are on other machines.
+        self.log_tokens = LogviewerTokens(self.state, conf, now)
         self.api = api_server(self)
         # Clients and standbys are told this URL: the node's advertised name,
         # not the (possibly wildcard) address the server listens on.
@@ -50,6 +60,8 @@ class Nimbus:
         # While the session is lost nimbus leads nowhere and reads no statistics; once a new
         # session is up it re-registers (_recover), then runs for leader again.
         self.session = Session(self.zk, "nimbus", recover=self._recover, on_lost=self._on_session_lost)
+        self._keyring = KeyringWatch(keyring_path(conf)) if conf["squall.secure"] else None
+        self._published_users: dict[str, list[str]] | None = None
         self.election = self.state.election(self.url, self.session, self._on_leadership)
 
     @property
@@ -69,7 +81,10 @@ class Nimbus:
     def start(self) -> None:
         if self.status is not Status.INIT:
             return
-        # First: a nimbus that must not run (no sandbox where one is required) stops here.
+        # First: a nimbus that must not run (no sandbox where one is required, roots that
+        # overlap) stops here.
+        if not self.conf.get("transactional.zookeeper.servers"):
+            check_cluster_roots(self.conf["storm.zookeeper.root"], self.conf["transactional.zookeeper.root"])
         self.service.start()
         self.session.start()
         connect(self.zk, self.conf, "nimbus")
@@ -82,6 +97,7 @@ class Nimbus:
             if tx_state.exists():
                 tx_state.fix_acls()
         self._register()
+        self.log_tokens.publish()  # every nimbus: the same key, and one whose keyring changed adds its own
         self.api.start()
         self.election.start()
         for target, name in ((self._monitor, "nimbus-monitor"), (self._gather_stats, "nimbus-stats")):
@@ -129,6 +145,8 @@ class Nimbus:
             log.info("nimbus is no longer the leader", url=self.url)
             return
         log.info("nimbus is the leader", url=self.url)
+        self._published_users = None  # another leader may have published another keyring's
+        self._publish_users()
         try:
             self.service.reconcile_all()
         except Exception:  # noqa: BLE001
@@ -153,10 +171,26 @@ class Nimbus:
                 log.warning("sweeping topology environments failed; next round", exc_info=True)
             if not self.is_leader:
                 continue
+            self._publish_users()
             try:
                 self.service.reconcile_all()
             except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
                 log.exception("monitor round failed")
+
+    def _publish_users(self) -> None:
+        """The keyring's users and their token hashes into ZooKeeper, when they changed."""
+        if self._keyring is None:
+            return
+        users = {name: list(entry.get("tokens", ())) for name, entry in self._keyring.current().users.items()}
+        if users == self._published_users:
+            return
+        try:
+            self.state.put_users(users)
+        except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
+            log.warning("publishing the users failed; next round", exc_info=True)
+            return
+        self._published_users = users
+        log.info("users published", users=len(users))
 
     def _gather_stats(self) -> None:
         # Every nimbus, leader or not: a standby that takes over has the windows already.

@@ -24,8 +24,8 @@ from squall.nimbus.control import TopologyControl
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.submission import Submission
 from squall.nimbus.views import TopologyViews, worker_sample
+from squall.security.admission import ID as NAME
 from squall.ui.storm_api import TopologyView
-from squall.worker.admission import NAME
 
 __all__ = ["NAME", "ApiError", "NimbusService", "bad_request", "worker_sample"]
 

@@ -26,32 +26,46 @@ from squall import config as config_mod
 from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
 from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.nimbus.envbuilds import BuildSlots, bytes_of, check_disk
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.verifier import Verifier
-from squall.runtime.envbuild import EnvBuildError, Environment, EnvStore, key_of
+from squall.runtime.buildbox import Builder
+from squall.runtime.envbuild import EnvBuildError, Environment, EnvRefused, EnvStore, key_of
 from squall.runtime.envs import EnvCache, Requirements, from_record
+from squall.security.admission import check_id, check_topology_conf
 from squall.security.curve import new_keypair
 from squall.security.keyring import DRPC_TOKEN_PREFIX, Keyring
+from squall.state.checkpoint import CHECKPOINT_STREAM
 from squall.topology.topology import definition_from_dict
 from squall.worker.admission import check_name, plan_submission
 
 log = structlog.get_logger("squall.nimbus.submission")
 
-def transactional_paths(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
-    """The ZooKeeper nodes a topology's transactional state may live under: one
-    per transactional id it can use (a component's own, topology.transactional.id,
-    the topology's name: squall.transactional's rule; the definition's name, for
-    checkpointed state's record), below its root.  None when
-    it keeps that state in another ensemble (transactional.zookeeper.servers)."""
+def state_ids(defn: Any, topo_conf: dict[str, Any]) -> list[str]:
+    """The ids keying state this topology uses in the cluster's ZooKeeper: each
+    transactional component's id (its own, else topology.transactional.id, else the
+    name submitted: squall.transactional's rule), and the definition's name when it
+    has checkpointed state (its record's key: squall.state.providers.state_key).
+    None when it keeps that state in another ensemble (transactional.zookeeper.servers).
+    Each is checked by admission's one pattern: it names a znode and a directory."""
     if topo_conf.get("transactional.zookeeper.servers"):
         return []
-    key = "transactional.zookeeper.root"
-    root = topo_conf.get(key) or config_mod.DEFAULTS[key]
-    ids = {topo_conf.get("topology.transactional.id"), topo_conf.get("topology.name"),
-           defn.name,  # checkpointed state's record is keyed by the definition's name
-           *(c.options.get("transactional_id") for c in defn.components.values())}
-    return sorted(f"{root.rstrip('/')}/{i}" for i in ids
-                  if isinstance(i, str) and i and "/" not in i and i not in (".", ".."))
+    ids: set[Any] = set()
+    for component in defn.components.values():
+        if "transactional_id" in component.options:
+            ids.add(component.options.get("transactional_id") or topo_conf.get("topology.transactional.id")
+                    or topo_conf.get("topology.name"))
+        if CHECKPOINT_STREAM in component.streams:
+            ids.add(defn.name)
+    for state_id in ids:
+        check_id("transactional id", state_id)
+    return sorted(ids)
+
+
+def transactional_paths(root: str, ids: list[str]) -> list[str]:
+    """The nodes a topology's own identity is granted: its state ids under the cluster's
+    transactional.zookeeper.root (never a topology's: admission refuses that key)."""
+    return [f"{root.rstrip('/')}/{state_id}" for state_id in ids]
 
 
 class Submission:
@@ -70,8 +84,11 @@ class Submission:
         self.verifier = Verifier(conf)
         # Topologies' environments, built here before one is taken in (squall.runtime.envbuild).
         setting = {**config_mod.DEFAULTS, **conf}.__getitem__  # tests build nimbus from a partial conf
-        self.envs = EnvStore(Path(setting("storm.local.dir")).resolve() / "envs",
-                             setting("supervisor.env.build.timeout.secs"))
+        timeout = setting("supervisor.env.build.timeout.secs")
+        self.envs = EnvStore(Path(setting("storm.local.dir")).resolve() / "envs", timeout,
+                             Builder(conf, "nimbus", timeout))
+        self.env_builds = BuildSlots(setting("nimbus.env.builds.per.user"), setting("nimbus.env.builds.max"))
+        self.env_max_bytes = setting("nimbus.env.max.bytes.per.user")
         self.env_cache = EnvCache(setting("supervisor.env.cache.grace.secs"))
         self._env_lock = threading.Lock()
         self._envs_in_flight: dict[str, int] = {}  # key -> submissions building or verifying in it
@@ -89,11 +106,18 @@ class Submission:
         try:
             check_name(name)  # first: the rest of a request under a bad name is not read
             defn = definition_from_dict(body.get("topology"))
+            # Keys that steer daemons come from the cluster's conf only (admission's rule).
+            if isinstance(conf, dict):
+                check_topology_conf(conf, "the submit's conf")
+            check_topology_conf(defn.config, "the topology's config")
+            for component in defn.components.values():
+                check_topology_conf(component.config, f"component {component.name!r}'s config")
             # The checks local mode runs too (squall.worker.admission), the cluster's size
             # caps among them: e.g. checkpointed state in a node-local store is refused when
             # workers may span hosts; Spark bolts near the timeout warned of.
             hosts = [s.get("host", node) for node, s in self.state.supervisors().items()]
             plan, warnings = plan_submission(name, defn, conf, hosts, log, limits=self.conf)
+            ids = state_ids(defn, {**defn.config, **conf, "topology.name": name})
         except (TopologyValidationError, ConfigError) as e:
             raise bad_request(str(e)) from e
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
@@ -108,9 +132,9 @@ class Submission:
             with self._env_lock:
                 self._envs_in_flight[key] = self._envs_in_flight.get(key, 0) + 1
         try:
-            env = self._environment(name, requirements)
+            env = self._environment(name, requirements, owner)
             self.verifier.verify(defn.to_dict(), blob, env.path if env is not None else None)
-            return self._take_in(name, defn, conf, plan, warnings, blob, owner, requirements, env)
+            return self._take_in(name, defn, conf, plan, warnings, blob, owner, requirements, env, ids)
         finally:
             if key is not None:
                 with self._env_lock:
@@ -118,13 +142,30 @@ class Submission:
                     if not self._envs_in_flight[key]:
                         del self._envs_in_flight[key]
 
-    def _environment(self, name: str, requirements: Requirements | None) -> Environment | None:
-        """The topology's environment, built here now unless cached; a failed build is the
-        submitter's error, with pip's words (nothing of it is left)."""
+    def _environment(self, name: str, requirements: Requirements | None,
+                     owner: str | None = None) -> Environment | None:
+        """The topology's environment, built here now unless cached (squall.runtime.buildbox:
+        as user code, in a sandbox), within the cluster's policy and nimbus's caps
+        (squall.nimbus.envbuilds); a failed build is the submitter's error, with pip's
+        ERROR lines and a reference to nimbus's log (nothing of it is left)."""
         if requirements is None:
             return None
         try:
-            env = self.envs.ensure(requirements)
+            self.envs.admit(requirements)
+        except EnvRefused as e:
+            log.warning("topology environment refused", topology=name, owner=owner, error=str(e))
+            raise bad_request(f"the topology's environment is refused: {e}") from e
+        key = key_of(requirements)
+        try:
+            if self.envs.ready(key):
+                env = self.envs.ensure(requirements)  # cached: no build, no slot
+            else:
+                used = bytes_of(owner, self.state.topologies(), self.envs.size, key_of)
+                check_disk(owner, used, self.env_max_bytes)
+                with self.env_builds.hold(owner):
+                    env = self.envs.ensure(requirements)
+                if env.built:
+                    check_disk(owner, used, self.env_max_bytes, max(self.envs.size(key), 1))
         except EnvBuildError as e:
             log.warning("topology environment failed", topology=name, error=str(e))
             raise bad_request(f"the topology's environment could not be built: {e}") from e
@@ -150,12 +191,18 @@ class Submission:
 
     def _take_in(self, name: str, defn: Any, conf: dict[str, Any], plan: Any, warnings: list[str],
                  blob: bytes, owner: str | None, requirements: Requirements | None,
-                 env: Environment | None) -> dict[str, Any]:
+                 env: Environment | None, ids: list[str]) -> dict[str, Any]:
         topology_id = f"{name}-{int(self.now())}-{os.urandom(3).hex()}"
+        if owner is not None:
+            # One team's state is never another's: an id is its first user's (squall.cluster.state).
+            taken = self.state.claim_state_ids(ids, owner)
+            if taken:
+                names = ", ".join(f"{i!r} (of {who})" for i, who in sorted(taken.items()))
+                raise ApiError(403, f"the topology's state ids belong to another user: {names}; "
+                                    "set its transactional_id or rename its definition")
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.
-            self.state.put_topology_secrets(topology_id, self._new_secrets(topology_id, defn, {
-                **defn.config, **conf, "topology.name": name}))
+            self.state.put_topology_secrets(topology_id, self._new_secrets(topology_id, ids))
         self.state.put_code(topology_id, blob)
         # Storm's topology.name: the name submitted, which the workers' components see in
         # their conf (the definition's own name is its class's); a transactional id
@@ -181,12 +228,13 @@ class Submission:
             answer["environment"] = {"key": env.key, "built": env.built, "secs": round(env.secs, 3)}
         return answer
 
-    def _new_secrets(self, topology_id: str, defn: Any, topo_conf: dict[str, Any]) -> dict[str, Any]:
+    def _new_secrets(self, topology_id: str, ids: list[str]) -> dict[str, Any]:
         """The topology's CURVE keypair, and a ZooKeeper identity of its own that
         reaches only its transactional state's nodes (granted now, revoked when
         it is removed): its workers never hold the cluster's password."""
         user, password = f"{TOPOLOGY_USER_PREFIX}{topology_id}", secrets.token_urlsafe(24)
-        paths = transactional_paths(defn, topo_conf)
+        paths = transactional_paths(self.conf.get("transactional.zookeeper.root")
+                                    or config_mod.DEFAULTS["transactional.zookeeper.root"], ids)
         self.state.grant(paths, digest_id(user, password))
         # Its DRPC credential: what its DRPC spouts and ReturnResults show a DRPC server, which
         # knows it by its hash (squall.drpc_server.invokers) until the topology is removed.

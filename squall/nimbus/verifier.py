@@ -164,7 +164,7 @@ class Verifier:
             stack.callback(os.close, read_end)
             try:
                 proc = subprocess.Popen(
-                    sandbox.argv(box, [python, "-c", ENTRY, code, str(write_end)]),
+                    sandbox.command(box, [python, "-c", ENTRY, code, str(write_end)]),
                     stdin=subprocess.PIPE, stdout=output, stderr=subprocess.STDOUT, cwd=code,
                     env=child_env(code, identity), pass_fds=(write_end,), preexec_fn=limits.apply,
                     start_new_session=True)

@@ -8,6 +8,7 @@ from typing import Any, Protocol
 
 from squall.cluster.state import ClusterState
 from squall.nimbus import prometheus
+from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.service import NimbusService
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
@@ -24,6 +25,7 @@ class Nimbus(Protocol):
     conf: dict[str, Any]
     state: ClusterState
     service: NimbusService
+    log_tokens: LogviewerTokens
 
     def require_leader(self) -> None: ...
 
@@ -109,6 +111,9 @@ class NimbusBackend:
     def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]:
         return self.service.rebalance(name, body)
 
+    def logviewer_token(self, user: str | None, body: Any) -> dict[str, Any]:
+        return self.nimbus.log_tokens.mint(user, body)
+
 
 def api_server(nimbus: Nimbus) -> HttpServer:
     """The server on ``nimbus.host:nimbus.http.port``, bound (not yet serving)."""
@@ -117,6 +122,7 @@ def api_server(nimbus: Nimbus) -> HttpServer:
     limits = Limits.for_conf(conf)
     registry = prometheus.registry(nimbus.service.prometheus_snapshot)
     app = create_app(backend, squall=backend, registry=registry, gate=Gate.for_conf(conf),
-                     max_requests=conf["nimbus.http.max.connections"], request_timeout=limits.request_secs)
+                     max_requests=conf["nimbus.http.max.connections"], request_timeout=limits.request_secs,
+                     max_requests_per_user=conf["nimbus.http.max.connections.per.user"])
     return HttpServer(app, conf["nimbus.host"], conf["nimbus.http.port"], tls_context=tls_for_conf(conf),
                       limits=limits, name="nimbus-http")

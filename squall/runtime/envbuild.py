@@ -15,6 +15,10 @@
   is removed by the next one, and a failed build leaves nothing.
 * Made readable by all (umask 022): workers run as other users read it, and
   it holds only public packages.
+* A daemon's store has a Builder (squall.runtime.buildbox): the cluster's
+  policy is checked first, and pip runs as user code (another uid, a sandbox,
+  its output to the daemon's log under a reference).  Local mode has none:
+  it builds what its user asks, as that user, as before.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import fcntl
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import sysconfig
@@ -37,7 +42,9 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
 from squall.errors import SquallError
+from squall.runtime.buildbox import Builder
 from squall.runtime.envs import Requirements, pins
+from squall.runtime.files import write_private
 from squall.version import VERSION
 
 log = structlog.get_logger("squall.runtime.envbuild")
@@ -47,11 +54,17 @@ LOCKS = ".locks"
 PTH = "_squall.pth"
 OUTPUT_TAIL = 15  # lines of pip's output in a failure's message
 BUILD_UMASK = 0o022
+CONSTRAINT_HINT = ("\n(a '(constraint)' in pip's words is a package Squall itself runs on, pinned at the "
+                   "version this node has: the topology cannot replace it)")
 PYTHON_TAG = f"{sys.implementation.cache_tag}-{'.'.join(map(str, sys.version_info[:3]))}"
 
 
 class EnvBuildError(SquallError):
     """An environment could not be built; the message ends with pip's own words."""
+
+
+class EnvRefused(EnvBuildError):
+    """The cluster's policy does not build these requirements (nothing was run)."""
 
 
 @dataclass(frozen=True)
@@ -110,16 +123,41 @@ def _applies(spec: str) -> bool:
 class EnvStore:
     """A node's environments, under ``root`` (``<storm.local.dir>/envs``)."""
 
-    def __init__(self, root: Path, timeout_secs: float = 900.0) -> None:
+    def __init__(self, root: Path, timeout_secs: float = 900.0, builder: Builder | None = None) -> None:
         self.root = root
         self.timeout_secs = timeout_secs
+        self.builder = builder  # None: local mode's, pip as the user who asked
         self.builds = 0  # environments this process built
 
     def path(self, key: str) -> Path:
         return self.root / key
 
     def ready(self, key: str) -> bool:
-        return (self.path(key) / READY).exists()
+        """Whether ``key`` is built: its ``.ready`` is there, a file of this process's user (one
+        a build as another uid planted while it ran does not count)."""
+        try:
+            st = os.lstat(self.path(key) / READY)
+        except OSError:
+            return False
+        return stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid()
+
+    def admit(self, requirements: Requirements) -> tuple[str, ...]:
+        """The local paths ``requirements`` name, or EnvRefused when the cluster's policy does
+        not build them (always checked: a cached environment of an older policy too)."""
+        if self.builder is None:
+            return ()
+        try:
+            return self.builder.admit(requirements)
+        except SquallError as e:
+            raise EnvRefused(str(e)) from e
+
+    def size(self, key: str) -> int:
+        """The bytes of a ready environment's files, as its builder counted them (0: unknown)."""
+        try:
+            said = json.loads((self.path(key) / READY).read_text())
+        except (OSError, ValueError):
+            return 0
+        return said.get("bytes", 0) if isinstance(said, dict) and isinstance(said.get("bytes"), int) else 0
 
     def present(self) -> list[str]:
         try:
@@ -143,6 +181,7 @@ class EnvStore:
         """The environment of ``requirements``, built if it is not in the cache (waiting
         for another builder of the same one); EnvBuildError with pip's words if it fails."""
         key = key_of(requirements)
+        paths = self.admit(requirements)
         started = time.monotonic()
         if self.ready(key):
             return Environment(key, self.path(key), False, 0.0)
@@ -154,7 +193,7 @@ class EnvStore:
                 return Environment(key, self.path(key), False, time.monotonic() - started)
             if on_build is not None:
                 on_build(key)
-            self._build(key, requirements)
+            self._build(key, requirements, paths)
             self.builds += 1
             secs = time.monotonic() - started
             log.info("environment built", key=key, requirements=requirements.count, secs=round(secs, 2))
@@ -211,9 +250,13 @@ class EnvStore:
         finally:
             os.close(fd)
 
-    def _build(self, key: str, requirements: Requirements) -> None:
+    def _build(self, key: str, requirements: Requirements, paths: tuple[str, ...] = ()) -> None:
         path = self.path(key)
         shutil.rmtree(path, ignore_errors=True)  # a builder that died left it half-built
+        if self.builder is not None:
+            self.builder.start()
+            if self.builder.refusal is not None:
+                raise EnvBuildError(self.builder.refusal)
         try:
             self._run([sys.executable, "-m", "venv", "--without-pip", str(path)], "creating the virtualenv")
             site = Path(sysconfig.get_path("purelib", vars={"base": str(path), "platbase": str(path)}))
@@ -226,17 +269,44 @@ class EnvStore:
             (path / "requirements.txt").write_text(requirements.text)
             (path / "squall-constraints.txt").write_text("".join(c + "\n" for c in squall_constraints()))
             python = path / "bin" / "python"
-            self._run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
-                       "--no-warn-script-location", "--no-user", "-r", str(path / "requirements.txt"),
-                       "-c", str(path / "squall-constraints.txt")],
-                      f"installing the requirements of {requirements.source}")
-            (path / READY).write_text(json.dumps({"key": key, "source": requirements.source,
-                                                  "requirements": list(requirements.lines),
-                                                  "python": sys.version, "squall": VERSION}))
-            os.chmod(path / READY, 0o644)
+            pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "--no-input",
+                   "--no-warn-script-location", "--no-user", "-r", str(path / "requirements.txt"),
+                   "-c", str(path / "squall-constraints.txt")]
+            what = f"installing the requirements of {requirements.source}"
+            size = None
+            if self.builder is None:
+                self._run(pip, what)
+            else:
+                size = self._run_built(pip + self.builder.policy.pip_options(), what, path, paths)
+            # Never through a name the build may have planted (a link to a daemon's file).
+            write_private(path / READY, json.dumps({
+                "key": key, "source": requirements.source, "requirements": list(requirements.lines),
+                "python": sys.version, "squall": VERSION, **({"bytes": size} if size is not None else {})}),
+                mode=0o644)
         except BaseException:
             shutil.rmtree(path, ignore_errors=True)
             raise
+
+    def _run_built(self, argv: list[str], what: str, path: Path, paths: tuple[str, ...]) -> int:
+        """pip through the daemon's builder: the caller learns pip's ERROR lines and the log
+        reference, never the output.  The environment's size."""
+        assert self.builder is not None
+        try:
+            outcome = self.builder.run(path, argv, paths)
+        except (SquallError, OSError) as e:
+            msg = f"{what} could not start: {e}"
+            raise EnvBuildError(msg) from e
+        if outcome.returncode == 0:
+            return outcome.size
+        where = f"{self.builder.daemon} log reference {outcome.reference}"
+        if outcome.returncode is None:
+            msg = f"{what} did not finish in {self.timeout_secs:g} s ({where})"
+            raise EnvBuildError(msg)
+        said = "\n".join(outcome.errors) if outcome.errors else "(pip said no ERROR line)"
+        msg = f"{what} failed (exit {outcome.returncode}; {where}):\n{said}"
+        if outcome.constraint:
+            msg += CONSTRAINT_HINT
+        raise EnvBuildError(msg)
 
     def _run(self, argv: list[str], what: str) -> None:
         env = {k: v for k, v in os.environ.items() if not k.startswith("PIP_REQUIRE_VIRTUALENV")}
@@ -256,6 +326,5 @@ class EnvStore:
             tail = "\n".join(output[-OUTPUT_TAIL:])
             msg = f"{what} failed (exit {proc.returncode}):\n{tail}"
             if "(constraint)" in tail:
-                msg += ("\n(a '(constraint)' above is a package Squall itself runs on, pinned at the version "
-                        "this node has: the topology cannot replace it)")
+                msg += CONSTRAINT_HINT
             raise EnvBuildError(msg)

@@ -26,11 +26,12 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Any
+from urllib.parse import unquote
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from squall.errors import SquallError
+from squall.errors import ConfigError, SquallError
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -54,6 +55,7 @@ REFUSED = {"-c": "constraints files (-c) are Squall's own here: list the version
            "--constraint": "constraints files (--constraint) are Squall's own here: list the versions in "
                            "the requirements"}
 ARCHIVE = re.compile(r"\.(whl|tar\.gz|tgz|zip|tar\.bz2)$")
+DIRECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*\s*(\[[^\]]*\])?\s*@")  # PEP 508's "name @ URL"
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,8 @@ def _absolute(value: str, base_dir: str | None, where: str) -> str:
 
 
 def _looks_like_path(spec: str) -> bool:
+    if DIRECT.match(spec):  # "name @ https://.../name-1.0-py3-none-any.whl": a URL, named
+        return False
     return spec.startswith((".", "/", "~")) or bool(ARCHIVE.search(spec.split(";")[0].strip()))
 
 
@@ -312,3 +316,107 @@ class EnvCache:
 
     def built(self, key: str) -> None:
         self.failures.pop(key, None)
+
+
+# -- what a cluster builds ----------------------------------------------------------------
+
+# Building an environment may run code the submitter chose (an sdist's build backend, a
+# checkout's setup.py): a cluster builds wheels from its own index unless its admin lists
+# more in squall.env.build.allow.  Each kind, as a refusal names it.
+BUILD_KINDS = {
+    "sdist": "a source distribution or source tree, whose build runs its own code",
+    "url": "a package from a URL of its own",
+    "vcs": "a package from a version-control checkout",
+    "index": "an index or link page of its own",
+    "editable": "an editable install, built from its source in place",
+}
+ALLOW_KEY = "squall.env.build.allow"
+PATHS_KEY = "squall.env.build.paths"
+INDEX_OPTIONS = {"-i", "--index-url", "--extra-index-url", "--trusted-host"}
+VCS = re.compile(r"^(git|hg|svn|bzr)\+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class BuildPolicy:
+    """What a cluster's daemons build, from their own conf (never a topology's):
+    ``allow``, kinds of :data:`BUILD_KINDS`; ``paths``, directories a requirement's
+    local path (a wheel, a ``--find-links`` directory, a source) must lie under."""
+
+    allow: frozenset[str] = frozenset()
+    paths: tuple[str, ...] = ()
+
+    @classmethod
+    def from_conf(cls, conf: Mapping[str, Any]) -> BuildPolicy:
+        allow, paths = conf.get(ALLOW_KEY) or [], conf.get(PATHS_KEY) or []
+        if not isinstance(allow, list) or not all(k in BUILD_KINDS for k in allow):
+            msg = f"config {ALLOW_KEY!r} lists kinds of {sorted(BUILD_KINDS)}, got {allow!r}"
+            raise ConfigError(msg)
+        if not isinstance(paths, list) or not all(isinstance(p, str) and p.startswith("/") for p in paths):
+            msg = f"config {PATHS_KEY!r} must list absolute directories, got {paths!r}"
+            raise ConfigError(msg)
+        return cls(frozenset(allow), tuple(posixpath.normpath(p) for p in paths))
+
+    def pip_options(self) -> list[str]:
+        """What pip is told besides the requirements: no source builds of what the index
+        serves (dependencies included) unless sdists are allowed."""
+        return [] if "sdist" in self.allow else ["--only-binary=:all:"]
+
+    def check(self, requirements: Requirements) -> tuple[str, ...]:
+        """The local paths ``requirements`` name (what a build's sandbox must show), or a
+        SquallError naming the first line refused and the key that would allow it."""
+        named: list[str] = []
+        for number, line in enumerate(requirements.lines, 1):
+            kinds, paths = needs(line)
+            where = f"{requirements.source}, requirement {number}: {line!r}"
+            for kind in sorted(kinds - self.allow):
+                msg = (f"{where} is {BUILD_KINDS[kind]}; this cluster builds only wheels from its index "
+                       f"unless its admin lists {kind!r} in {ALLOW_KEY} (the cluster's conf)")
+                raise SquallError(msg)
+            for path in paths:
+                if not any(path == d or path.startswith(d.rstrip("/") + "/") for d in self.paths):
+                    msg = (f"{where} names {path}, which is not under a directory the cluster's "
+                           f"{PATHS_KEY} lists")
+                    raise SquallError(msg)
+                named.append(path)
+        return tuple(dict.fromkeys(named))
+
+
+def needs(line: str) -> tuple[set[str], list[str]]:
+    """What a normalised requirement line asks of the build: kinds of :data:`BUILD_KINDS`
+    and local paths (normalised; a ``file:`` URL is its path)."""
+    if line.startswith("-"):
+        name, value = _option(line)
+        if name in INDEX_OPTIONS:
+            return {"index"}, []
+        if name == "--no-binary":
+            return {"sdist"}, []
+        if name in ("-f", "--find-links"):
+            return _source(value, link_page=True)
+        if name in ("-e", "--editable"):
+            kinds, paths = _source(value)
+            return {"editable", *(kinds - {"sdist"})}, paths
+        return set(), []
+    # The requirement without its options (--hash=...) or markers ("; python_version < '3.12'").
+    spec = re.split(r"\s*;\s+|\s+;\s*", line.partition(" --")[0].strip())[0]
+    try:
+        url = Requirement(spec).url  # "name @ URL"
+    except InvalidRequirement:
+        url = None
+    if url:
+        return _source(url)
+    return _source(spec) if _is_url(spec) or _looks_like_path(spec) else (set(), [])
+
+
+def _source(value: str, link_page: bool = False) -> tuple[set[str], list[str]]:
+    """A URL's or path's kinds: a wheel is fine where it may be; anything else is built
+    (a link page, ``--find-links``, is only read: its sdists are refused by pip's options)."""
+    if VCS.match(value):
+        return {"vcs"}, []
+    target = value.split("#")[0].split("?")[0]
+    built = set() if link_page or target.endswith(".whl") else {"sdist"}
+    if target.lower().startswith("file:"):
+        path = unquote(re.sub(r"^file:(//[^/]*)?", "", target, flags=re.IGNORECASE))
+        return built, [posixpath.normpath("/" + path.lstrip("/"))]
+    if _is_url(target):
+        return ({"index"} if link_page else {"url"}) | built, []
+    return built, [posixpath.normpath(target.split(";")[0].strip())]

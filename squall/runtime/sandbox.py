@@ -40,6 +40,10 @@ from pathlib import PurePosixPath
 from squall.runtime.files import write_private
 
 TOOL = "bwrap"
+SETPRIV = "setpriv"
+# Where a daemon finds bwrap and setpriv: a fixed path, never the PATH a process
+# inherited (a topology's environment must not choose what a root launcher runs).
+FIXED_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # systemd's range for dynamic users: never a login user's, and inside the 16-bit
 # uid maps containers commonly have.
 UID_RANGE = (61184, 65519)
@@ -107,6 +111,34 @@ class Sandbox:
     # Host files shown at other paths, read only, over everything else (e.g. an
     # /etc/passwd naming the identity: see identity_files).
     overlay: dict[str, str] = field(default_factory=dict)
+    # The command's whole environment, set by bubblewrap inside (None: bubblewrap's own,
+    # passed on).  The process that starts bubblewrap then keeps the daemon's fixed one.
+    env: dict[str, str] | None = None
+
+
+@cache
+def tool_path(name: str) -> str:
+    """``name`` (bwrap, setpriv) as an absolute path found on :data:`FIXED_PATH`, once per
+    process; the bare name if it is not there (running it then fails, and says so)."""
+    return shutil.which(name, path=FIXED_PATH) or name
+
+
+def command(box: Sandbox, cmd: list[str]) -> list[str]:
+    """:func:`argv` with bubblewrap and setpriv as the absolute paths a daemon resolved."""
+    return argv(box, cmd, tool=tool_path(TOOL), setpriv=tool_path(SETPRIV))
+
+
+def hidden_options(args: list[str]) -> tuple[list[str], int]:
+    """``args`` (from :func:`argv`) with bubblewrap's options moved into a memory file
+    read through ``--args FD``: what they hold (a topology's environment) is not on a
+    command line, which every user of the host may read.  Returns the new argv and the
+    descriptor to pass on (the caller closes it once bubblewrap has started)."""
+    end = args.index("--")
+    fd = os.memfd_create("squall-bwrap-args", 0)
+    data = b"".join(a.encode() + b"\0" for a in args[1:end])
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    return [args[0], "--args", str(fd), *args[end:]], fd
 
 
 def can_switch_users() -> bool:
@@ -159,7 +191,7 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
          private: Callable[[str], bool] = is_private, runtime: list[str] | None = None,
          exists: Callable[[str], bool] = os.path.lexists,
          readlink: Callable[[str], str] = os.readlink,
-         isdir: Callable[[str], bool] = os.path.isdir) -> list[str]:
+         isdir: Callable[[str], bool] = os.path.isdir, setpriv: str = SETPRIV) -> list[str]:
     """The command line that runs ``command`` in ``box`` (pure: the file system is asked
     through the callables, so a test can give any layout)."""
     args = [tool, "--unshare-pid", "--as-pid-1", "--unshare-ipc", "--unshare-uts", "--new-session"]
@@ -205,10 +237,14 @@ def argv(box: Sandbox, command: list[str], tool: str = TOOL,
     for target, source in sorted(box.overlay.items()):
         args += ["--ro-bind", source, target]
     args += ["--chdir", box.cwd]
+    if box.env is not None:
+        args.append("--clearenv")
+        for name, value in sorted(box.env.items()):
+            args += ["--setenv", name, value]
     if box.identity is not None:
         uid, gid = box.identity.uid, box.identity.gid
         args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID", "--",
-                 "setpriv", f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
+                 setpriv, f"--reuid={uid}", f"--regid={gid}", "--clear-groups", "--no-new-privs",
                  "--inh-caps=-all", "--"]
     else:
         args.append("--")
@@ -286,19 +322,19 @@ def child_pid(info: int, timeout: float = 30.0) -> int | None:
 def unavailable(identity: Identity | None = None) -> str | None:
     """Why nothing can be sandboxed here (None: it can): a probe runs Python in a
     strict sandbox as ``identity`` and imports Squall's worker there."""
-    if shutil.which(TOOL) is None:
-        return f"{TOOL} is not installed (Debian: apt-get install bubblewrap)"
+    if not os.path.isabs(tool_path(TOOL)):
+        return f"{TOOL} is not installed in {FIXED_PATH} (Debian: apt-get install bubblewrap)"
     if identity is not None and not can_switch_users():
         return "switching users needs root"
-    if shutil.which("setpriv") is None and identity is not None:
-        return "setpriv (util-linux) is not installed"
+    if not os.path.isabs(tool_path(SETPRIV)) and identity is not None:
+        return f"{SETPRIV} (util-linux) is not installed in {FIXED_PATH}"
     probe = [sys.executable, "-c", "import squall.worker.process"]
-    command = argv(Sandbox(cwd="/", identity=identity), probe)
+    cmd = command(Sandbox(cwd="/", identity=identity), probe)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     if os.environ.get("PYTHONPATH"):  # where Squall may come from: the sandbox's users pass it on too
         env["PYTHONPATH"] = os.environ["PYTHONPATH"]
     try:
-        proc = subprocess.run(command, capture_output=True, text=True, timeout=60, check=False, env=env)
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60, check=False, env=env)
     except (OSError, subprocess.TimeoutExpired) as e:
         return f"{TOOL} could not be run: {e}"
     if proc.returncode != 0:

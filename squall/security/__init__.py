@@ -7,6 +7,7 @@
 * :mod:`.authz` - Storm's authorizer shape (``nimbus.admins``, ``topology.users``, ...).
 * :mod:`.redact` - secrets in topology configs, hidden in every answer and log.
 * :mod:`.curve` - the per-topology CURVE keypair the workers share.
+* :mod:`.logtokens` - the short-lived tokens nimbus mints for one user and one logviewer.
 
 Pure code: no sockets, no ZooKeeper; the daemons' shells use it.
 """

@@ -8,7 +8,11 @@ Storm's SimpleACLAuthorizer shape, on identities the keyring authenticated:
   (the default) or names them;
 * a topology's owner (who submitted it) and the users its conf lists in
   ``topology.users`` may kill, rebalance, activate and deactivate it, and set
-  its log levels (Storm's setLogConfig).
+  its log levels (Storm's setLogConfig);
+* a topology's details (its definition, configuration, errors, workers: Storm's
+  getTopologyConf and getTopologyInfo) are read by its owner, ``topology.users``
+  and ``logs.users``, ``nimbus.readonly.users`` and the admins only; the list of
+  topologies and the cluster's summaries by any user.
 
 Reading never shows a secret (squall.security.redact does that for everyone).
 """
@@ -20,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 READ = "read"
+READ_TOPOLOGY = "read_topology"
 SUBMIT = "submit"
 SET_LOG_LEVEL = "set_log_level"
 MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL)
@@ -40,6 +45,8 @@ def decide(user: str, action: str, conf: Mapping[str, Any],
         return Decision(True, "admin")
     if action == READ:
         return Decision(True, "authenticated")
+    if action == READ_TOPOLOGY:
+        return _may_read_topology(user, conf, topology)
     if user in (conf.get("nimbus.readonly.users") or ()):
         return Decision(False, f"user {user!r} is read-only (nimbus.readonly.users)")
     if action == SUBMIT:
@@ -58,6 +65,21 @@ def decide(user: str, action: str, conf: Mapping[str, Any],
     name = topology.get("name", "?")
     return Decision(False, f"user {user!r} may not {action} topology {name!r} "
                            "(not its owner, not in its topology.users, not in nimbus.admins)")
+
+
+def _may_read_topology(user: str, conf: Mapping[str, Any], topology: Mapping[str, Any] | None) -> Decision:
+    if topology is None:
+        return Decision(False, "no such topology")
+    own = topology.get("conf") or {}
+    if user in (conf.get("nimbus.readonly.users") or ()):
+        return Decision(True, "nimbus.readonly.users")
+    if topology.get("owner") == user:
+        return Decision(True, "owner")
+    if user in (own.get("topology.users") or ()) or user in (own.get("logs.users") or ()):
+        return Decision(True, "topology.users")
+    return Decision(False, f"user {user!r} may not read topology {topology.get('name', '?')!r}'s definition, "
+                           "configuration and errors (not its owner, not in its topology.users or "
+                           "logs.users, not in nimbus.readonly.users or nimbus.admins)")
 
 
 def may_read_logs(user: str, conf: Mapping[str, Any], readers: Mapping[str, Any] | None) -> Decision:

@@ -36,8 +36,10 @@ from typing import Any
 
 from squall.errors import ConfigError, SquallError
 from squall.security import tls
+from squall.security.admission import USER_RULE, is_user_name
 
 FORMAT = 1
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 ENV_VAR = "SQUALL_KEYRING"
 DEFAULT_PATH = "~/.squall/keyring.json"
 ADMIN = "admin"
@@ -117,7 +119,7 @@ class Keyring:
         """A new cluster keyring and the admin's token (also in its client section)."""
         cluster = cluster or f"squall-{secrets.token_hex(4)}"
         ca, ca_key = tls.new_ca(cluster)
-        names = ["localhost", "127.0.0.1", "::1", socket.gethostname(), *(hosts or [])]
+        names = [*LOOPBACK_NAMES, socket.gethostname(), *(hosts or [])]
         cert, key = tls.new_server_cert(ca, ca_key, names)
         token = new_token()
         data = {
@@ -138,31 +140,35 @@ class Keyring:
         return Keyring(out)
 
     def supervisor_keyring(self, hosts: list[str] | None = None) -> Keyring:
-        """What a supervisor needs: ZooKeeper's credentials, the hashes of the users' tokens
-        (its logviewer checks them as nimbus does; a hash lets no one in) and a certificate
-        of its own for the logviewer, signed by the cluster's CA for the names nimbus's
-        has and ``hosts``.  No user's token, no nimbus or CA key: the workers it starts run
-        users' code."""
-        return self._daemon_keyring(hosts)
+        """What a supervisor needs: ZooKeeper's credentials, the CA's certificate (its
+        logviewer trusts the token keys the CA endorsed: squall.security.logtokens) and a
+        certificate of its own for the logviewer, signed by the cluster's CA for ``hosts``
+        only (none given: this machine's loopback names).  No user's token nor their hashes
+        (its logviewer takes only the tokens nimbus mints, so a user added later reads their
+        logs at once), no nimbus or CA key, and no certificate for nimbus's names: the
+        workers it starts run users' code, and a key that passed for nimbus would let
+        whoever took it read the tokens users send nimbus."""
+        return self._daemon_keyring(hosts, users=False)
 
     def drpc_keyring(self, hosts: list[str] | None = None) -> Keyring:
         """What a DRPC server needs, the same as a supervisor: ZooKeeper's credentials (it
         reads the hashes of the topologies' DRPC credentials there), the hashes of the
         users' tokens (the clients it serves) and a certificate of its own, signed by the
-        cluster's CA for the names nimbus's has and ``hosts``."""
+        cluster's CA for ``hosts`` only (none given: this machine's loopback names)."""
         return self._daemon_keyring(hosts)
 
-    def _daemon_keyring(self, hosts: list[str] | None) -> Keyring:
+    def _daemon_keyring(self, hosts: list[str] | None, users: bool = True) -> Keyring:
         out: dict[str, Any] = {"format": FORMAT, "cluster": self.data.get("cluster"),
-                               "zookeeper": self.data.get("zookeeper"),
-                               "users": {name: {"tokens": list(entry.get("tokens", ()))}
-                                         for name, entry in self.users.items()}}
+                               "zookeeper": self.data.get("zookeeper")}
+        if users:
+            out["users"] = {name: {"tokens": list(entry.get("tokens", ()))}
+                            for name, entry in self.users.items()}
         section = self.data.get("tls") or {}
         if self.ca_pem:
             out["tls"] = {"ca": self.ca_pem}
             if section.get("ca_key"):
-                names = [*section.get("hosts", ()), *(hosts or ())]
-                cert, key = tls.new_server_cert(self.ca_pem, section["ca_key"], list(dict.fromkeys(names)))
+                names = list(dict.fromkeys(hosts or LOOPBACK_NAMES))
+                cert, key = tls.new_server_cert(self.ca_pem, section["ca_key"], names)
                 out["tls"].update(cert=cert, key=key, hosts=names)
         return Keyring(out)
 
@@ -173,8 +179,8 @@ class Keyring:
         return self.data.setdefault("users", {})
 
     def add_user(self, name: str) -> str:
-        if not name or not name.replace("-", "").replace("_", "").replace(".", "").isalnum():
-            msg = f"a user name is letters, digits, '-', '_' and '.', got {name!r}"
+        if not is_user_name(name):  # it names the user's folders on every node
+            msg = f"a user name is {USER_RULE}, got {name!r}"
             raise ConfigError(msg)
         if name in self.users:
             msg = f"user {name!r} exists already (rotate its token with `squall secrets user rotate`)"
@@ -233,6 +239,11 @@ class Keyring:
     @property
     def ca_pem(self) -> str | None:
         return (self.data.get("tls") or {}).get("ca")
+
+    @property
+    def ca_key_pem(self) -> str | None:
+        """The CA's private key: in the cluster keyring (nimbus's) only."""
+        return (self.data.get("tls") or {}).get("ca_key")
 
     def server_cert(self) -> tuple[str, str]:
         section = self.data.get("tls") or {}

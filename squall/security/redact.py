@@ -7,7 +7,8 @@ A key is secret if its last dotted part is ``password``, ``passphrase``,
 the conf's own ``topology.secret.keys`` names it.  Nested dicts are walked,
 so ``spark.connect.server.conf`` entries are covered too.  Inside any string
 value, a ``token=``/``password=``/``secret=`` parameter and the password of a
-URL's user-info (``postgres://user:PASSWORD@host``) are hidden as well.
+URL's user-info (``postgres://user:PASSWORD@host``) are hidden as well, and
+so is a pickled object carried as base64 text (code, not data).
 """
 
 from __future__ import annotations
@@ -17,6 +18,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 REDACTED = "*****"
+PICKLE_HIDDEN = "(pickled code: not served)"
+# A pickle as options carry one (base64 of protocol 2-5: b'\x80\x0N...'): code, never
+# shown to anyone, as unpickling it is running it.
+_PICKLE = re.compile(r"^gA[IMSW][A-Za-z0-9+/]{21,}={0,2}$")
 # A credential inside a value, as in spark.remote's "sc://host:15002/;token=...".
 _IN_VALUE = re.compile(r"((?:token|password|secret)=)[^;&\s]+", re.IGNORECASE)
 # The password of a URL's user-info: scheme://user:PASSWORD@host.
@@ -57,7 +62,10 @@ def redact_answer(answer: Any, listed: frozenset[str] = frozenset()) -> Any:
 
 
 def redact_text(text: str) -> str:
-    """``text`` with the credentials a string may carry hidden (parameters, URL user-info)."""
+    """``text`` with the credentials a string may carry hidden (parameters, URL user-info);
+    a whole pickle (a Trident operation shipped by value) is not shown at all."""
+    if text.startswith("gA") and _PICKLE.match(text):
+        return PICKLE_HIDDEN
     if "=" in text:
         text = _IN_VALUE.sub(lambda m: m.group(1) + REDACTED, text)
     if "://" in text:

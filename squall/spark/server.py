@@ -407,7 +407,7 @@ class ConnectServer:
                                   write=[str(self.dir), *self.shared],
                                   network=True, strict=False, die_with_parent=False,
                                   overlay=sandbox.identity_files(self.identity, str(self.dir), str(self.dir)))
-            cmd = sandbox.argv(box, cmd)
+            cmd = sandbox.command(box, cmd)
         with open(self.log_file, "ab") as out:
             # A process group of its own: stop() takes the JVM's Python workers too.
             proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

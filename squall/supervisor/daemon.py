@@ -48,10 +48,12 @@ from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, i
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, SquallError
 from squall.runtime import sandbox
+from squall.runtime.buildbox import Builder
 from squall.runtime.envbuild import EnvStore, key_of
 from squall.runtime.envs import EnvCache, Requirements, from_record
 from squall.runtime.package import extract
 from squall.runtime.status import Status
+from squall.security.admission import allowed_environment, check_id, check_user_name, cluster_only_removed
 from squall.supervisor import logfiles, logrotation
 from squall.supervisor.logviewer import Logviewer, start_logviewer
 from squall.supervisor.sync import (
@@ -77,6 +79,8 @@ from squall.supervisor.workers import (
 )
 
 log = structlog.get_logger("squall.supervisor.Supervisor")
+
+NO_OWNER = "-"  # the state folder of topologies with no owner (an insecure cluster): never a user's name
 
 
 def node_id(local_dir: Path) -> str:
@@ -145,7 +149,9 @@ class Supervisor:
         self.launches = 0
         # Topologies' environments (squall.runtime.envbuild): built in a thread each, before
         # their workers launch; removed when unused for supervisor.env.cache.grace.secs.
-        self.envs = EnvStore(self.local_dir / "envs", conf["supervisor.env.build.timeout.secs"])
+        # Built as user code (squall.runtime.buildbox): within the cluster's policy, in a sandbox.
+        timeout = conf["supervisor.env.build.timeout.secs"]
+        self.envs = EnvStore(self.local_dir / "envs", timeout, Builder(conf, "supervisor", timeout))
         self.env_cache = EnvCache(conf["supervisor.env.cache.grace.secs"])
         self._env_builds: dict[str, threading.Thread] = {}  # key -> its builder, while it runs
         # Workers as their topologies' own users (supervisor.run.worker.as.user): decided at start.
@@ -176,6 +182,8 @@ class Supervisor:
         self.session.start()
         connect(self.zk, self.conf, "supervisor")
         self.state.setup(fix_acls=False)  # the leader nimbus re-ACLs the tree
+        if self.logviewer is not None:
+            self.logviewer.follow(self.state)  # the keys of the tokens nimbus mints for it
         self._register()
         self._assignments_watch = self.state.watch_assignments(self._on_assignments_changed)
         for target, name in ((self._heartbeat_loop, "heartbeat"),
@@ -253,11 +261,14 @@ class Supervisor:
         last = self.conf["supervisor.worker.uids"][1]  # never a topology's (see _run_as)
         return sandbox.Identity(last, last)
 
-    def _run_as(self, topology_id: str, definition: Mapping[str, Any]) -> RunAs | None:
+    def _run_as(self, topology_id: str, definition: Mapping[str, Any], owner: Any) -> RunAs | None:
         """``definition``: the topology's, whose name its checkpointed state is kept
-        under (squall.state.providers.state_key), so its state directory is that name's."""
+        under (squall.state.providers.state_key), so its state directory is that name's,
+        in its owner's folder: another team's topology of the same name never sees it."""
         if not self.run_as_users:
             return None
+        name = check_id("the topology definition's name", definition.get("name"))
+        folder = NO_OWNER if owner is None else check_user_name("the topology's owner", owner)
         uid = self._uids.get(topology_id)
         if uid is None:
             first, last = self.conf["supervisor.worker.uids"]
@@ -267,7 +278,7 @@ class Supervisor:
                 raise SquallError(msg)
             self._uids[topology_id] = uid
             write_json(self._uids_file, self._uids)
-        return RunAs(sandbox.Identity(uid, uid), self.local_dir / "state" / str(definition["name"]),
+        return RunAs(sandbox.Identity(uid, uid), self.local_dir / "state" / folder / name,
                      tuple(str(Path(d).resolve()) for d in self.conf["supervisor.worker.shared.dirs"]))
 
     def _share_code(self, code_dir: Path, gid: int) -> None:
@@ -358,11 +369,14 @@ class Supervisor:
                 continue
             records[topology_id] = record
             try:
+                # Again: they name directories here (a record nimbus wrote long ago, or by hand).
+                check_id("topology id", topology_id)
+                check_id("topology name", record.get("name"))
                 if self.secure and topology_id not in self._secrets:
                     self._secrets[topology_id] = worker_secrets(
                         topology_id, self.state.topology_secrets(topology_id), self.zk_credentials or [])
                 code_dir = self._ensure_code(topology_id)
-                run_as = self._run_as(topology_id, record["definition"])
+                run_as = self._run_as(topology_id, record["definition"], record.get("owner"))
                 if run_as is not None:
                     self._share_code(code_dir, run_as.identity.gid)
                 requirements = from_record(record.get("requirements"))
@@ -381,8 +395,10 @@ class Supervisor:
             self._refused.pop(topology_id, None)
             self._log_readers[topology_id] = logfiles.readers_record(
                 topology_id, record.get("name", topology_id), record.get("owner"), record["conf"])
-            # Storm's worker conf: the cluster's settings, then the topology's own.
-            worker_conf = {**self.worker_defaults, **record["conf"]}
+            # Storm's worker conf: the cluster's settings, then the topology's own -- less any
+            # key only the cluster may set (admission refused them at submit; an older record
+            # may hold one).
+            worker_conf = {**self.worker_defaults, **cluster_only_removed(record["conf"])}
             if self.spark is not None:
                 worker_conf.update(self.spark.worker_conf())
             worker_conf["squall.secure"] = self.secure  # the cluster's, never a topology's
@@ -553,8 +569,11 @@ class Supervisor:
         cpu = None if port is None else self.worker_cpu(port)
         if cpu is not None:
             squall["SQUALL_WORKER_CPU"] = str(cpu)
-        return worker_env(os.environ, self.conf["supervisor.worker.env.allow"],
-                          want["conf"].get("topology.environment"), squall)
+        environment, dropped = allowed_environment(want["conf"].get("topology.environment"))
+        if dropped:
+            log.warning("topology.environment names refused: not passed to the worker", port=port,
+                        topology=want["topology_id"], names=sorted(dropped))
+        return worker_env(os.environ, self.conf["supervisor.worker.env.allow"], environment, squall)
 
     def worker_cpu(self, port: int) -> int | None:
         """The core the worker of ``port`` pins itself to (supervisor.worker.cpu.affinity), if any."""
@@ -599,7 +618,7 @@ class Supervisor:
                       topology=want["topology_id"])
             return
         try:
-            run_as = self._run_as(want["topology_id"], want["topology"])
+            run_as = self._run_as(want["topology_id"], want["topology"], want.get("owner"))
         except SquallError as e:
             log.error("worker not launched", port=slot.port, topology=want["topology_id"], reason=str(e))
             return

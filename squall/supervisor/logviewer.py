@@ -1,5 +1,6 @@
 """Storm's logviewer, served by each supervisor: its workers' logs (and its daemons', from
-``storm.log.dir``) over HTTP(S), with nimbus's TLS and tokens.
+``storm.log.dir``) over HTTP(S), with the cluster's TLS and the tokens nimbus mints for it
+(squall.supervisor.logviewer_auth: a user's own token never comes here).
 
 Storm's routes and parameters (``file`` is ``<topology id>/<port>/worker.log``)::
 
@@ -17,7 +18,12 @@ everything; a topology's owner, its ``topology.users`` and its own ``logs.users`
 workers' logs (as recorded beside them at launch, so that they stay readable, by the same
 people, after the topology is killed).  A browser opening a /api/v1/log link with no token
 gets the log page (squall/ui/static/log.html), which takes the token from the address's
-``#token=`` as the UI does, and reads the same link with it.
+``#token=`` (the UI puts one there that nimbus minted for this logviewer), and reads the
+same link with it.
+
+At most MAX_REQUESTS requests at once, and ``logviewer.max.requests.per.user`` of one
+user's (a download holds its place until its last byte is sent): past either, 503 or 429
+at once (squall.ui.budget), so one user's slow downloads leave the others theirs.
 
 The files are the supervisor's own (root's, where it is root): read without following a
 link all the same.
@@ -27,7 +33,8 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -42,15 +49,17 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from squall.cluster.state import ClusterState
+from squall.cluster.watches import DataWatch
 from squall.errors import ApiError, ConfigError
 from squall.security import authz
 from squall.supervisor import logfiles
 from squall.supervisor.logfiles import BadLogRequest
+from squall.supervisor.logviewer_auth import LogviewerGate
 from squall.supervisor.workers import open_plain_file
 from squall.ui import STATIC
 from squall.ui.answers import JsonAnswer, call
 from squall.ui.app import Guard
-from squall.ui.auth import Gate
 from squall.ui.server import HttpServer, tls_for_conf
 
 log = structlog.get_logger("squall.supervisor.logviewer")
@@ -295,32 +304,46 @@ class BrowserPage:
         await self.app(scope, receive, send)
 
 
-def create_app(conf: dict[str, Any], local_dir: Path, gate: Gate | None) -> ASGIApp:
+def create_app(conf: dict[str, Any], local_dir: Path, gate: LogviewerGate | None) -> ASGIApp:
     app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error})
     app.router.redirect_slashes = False
     state: Any = app.state
     state.logs = Logs(conf, local_dir)
     state.registry = CollectorRegistry()
     state.limiter = anyio.CapacityLimiter(MAX_REQUESTS + 1)
-    return BrowserPage(Guard(app, gate, MAX_REQUESTS))
+    return BrowserPage(Guard(app, gate, MAX_REQUESTS, per_user=conf["logviewer.max.requests.per.user"],
+                             server="logviewer"))
 
 
 class Logviewer:
-    """The supervisor's log server on ``storm.local.hostname:logviewer.port``."""
+    """The supervisor's log server on ``storm.local.hostname:logviewer.port``; ``now``: the
+    wall clock the tokens' expiry is judged on."""
 
-    def __init__(self, conf: dict[str, Any], local_dir: Path) -> None:
-        app = create_app(conf, local_dir, Gate.for_conf(conf))
+    def __init__(self, conf: dict[str, Any], local_dir: Path, now: Callable[[], float] = time.time) -> None:
+        self.gate = LogviewerGate.for_conf(conf, now)
+        app = create_app(conf, local_dir, self.gate)
         self.server = HttpServer(app, conf["storm.local.hostname"], conf["logviewer.port"],
                                  tls_context=tls_for_conf(conf), name="squall-logviewer")
+        if self.gate is not None:
+            self.gate.audience = self.url  # what it registers: nimbus mints tokens for this
+        self._keys_watch: DataWatch | None = None
 
     @property
     def url(self) -> str:
         return f"{self.server.scheme}://{self.server.host}:{self.server.port}"
 
+    def follow(self, state: ClusterState) -> None:
+        """Take the token keys nimbus publishes, now and whenever they change (the
+        supervisor calls this once connected to ZooKeeper)."""
+        if self.gate is not None and self._keys_watch is None:
+            self._keys_watch = state.watch_logviewer_keys(self.gate.trust)
+
     def start(self) -> None:
         self.server.start()
 
     def stop(self) -> None:
+        if self._keys_watch is not None:
+            self._keys_watch.stop()
         self.server.stop()
 
 

@@ -156,7 +156,7 @@ def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[
                 task_address[str(task)] = address
     return {w["port"]: {
         "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,
-        "code_dir": code_dir, "address": f"zmq+tcp://{host}:{w['port']}",
+        "owner": record.get("owner"), "code_dir": code_dir, "address": f"zmq+tcp://{host}:{w['port']}",
         "executors": w["executors"], "task_address": task_address,
         "active": assignment["active"], "version": assignment["version"],
         "log_levels": dict(log_levels or {}),

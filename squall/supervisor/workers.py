@@ -149,6 +149,25 @@ def worker_secrets(topology_id: str, topology_secrets: Any,
     return out
 
 
+def hand_over(top: Path, uid: int, gid: int) -> None:
+    """Make ``top`` and everything below it ``uid``'s (a topology's state, kept across its
+    submissions, which may get another uid).  Walked by directory descriptors, never
+    through a link, and never a file with a second name: a worker of the same state,
+    running meanwhile, cannot swap a folder for a link and lead root to chown a file
+    elsewhere (``os.fwalk`` opens each folder it enters without following links)."""
+    os.chown(top, uid, gid, follow_symlinks=False)
+    for _folder, dirs, files, dir_fd in os.fwalk(top, follow_symlinks=False):
+        for entry in (*dirs, *files):
+            try:
+                st = os.stat(entry, dir_fd=dir_fd, follow_symlinks=False)
+                if stat.S_ISLNK(st.st_mode) or (not stat.S_ISDIR(st.st_mode) and st.st_nlink > 1):
+                    continue
+                if (st.st_uid, st.st_gid) != (uid, gid):
+                    os.chown(entry, uid, gid, dir_fd=dir_fd, follow_symlinks=False)
+            except OSError:
+                continue
+
+
 def read_json(path: Path) -> Any:
     """A JSON file a worker may have written: never through a link (a worker run
     as another user could point one at the supervisor's keyring), only a plain file."""
@@ -245,8 +264,7 @@ class Slot:
             os.chown(self.dir, 0, gid)
             os.chmod(self.dir, 0o1770)
             private_dir(run_as.state_dir)
-            for path in (run_as.state_dir, *run_as.state_dir.rglob("*")):
-                os.chown(path, uid, gid, follow_symlinks=False)
+            hand_over(run_as.state_dir, uid, gid)
         for stale in ("heartbeat.json", SECRETS):
             (self.dir / stale).unlink(missing_ok=True)
         write_json(self.assignment_file, assignment, group=gid)
@@ -263,19 +281,23 @@ class Slot:
         command = [python, "-m", "squall.worker", "--dir", str(self.dir), "--launch", launch]
         code_dir = assignment.get("code_dir") or None
         env_dir = [str(Path(python).parents[1])] if assignment.get("python") else []
-        info_read = info_write = None
+        info_read = info_write = options_fd = None
         if run_as is not None:
             info_read, info_write = os.pipe()
             name = run_as.identity.name
-            env = {**env, "HOME": str(self.dir), "USER": name, "LOGNAME": name}
-            env.pop("TMPDIR", None)  # /tmp is the sandbox's own
+            worker = {**env, "HOME": str(self.dir), "USER": name, "LOGNAME": name}
+            worker.pop("TMPDIR", None)  # /tmp is the sandbox's own
             who = sandbox.identity_files(run_as.identity, str(self.dir), str(self.dir))
+            # The worker's environment is set by bubblewrap inside the sandbox; bubblewrap itself
+            # starts, as root, in the daemon's fixed one, from an absolute path: nothing the
+            # topology sets (PATH, a loader variable) chooses what runs as root.
             box = sandbox.Sandbox(cwd=code_dir or str(self.dir), identity=run_as.identity,
                                   read=([code_dir] if code_dir else []) + env_dir,
                                   write=[str(self.dir), str(run_as.state_dir), *run_as.shared],
                                   network=True, strict=False, die_with_parent=False, info_fd=info_write,
-                                  overlay=who)
-            command = sandbox.argv(box, command)
+                                  overlay=who, env=worker)
+            command, options_fd = sandbox.hidden_options(sandbox.command(box, command))
+            env = {"PATH": sandbox.FIXED_PATH}
             code_dir = None  # bwrap changes into it, as the worker's user
         log_path = (log_dir or self.dir) / "worker.log"
         try:
@@ -290,10 +312,12 @@ class Slot:
                 proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, env=env, start_new_session=True,
                                         cwd=code_dir, umask=UMASK,
-                                        pass_fds=() if info_write is None else (info_write,))
+                                        pass_fds=tuple(fd for fd in (info_write, options_fd)
+                                                       if fd is not None))
             finally:
-                if info_write is not None:
-                    os.close(info_write)
+                for fd in (info_write, options_fd):
+                    if fd is not None:
+                        os.close(fd)
         children[self.port] = proc
         pid = proc.pid
         if info_read is not None:

@@ -6,8 +6,9 @@ Secure mode (``squall.secure``), and local mode's ``--ui`` (its run's token, whi
 holds as a cookie: squall.ui.auth.RunToken, squall.ui.loopback): every request but the UI's
 own static files carries a token (``Authorization: Bearer <token>``, or that cookie); every
 POST leaves an audit line; every answer has its secrets redacted.  At most ``max_requests``
-authenticated requests are served at once; past that a request is answered 503 (busy) at
-once, never queued behind a slow one.  Only those who presented a token count against that
+authenticated requests are served at once, and at most ``per_user`` of one user's
+(squall.ui.budget); past either a request is answered at once (503 busy, 429 for that
+user), never queued behind a slow one.  Only those who presented a token count against that
 budget: strangers are refused (401) before it, so they cannot use it up
 (squall.ui.connections bounds their connections).
 """
@@ -25,10 +26,9 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from squall.ui.answers import EXCEPTION_HANDLERS, refusal
 from squall.ui.auth import Gate, Unauthorized
 from squall.ui.backend import Backend, SquallApi
+from squall.ui.budget import RequestBudget
 from squall.ui.connections import CONNECTION
 from squall.ui.routes import PAGES, SQUALL, STORM
-
-BUSY = "nimbus is busy: too many open requests"
 
 
 def public(method: str, path: str) -> bool:
@@ -50,14 +50,21 @@ class Guard:
     """Authentication, the request budget and the audit, around the routes."""
 
     def __init__(self, app: ASGIApp, gate: Gate | None, max_requests: int,
-                 audit_successes: bool = True) -> None:
+                 audit_successes: bool = True, per_user: int | None = None, server: str = "nimbus") -> None:
         """``audit_successes``: False for a server whose POSTs are its traffic, not changes (a
-        DRPC server's calls): then only the refused ones leave an audit line."""
+        DRPC server's calls): then only the refused ones leave an audit line.  ``per_user``:
+        the most requests one user may have open at once (None: no bound but the total);
+        ``server``: what the refusals call this server."""
         self.app = app
         self.gate = gate
         self.max_requests = max_requests
         self.audit_successes = audit_successes
-        self.serving = 0
+        # Touched on the server's event loop only.
+        self.budget = RequestBudget(max_requests, per_user, server)
+
+    @property
+    def serving(self) -> int:
+        return self.budget.serving
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -89,15 +96,15 @@ class Guard:
             connection = scope.get("extensions", {}).get(CONNECTION)
             if connection is not None:
                 connection.trusted()
-            if self.serving >= self.max_requests:
-                await refusal(503, BUSY)(scope, receive, sending)
+            refused = self.budget.admit(user)
+            if refused is not None:
+                await refusal(refused.status, refused.reason)(scope, receive, sending)
                 return
-            self.serving += 1
             try:
                 scope.setdefault("state", {})["user"] = user
                 await self.app(scope, receive, sending)
             finally:
-                self.serving -= 1
+                self.budget.release(user)
         finally:
             if method not in ("GET", "HEAD") and (self.audit_successes or not 0 < status < 400):
                 audit(scope, user, status)
@@ -114,10 +121,11 @@ def audit(scope: Scope, user: str | None, status: int) -> None:
 
 def create_app(backend: Backend, *, registry: CollectorRegistry, gate: Gate | None = None,
                squall: SquallApi | None = None, max_requests: int = 32,
-               request_timeout: float = 30.0) -> ASGIApp:
+               request_timeout: float = 30.0, max_requests_per_user: int | None = None) -> ASGIApp:
     """The app for ``backend``; ``squall``: Squall's own API too (nimbus), ``registry``: what
     /metrics shows, ``gate``: who may (None: anyone, insecure), ``request_timeout``: how long
-    a request's body may take to arrive."""
+    a request's body may take to arrive, ``max_requests_per_user``: how many of the
+    ``max_requests`` one user may hold (None: all)."""
     routes = [*STORM, *(SQUALL if squall is not None else []), *PAGES]
     app = Starlette(routes=routes, exception_handlers=dict(EXCEPTION_HANDLERS))  # type: ignore[arg-type]
     app.router.redirect_slashes = False
@@ -126,4 +134,4 @@ def create_app(backend: Backend, *, registry: CollectorRegistry, gate: Gate | No
     state.request_timeout = request_timeout
     # The cluster's calls run in threads, as many as requests may be served at once.
     state.limiter = anyio.CapacityLimiter(max_requests + 1)
-    return Guard(app, gate, max_requests)
+    return Guard(app, gate, max_requests, per_user=max_requests_per_user)

@@ -59,3 +59,7 @@ class SquallApi(Protocol):
     def set_status(self, name: str, status: str) -> dict[str, Any]: ...
 
     def rebalance(self, name: str, body: dict[str, Any]) -> dict[str, Any]: ...
+
+    def logviewer_token(self, user: str | None, body: Any) -> dict[str, Any]:
+        """A token for reading the logviewer ``body`` names (``{"logviewer": its base URL}``)
+        as ``user``, which nimbus minted (squall.nimbus.logtokens)."""

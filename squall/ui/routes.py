@@ -25,6 +25,9 @@ Squall's own (nimbus only; local mode answers 404):
     POST /api/v1/topologies/<name>/kill           {wait_secs}
     POST /api/v1/topologies/<name>/activate | deactivate
     POST /api/v1/topologies/<name>/rebalance      {workers, executors: {component: n}}
+    POST /api/v1/logviewer/token                  {"logviewer": <a logviewer's base URL>}: a token
+         for reading that logviewer as this user, valid logviewer.token.validity.secs
+         (squall.nimbus.logtokens); the logviewers take no other
 
     GET  /metrics                                 Prometheus
     GET  /  and  /ui/<file>                       the web UI (static files), reading only the API above
@@ -35,6 +38,7 @@ encoded '/' (``%2F``) stays inside its component id (see squall.ui.app.raw_api_p
 
 from __future__ import annotations
 
+import json
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote
 
@@ -106,9 +110,11 @@ async def topology_page(request: Request, part: str | None) -> Response:
 
     def page() -> Any:
         now = backend.now()
+        resolved = backend.resolve(ident)
+        _authorize(request, authz.READ_TOPOLOGY, resolved)
         if part == "visualization":
             return backend.visualization(ident, window, sys)
-        view = backend.view(backend.resolve(ident), details=True)
+        view = backend.view(resolved, details=True)
         if part == "metrics":
             return storm_api.topology_metrics(view, window, sys)
         if part == "component":
@@ -131,8 +137,13 @@ def _page(part: str | None) -> Any:
 
 async def topology_workers(request: Request) -> Response:
     backend = request.app.state.backend
-    resolved = await call(request, backend.resolve, request.path_params["id"])
-    return JsonAnswer(storm_api.topology_workers(await call(request, backend.view, resolved)))
+
+    def workers() -> Any:
+        resolved = backend.resolve(request.path_params["id"])
+        _authorize(request, authz.READ_TOPOLOGY, resolved)
+        return storm_api.topology_workers(backend.view(resolved))
+
+    return JsonAnswer(await call(request, workers))
 
 
 async def topology_action(request: Request) -> Response:
@@ -169,11 +180,15 @@ async def topology_action(request: Request) -> Response:
 
 
 async def topology_logconfig(request: Request) -> Response:
-    """Storm's ``/api/v1/topology/:id/logconfig``: anyone may read it; a POST sets or resets
-    levels, as the owner, topology.users or an admin may."""
+    """Storm's ``/api/v1/topology/:id/logconfig``: its readers may read it; a POST sets or
+    resets levels, as the owner, topology.users or an admin may."""
     backend, ident = request.app.state.backend, request.path_params["id"]
     if request.method == "GET":
-        return JsonAnswer(await call(request, backend.log_config, ident))
+        def read() -> Any:
+            _authorize(request, authz.READ_TOPOLOGY, backend.resolve(ident))
+            return backend.log_config(ident)
+
+        return JsonAnswer(await call(request, read))
     try:
         changes = logconfig.logconfig_request(await json_body(request))
     except ValueError as e:
@@ -225,7 +240,11 @@ async def topologies(request: Request) -> Response:
 async def topology_info(request: Request) -> Response:
     squall, name = request.app.state.squall, request.path_params["name"]
     if request.method == "GET":
-        return JsonAnswer(await call(request, squall.info, name))
+        def info() -> Any:
+            _authorize(request, authz.READ_TOPOLOGY, squall.record(name))
+            return squall.info(name)
+
+        return JsonAnswer(await call(request, info))
     await _object(request)
     raise ApiError(404, "no such action '' (kill, activate, deactivate, rebalance)")
 
@@ -250,6 +269,13 @@ async def topology_change(request: Request) -> Response:
     return JsonAnswer(await call(request, change))
 
 
+async def logviewer_token(request: Request) -> Response:
+    """Not a JsonAnswer: the token is this answer's point, and redaction would hide it."""
+    body = await _object(request)
+    answer = await call(request, request.app.state.squall.logviewer_token, request.state.user, body)
+    return Response(json.dumps(answer), media_type="application/json", headers={"Cache-Control": "no-store"})
+
+
 async def _object(request: Request) -> dict[str, Any]:
     body = await json_body(request)
     if not isinstance(body, dict):
@@ -262,6 +288,7 @@ SQUALL: list[BaseRoute] = [
     Route("/api/v1/topologies", topologies, methods=["GET", "POST"]),
     Route("/api/v1/topologies/{name:seg}", topology_info, methods=["GET", "POST"]),
     Route("/api/v1/topologies/{name:seg}/{action:seg}", topology_change, methods=["POST"]),
+    Route("/api/v1/logviewer/token", logviewer_token, methods=["POST"]),
 ]
 
 

@@ -10,17 +10,15 @@ then call :func:`plan_submission`.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
 from squall import config as config_mod
 from squall import plugins
 from squall.errors import ConfigError, TopologyValidationError
+from squall.security.admission import MAX_NAME, check_id
 from squall.topology.topology import TopologyDef
 from squall.worker.plan import TopologyPlan, colocations, plan_topology
-
-NAME = re.compile(r"^[A-Za-z0-9_\-]{1,100}$")
 
 # The caps a cluster puts on one submit (Storm's nimbus.slots.perTopology and
 # nimbus.executors.perTopology; tasks is Squall's).
@@ -29,9 +27,11 @@ SIZE_LIMITS = (("workers", "nimbus.slots.perTopology"), ("executors", "nimbus.ex
 
 
 def check_name(name: Any) -> None:
-    """A topology's name becomes a ZooKeeper node, a directory and a URL path segment."""
-    if not isinstance(name, str) or not NAME.match(name):
-        msg = f"topology name {name!r} must be 1-100 letters, digits, '_' or '-'"
+    """A topology's name becomes a ZooKeeper node, a directory and a URL path segment
+    (squall.security.admission's one pattern for names and ids)."""
+    check_id("topology name", name)
+    if len(name) > MAX_NAME:
+        msg = f"topology name {name!r} is over {MAX_NAME} characters (its id adds 18)"
         raise TopologyValidationError(msg)
 
 
@@ -63,6 +63,8 @@ def plan_submission(name: Any, defn: TopologyDef, conf: Any, hosts: list[str], l
     settings) under the topology's own under ``conf``.  Raises TopologyValidationError or
     ConfigError naming what is wrong; returns the plan and the checks' warnings."""
     check_name(name)
+    # The definition's name keys its checkpointed state (a directory, a znode).
+    check_id("the topology definition's name", defn.name)
     if not isinstance(conf, Mapping):
         msg = f"a topology's conf must be a JSON object of config keys, got {type(conf).__name__}: {conf!r}"
         raise ConfigError(msg)

@@ -1,11 +1,13 @@
-"""`squall logs`: which workers' logs it reads, which lines a component's are, and following
-a log across a rotation.  (Against a real dev cluster: tests/cluster/test_error_traces.py.)"""
+"""`squall logs`: which workers' logs it reads, which lines a component's are, following a
+log across a rotation, and the token nimbus mints for each logviewer.  (Against a real dev
+cluster: tests/cluster/test_error_traces.py and tests/security/test_logviewer_tokens.py.)"""
 
 from __future__ import annotations
 
 import io
 from typing import Any
 
+import httpx
 import pytest
 
 from squall.cli import logs
@@ -88,3 +90,39 @@ def test_grep_keeps_the_lines_holding_the_text() -> None:
     logs.show(reader, [any_log], None, "old", follow=False, out=out)  # type: ignore[arg-type]
     assert out.getvalue() == "10.0.0.1:6700  old line component=split\n"
     assert reader.asked == [(None, logs.GREP_BYTES)]
+
+
+class FakeLogviewers:
+    """Logviewers that take a token minted for them only, and a nimbus that mints them."""
+
+    def __init__(self) -> None:
+        self.minted: list[str] = []
+        self.revoked: set[str] = set()
+
+    def mint(self, logviewer: str) -> dict[str, Any]:
+        self.minted.append(logviewer)
+        return {"token": f"for {logviewer} #{len(self.minted)}", "expires_in_secs": 300}
+
+    def get(self, url: str, headers: dict[str, str]) -> httpx.Response:
+        token = headers.get("Authorization", "").removeprefix("Bearer ")
+        if not token.startswith("for " + logs.logviewer_of(url)) or token in self.revoked:
+            return httpx.Response(401, json={"error": "invalid token"})
+        return httpx.Response(200, content=b"a line\n", headers={"X-Log-Start": "0", "X-Log-Size": "7"})
+
+
+def test_each_logviewer_is_read_with_a_token_minted_for_it_renewed_before_it_expires() -> None:
+    viewers, now = FakeLogviewers(), [0.0]
+    reader = logs.LogReader({"squall.secure": False}, get=viewers.get, mint=viewers.mint,
+                            clock=lambda: now[0])
+    first, second = (logs.WorkerLog(w.worker, w.link) for w in logs.worker_logs(PAGE, None))
+    for _ in range(3):
+        assert reader.page(first, None, 100) == (b"a line\n", 0, 7)
+        assert reader.page(second, None, 100)[0] == b"a line\n"
+    assert viewers.minted == ["https://n1:8000", "https://n2:8000"]  # one each, kept
+    now[0] += 150  # half its life: a new one, before a skewed clock could call it expired
+    reader.page(first, None, 100)
+    assert viewers.minted[-1] == "https://n1:8000" and len(viewers.minted) == 3
+    # Refused anyway (nimbus's key changed): one new token, then the answer
+    viewers.revoked.add(f"for https://n1:8000 #{len(viewers.minted)}")
+    assert reader.page(first, None, 100)[0] == b"a line\n" and len(viewers.minted) == 4
+    reader.close()

@@ -51,9 +51,10 @@ def test_topologies_run_in_their_own_environments(make_cluster: Any, tmp_path: P
                         ("bad", "sqdeptest==1.0\nno-such-sqdep==9.9")):
         requirements[label] = tmp_path / f"{label}.txt"
         requirements[label].write_text(f"--no-index\n--find-links {wheels}\n{line}\n")
+    # (the admin's choice, in the cluster's conf: requirements may name paths under the wheels' directory)
     cluster = make_cluster(supervisors=2, slots=2, conf={
         "supervisor.env.cache.grace.secs": 1, "supervisor.assignments.sync.secs": 1,
-        "nimbus.monitor.freq.secs": 1})
+        "nimbus.monitor.freq.secs": 1, "squall.env.build.paths": [str(wheels)]})
     nimbus_dir = cluster.root / "squall-local"
     nodes = [cluster.supervisor_dir(i) for i in range(2)]
 

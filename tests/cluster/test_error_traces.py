@@ -1,10 +1,12 @@
 """A bolt that raises: the user sees the trace, with file and line, where they look --
 `squall errors`, Storm's REST componentErrors, the worker's log through its node's logviewer
-(`squall logs`, the REST answer's errorWorkerLogLink: with a token that may read it), local
+(`squall logs`, the REST answer's errorWorkerLogLink: with a token nimbus minted for a user
+who may read it), local
 mode's output (issue 30).  The UI's side is in tests/ui/test_ui_browser.py."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from typing import Any
@@ -31,21 +33,30 @@ def test_a_bolts_trace_reaches_squall_errors_and_the_rest_answer(make_cluster: A
     brief = squall_cli(cluster, "errors", "raising", "--brief").stdout
     assert "ValueError" in brief and WHERE not in brief
 
-    # The worker's log, through its node's logviewer: the trace is there, line by line
+    # The worker's log, through its node's logviewer, with a token nimbus minted for it: the
+    # trace is there, line by line
     link = errors[0]["errorWorkerLogLink"]
     assert link.startswith("https://127.0.0.1:") and "/api/v1/log?file=raising-" in link
+    viewer = link.split("/api/v1/")[0]
     admin, context = credentials(cluster.conf)
+
+    def minted(token: str) -> str:
+        body = json.dumps({"logviewer": viewer}).encode()
+        answer = cluster.request("POST", "/api/v1/logviewer/token", body, token=token)
+        assert answer.status_code == 200, answer.text
+        return answer.json()["token"]  # type: ignore[no-any-return]
+
     with http_client(context) as client:
-        log = client.get(link, headers={"Authorization": f"Bearer {admin}"})
+        log = client.get(link, headers={"Authorization": f"Bearer {minted(admin)}"})
         assert log.status_code == 200, log.text
         assert "Traceback (most recent call last):" in log.text and WHERE in log.text
         # And no one else's token reads it: none at all, or a user's who is not its owner
+        # (added now: nimbus knows them at once, the supervisors need not)
         assert client.get(link).status_code == 401
         keyring = Keyring.load(cluster.keyring_file)
         bob = keyring.add_user("bob")
         keyring.save()
-        cluster.ensure_keyring()  # the supervisors' keyring names bob now
-        refused = client.get(link, headers={"Authorization": f"Bearer {bob}"})
+        refused = client.get(link, headers={"Authorization": f"Bearer {minted(bob)}"})
         assert refused.status_code == 403 and "may not read the logs" in refused.json()["error"]
     # And `squall logs` reads it as the CLI's user, the component's own lines and their traces
     out = squall_cli(cluster, "logs", "raising", "--component", "picky", "--grep", "multiple of five").stdout

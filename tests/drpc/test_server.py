@@ -180,20 +180,29 @@ def secure(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]
     conf = config_mod.merge({
         "storm.zookeeper.port": zk.port, "squall.keyring.path": str(root / "keyring.json"), "drpc.port": 0,
         "drpc.servers": ["127.0.0.1"], "drpc.request.timeout.secs": 5,
-        "drpc.authorizer.acl": {"payroll": {"client.users": ["alice"]}}})
+        "drpc.authorizer.acl": {"payroll": {"client.users": ["alice"]}, "handed": {"invocation.user": "bob"}},
+        "drpc.max.pending.per.user": 3, "drpc.max.pending.unserved": 4, "drpc.function.release.secs": 1})
     cluster = start_client(conf)
     state = ClusterState(cluster, conf["storm.zookeeper.root"])
     state.setup()
-    state.put_drpc_invoker("t-1", digest(token_of("t-1")))
+    # t-1 and t-alice are alice's topologies, t-bob bob's (their owners: who submitted them)
+    for topology_id, owner in (("t-1", "alice"), ("t-alice", "alice"), ("t-bob", "bob")):
+        add_topology(state, topology_id, owner)
     server = DRPCServer(conf)
     try:
         server.start()
         yield {"conf": {**conf, "drpc.port": server.port}, "server": server, "state": state,
-               "admin": admin_token, "bob": bob_token, "ca": keyring.ca_pem}
+               "admin": admin_token, "bob": bob_token, "ca": keyring.ca_pem, "keyring": keyring}
     finally:
         server.stop()
         disconnect(cluster)
         zk.stop()
+
+
+def add_topology(state: ClusterState, topology_id: str, owner: str) -> None:
+    """What nimbus writes for a topology a DRPC server cares about: its record and its credential."""
+    state.put_topology({"id": topology_id, "name": topology_id, "owner": owner})
+    state.put_drpc_invoker(topology_id, digest(token_of(topology_id)))
 
 
 def endpoint_of(secure: dict[str, Any], token: str | None) -> HttpEndpoint:
@@ -251,7 +260,7 @@ def test_the_acl_keeps_a_function_to_its_client_users_and_the_admins(secure: dic
 
 def test_a_removed_topologys_credential_stops_working(secure: dict[str, Any]) -> None:
     state, server = secure["state"], secure["server"]
-    state.put_drpc_invoker("t-2", digest(token_of("t-2")))
+    add_topology(state, "t-2", "alice")
     poll_for(lambda: server.invokers.identify(token_of("t-2")) == "topology:t-2", timeout=10,
              message="the server knows t-2")
     endpoint = endpoint_of(secure, token_of("t-2"))
@@ -277,3 +286,176 @@ def test_invokers_check_a_credential_against_its_topologys_hash_only() -> None:
     assert invokers.identify("sq_user-token") is None
     invokers.update({})
     assert invokers.identify(token_of("t-1")) is None
+
+
+# -- secure: who serves a function, and how many calls wait --------------------------------------
+
+
+class Call:
+    """A client's call held at the server, from a thread: its answer (status, text) once it ends."""
+
+    def __init__(self, secure: dict[str, Any], token: str, function: str, args: str = "x") -> None:
+        self.answer: tuple[int, str] | None = None
+        self.started = time.monotonic()
+        self.thread = threading.Thread(target=self._run, args=(secure, token, function, args), daemon=True)
+        self.thread.start()
+
+    def _run(self, secure: dict[str, Any], token: str, function: str, args: str) -> None:
+        response = https(secure, "POST", f"/drpc/{function}", token, args.encode())
+        self.answer = (response.status_code, response.text)
+
+    def result(self, timeout: float = 15) -> tuple[int, str]:
+        self.thread.join(timeout)
+        assert self.answer is not None, "the call did not end"
+        return self.answer
+
+
+def refused(endpoint: HttpEndpoint, action: Any) -> DRPCExecutionError:
+    with pytest.raises(DRPCExecutionError) as raised:
+        action(endpoint)
+    return raised.value
+
+
+def test_a_function_is_fetched_and_answered_only_by_topologies_of_its_first_servers_owner(
+        secure: dict[str, Any]) -> None:
+    server = secure["server"]
+    poll_for(lambda: {"t-alice", "t-bob"} <= server.invokers.live(), timeout=10,
+             message="the topologies seen")
+    alice, bob = endpoint_of(secure, token_of("t-alice")), endpoint_of(secure, token_of("t-bob"))
+    try:
+        # Given alice's topology serving "owned" (its first fetch claims it for alice)
+        assert alice.fetch_request("owned", 0) is None
+        owner = secure["state"].drpc_owner("owned")
+        assert owner is not None and owner[0]["owner"] == "alice" and owner[0]["topologies"] == ["t-alice"]
+        # When a client calls it and bob's topology fetches: refused, the call left queued
+        call = Call(secure, secure["admin"], "owned", "hello")
+        poll_for(lambda: server.service.core.queues.get("owned"), timeout=10, message="the call queued")
+        error = refused(bob, lambda e: e.fetch_request("owned", 0))
+        assert error.status == 403 and error.type == "AUTHORIZATION"
+        assert "belongs to user 'alice'" in str(error)
+        # alice's topology takes it; bob's may neither answer nor fail it
+        request = alice.fetch_request("owned", 5)
+        assert request is not None and request.func_args == "hello"
+        for action in (lambda e: e.result(request.request_id, "bob's answer"),
+                       lambda e: e.fail_request(request.request_id, "bob says no")):
+            assert refused(bob, action).status == 403
+        assert request.request_id in server.service.core.requests  # untouched
+        # and the client gets alice's answer
+        alice.result(request.request_id, "alice's answer")
+        assert call.result() == (200, "alice's answer")
+    finally:
+        alice.close()
+        bob.close()
+
+
+def test_the_acls_invocation_user_serves_a_function_and_its_first_fetcher_does_not(
+        secure: dict[str, Any]) -> None:
+    poll_for(lambda: {"t-alice", "t-bob"} <= secure["server"].invokers.live(), timeout=10,
+             message="the topologies seen")
+    alice, bob = endpoint_of(secure, token_of("t-alice")), endpoint_of(secure, token_of("t-bob"))
+    try:
+        error = refused(alice, lambda e: e.fetch_request("handed", 0))  # first, but not bob
+        assert error.status == 403 and "invocation.user" in str(error)
+        topology = Topology(bob, "handed", answer=lambda args: f"bob:{args}")
+        try:
+            assert https(secure, "GET", "/drpc/handed/x", secure["admin"]).text == "bob:x"
+        finally:
+            topology.stop()
+        assert secure["state"].drpc_owner("handed") is None  # the ACL's word is never written down
+    finally:
+        alice.close()
+
+
+def test_who_serves_a_function_survives_a_restart_of_the_server(secure: dict[str, Any]) -> None:
+    poll_for(lambda: {"t-alice", "t-bob"} <= secure["server"].invokers.live(), timeout=10,
+             message="the topologies seen")
+    alice = endpoint_of(secure, token_of("t-alice"))
+    try:
+        assert alice.fetch_request("kept", 0) is None  # alice's now
+    finally:
+        alice.close()
+    # A server started afresh (nothing in its memory) knows it from ZooKeeper
+    again = DRPCServer({**secure["conf"], "drpc.port": 0})
+    again.start()
+    bob = HttpEndpoint("127.0.0.1", again.port, token_of("t-bob"), secure["ca"])
+    try:
+        poll_for(lambda: "t-bob" in again.invokers.live(), timeout=10, message="the new server's watch")
+        error = refused(bob, lambda e: e.fetch_request("kept", 0))
+        assert error.status == 403 and "belongs to user 'alice'" in str(error)
+    finally:
+        bob.close()
+        again.stop()
+
+
+def test_a_function_is_released_once_its_owners_topologies_are_gone(secure: dict[str, Any]) -> None:
+    state, server = secure["state"], secure["server"]
+    add_topology(state, "t-gone", "alice")
+    poll_for(lambda: {"t-gone", "t-bob"} <= server.invokers.live(), timeout=10, message="the topologies seen")
+    gone, bob = endpoint_of(secure, token_of("t-gone")), endpoint_of(secure, token_of("t-bob"))
+    try:
+        assert gone.fetch_request("released", 0) is None
+        assert refused(bob, lambda e: e.fetch_request("released", 0)).status == 403
+        # When alice's only topology serving it is killed: after drpc.function.release.secs (1 s
+        # here) the function is nobody's, and bob's topology may take it
+        state.remove_topology("t-gone")
+
+        def bob_serves() -> bool:
+            try:
+                return bob.fetch_request("released", 0) is None
+            except DRPCExecutionError:
+                return False
+
+        poll_for(bob_serves, timeout=15, interval=0.2, message="the function released to bob")
+        owner = state.drpc_owner("released")
+        assert owner is not None and owner[0]["owner"] == "bob"
+    finally:
+        gone.close()
+        bob.close()
+
+
+def test_calls_past_a_users_cap_or_the_unserved_cap_are_refused_at_once_and_others_served(
+        secure: dict[str, Any]) -> None:
+    server = secure["server"]
+    limits = server.service.limits  # drpc.max.pending.per.user 3, drpc.max.pending.unserved 4
+    held = [Call(secure, secure["admin"], "nobody-a") for _ in range(3)]
+    poll_for(lambda: limits.held.get("admin") == 3, timeout=10, message="admin's three calls held")
+    # The user's next call: 429 at once, saying why
+    started = time.monotonic()
+    response = https(secure, "POST", "/drpc/nobody-a", secure["admin"], b"x")
+    assert response.status_code == 429 and "drpc.max.pending.per.user" in response.json()["error"]
+    assert time.monotonic() - started < 2
+    # bob may still call: one more unserved call fits, the next is past drpc.max.pending.unserved
+    held.append(Call(secure, secure["bob"], "nobody-b"))
+    poll_for(lambda: limits.unserved_held == 4, timeout=10, message="bob's call held")
+    response = https(secure, "POST", "/drpc/nobody-c", secure["bob"], b"x")
+    assert response.status_code == 429 and "drpc.max.pending.unserved" in response.json()["error"]
+    # and a function a topology serves answers bob at once
+    serving = [Topology(endpoint_of(secure, token_of("t-1")), f) for f in ("exclaim", "nobody-a", "nobody-b")]
+    try:
+        poll_for(lambda: limits.served("exclaim", server.service.clock.now()), timeout=10,
+                 message="exclaim served")
+        assert https(secure, "GET", "/drpc/exclaim/bob", secure["bob"]).text == "bob!"
+        # the held calls were admitted: their topology, late, answers them
+        assert [call.result() for call in held] == [(200, "x!")] * 4
+    finally:
+        for topology in serving:
+            topology.stop()
+    assert limits.held == {} and limits.unserved_held == 0
+
+
+def test_a_user_nimbus_publishes_is_let_in_and_one_it_drops_no_longer(secure: dict[str, Any]) -> None:
+    state, keyring = secure["state"], secure["keyring"]
+    carol = keyring.add_user("carol") if "carol" not in keyring.users else keyring.rotate_user("carol")
+    # A 403 from the ACL (carol is not among payroll's client.users) means she was let in
+    assert https(secure, "GET", "/drpc/payroll/x", carol).status_code == 401
+    everyone = {name: list(entry["tokens"]) for name, entry in keyring.users.items()}
+    state.put_users(everyone)  # what the leading nimbus does when its keyring changes
+    try:
+        poll_for(lambda: https(secure, "GET", "/drpc/payroll/x", carol).status_code == 403, timeout=10,
+                 message="carol let in")
+        state.put_users({name: tokens for name, tokens in everyone.items() if name != "carol"})
+        poll_for(lambda: https(secure, "GET", "/drpc/payroll/x", carol).status_code == 401, timeout=10,
+                 message="carol no longer let in")
+        assert https(secure, "GET", "/drpc/payroll/x", secure["bob"]).status_code == 403  # bob still is
+    finally:
+        state.put_users({name: tokens for name, tokens in everyone.items() if name != "carol"})

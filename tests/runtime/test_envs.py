@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from squall.errors import SquallError
-from squall.runtime.envs import EnvCache, Requirements, from_record, parse_requirements, pins, read
+from squall.errors import ConfigError, SquallError
+from squall.runtime.envs import (
+    BUILD_KINDS,
+    BuildPolicy,
+    EnvCache,
+    Requirements,
+    from_record,
+    needs,
+    parse_requirements,
+    pins,
+    read,
+)
 
 
 def test_comments_blank_lines_and_continuations_do_not_count() -> None:
@@ -113,3 +123,77 @@ def test_failed_builds_back_off() -> None:
     assert cache.build_failed("e", 15) == 12
     cache.built("e")
     assert cache.may_build("e", 15)
+
+
+# -- what a cluster builds (squall.env.build.allow / .paths) --------------------------------
+
+
+@pytest.mark.parametrize(("line", "kinds", "paths"), [
+    ("redis==5.0", set(), []),
+    ("redis[hiredis]>=5 ; python_version >= '3.9'", set(), []),
+    ("a==1 --hash=sha256:00", set(), []),
+    ("--no-index", set(), []),
+    ("--only-binary :all:", set(), []),
+    ("--prefer-binary", set(), []),
+    ("/w/a-1.0-py3-none-any.whl", set(), ["/w/a-1.0-py3-none-any.whl"]),
+    ("/w/a-1.0-py3-none-any.whl; python_version > '3'", set(), ["/w/a-1.0-py3-none-any.whl"]),
+    ("/w/../etc/a-1.0-py3-none-any.whl", set(), ["/etc/a-1.0-py3-none-any.whl"]),
+    ("/w/a-1.0.tar.gz", {"sdist"}, ["/w/a-1.0.tar.gz"]),
+    ("/w/src/a", {"sdist"}, ["/w/src/a"]),
+    ("a @ file:///w/a-1.0.tar.gz", {"sdist"}, ["/w/a-1.0.tar.gz"]),
+    ("file://localhost/w/a-1.0-py3-none-any.whl", set(), ["/w/a-1.0-py3-none-any.whl"]),
+    ("--find-links /w", set(), ["/w"]),
+    ("--find-links file:///w%20x/", set(), ["/w x"]),
+    ("--find-links https://example.org/links/", {"index"}, []),
+    ("-i https://example.org/simple", {"index"}, []),
+    ("--extra-index-url https://example.org/simple", {"index"}, []),
+    ("--trusted-host example.org", {"index"}, []),
+    ("https://example.org/a-1.0-py3-none-any.whl", {"url"}, []),
+    ("a @ https://example.org/a-1.0-py3-none-any.whl", {"url"}, []),
+    ("https://example.org/a-1.0.tar.gz#sha256=00", {"url", "sdist"}, []),
+    ("git+https://example.org/a.git@v1#egg=a", {"vcs"}, []),
+    ("a @ git+ssh://git@example.org/a.git", {"vcs"}, []),
+    ("-e /w/src/a", {"editable"}, ["/w/src/a"]),
+    ("-e git+https://example.org/a.git#egg=a", {"editable", "vcs"}, []),
+    ("--no-binary :all:", {"sdist"}, []),
+])
+def test_each_line_says_what_building_it_needs(line: str, kinds: set[str], paths: list[str]) -> None:
+    assert needs(line) == (kinds, paths)
+
+
+def test_by_default_only_wheels_from_the_index_are_built() -> None:
+    policy = BuildPolicy.from_conf({})
+    assert policy.pip_options() == ["--only-binary=:all:"]
+    assert policy.check(Requirements(("--no-index", "redis==5.0", "six"))) == ()
+    for line, kind in (("/w/a-1.0.tar.gz", "sdist"), ("git+https://h/a.git#egg=a", "vcs"),
+                       ("https://h/a-1.0-py3-none-any.whl", "url"), ("-i https://h/simple", "index"),
+                       ("-e git+https://h/a.git#egg=a", "editable")):
+        with pytest.raises(SquallError) as refused:
+            policy.check(Requirements(("six", line), "reqs.txt"))
+        # the line, where it is, what it is and the key (and kind) that would allow it
+        said = str(refused.value)
+        assert f"reqs.txt, requirement 2: {line!r}" in said, said
+        assert f"lists {kind!r} in squall.env.build.allow" in said, said
+
+
+def test_paths_must_lie_under_the_admins_directories() -> None:
+    policy = BuildPolicy.from_conf({"squall.env.build.paths": ["/srv/wheels/"],
+                                    "squall.env.build.allow": ["sdist"]})
+    assert policy.pip_options() == []  # sdists allowed: pip may build them
+    named = policy.check(Requirements(("--find-links /srv/wheels", "/srv/wheels/a-1.0-py3-none-any.whl",
+                                       "/srv/wheels/b-1.0.tar.gz", "/srv/wheels/a-1.0-py3-none-any.whl")))
+    assert named == ("/srv/wheels", "/srv/wheels/a-1.0-py3-none-any.whl", "/srv/wheels/b-1.0.tar.gz")
+    for line in ("/srv/wheels-old/a-1.0-py3-none-any.whl", "/srv/wheels/../keys/a-1.0-py3-none-any.whl",
+                 "--find-links /srv", "a @ file:///etc/a-1.0.tar.gz"):
+        with pytest.raises(SquallError, match=r"not under a directory the cluster's squall\.env\.build"):
+            policy.check(Requirements((line,)))
+    with pytest.raises(SquallError, match="not under"):  # no directory listed: no path at all
+        BuildPolicy.from_conf({}).check(Requirements(("/srv/wheels/a-1.0-py3-none-any.whl",)))
+
+
+def test_the_policy_conf_is_checked() -> None:
+    with pytest.raises(ConfigError, match=r"squall\.env\.build\.allow"):
+        BuildPolicy.from_conf({"squall.env.build.allow": ["wheels"]})
+    with pytest.raises(ConfigError, match=r"squall\.env\.build\.paths"):
+        BuildPolicy.from_conf({"squall.env.build.paths": ["relative/dir"]})
+    assert BuildPolicy.from_conf({"squall.env.build.allow": list(BUILD_KINDS)}).allow == set(BUILD_KINDS)

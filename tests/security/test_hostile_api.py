@@ -195,11 +195,22 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
     )
     assert submitted.returncode == 0, submitted.stdout + submitted.stderr
     try:
-        # Anyone else may read it, not change it.
-        for user, reason in (("bob", "may not deactivate"), ("auditor", "read-only")):
-            assert cli(cluster, user, "info", "alices", "--json").returncode == 0
+        # Its readers (topology.users, read-only users) may read it, not change it; anyone
+        # else sees it listed, and not its definition, configuration or errors (issue 47).
+        for user, reason in (("auditor", "read-only"), ("bob", "may not deactivate")):
             refused = cli(cluster, user, "deactivate", "alices")
             assert refused.returncode == 1 and reason in refused.stderr, refused.stderr
+        for user in ("carol", "auditor"):
+            assert cli(cluster, user, "info", "alices", "--json").returncode == 0
+        refused = cli(cluster, "bob", "info", "alices", "--json")
+        assert refused.returncode == 1 and "may not read topology 'alices'" in refused.stderr, refused.stderr
+        for path in ("/api/v1/topology/alices", "/api/v1/topology/alices/component/split",
+                     "/api/v1/topology/alices/visualization", "/api/v1/topology-workers/alices",
+                     "/api/v1/topologies/alices"):
+            status, answer = call(cluster, "GET", path, token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+            assert status == 403 and "may not read topology" in answer["error"], (path, answer)
+        listed = cli(cluster, "bob", "list")
+        assert listed.returncode == 0 and "alices" in listed.stdout
         refused = cli(cluster, "bob", "kill", "alices")
         assert refused.returncode == 1 and "may not kill" in refused.stderr, refused.stderr
         # Nor its log levels (Storm's setLogConfig), by the CLI or the REST API; reading them is anyone's.
@@ -210,7 +221,7 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
                               token=cluster.tokens["bob"])  # type: ignore[attr-defined]
         assert status == 403 and "may not set_log_level" in answer["error"], answer
         status, answer = call(cluster, "GET", "/api/v1/topology/alices/logconfig",
-                              token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+                              token=cluster.tokens["carol"])  # type: ignore[attr-defined]
         assert (status, answer) == (200, {"namedLoggerLevels": {}})
         # A read-only user may not submit either.
         assert "read-only" in cli(cluster, "auditor", "submit", str(WORDCOUNT), "--name", "aud").stderr

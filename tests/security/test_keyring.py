@@ -84,14 +84,18 @@ def test_a_daemons_keyring_holds_no_token_and_no_key_of_nimbus_or_the_ca(tmp_pat
                          capture_output=True, text=True, timeout=60, check=True)
     assert "no token itself" in out.stdout
     theirs = Keyring.load(tmp_path / "s.json")  # 0600, or this refuses it
-    assert set(theirs.data) == {"format", "cluster", "zookeeper", "tls", "users"}
+    # A supervisor holds not even the users' token hashes: its logviewer takes only the
+    # tokens nimbus mints (squall.security.logtokens), so a user added later needs no copy.
+    users = {"users"} if daemon == "drpc" else set()
+    assert set(theirs.data) == {"format", "cluster", "zookeeper", "tls"} | users
     assert set(theirs.data["tls"]) == {"ca", "cert", "key", "hosts"}  # its logviewer's, not nimbus's
     assert theirs.data["tls"]["key"] != keyring.data["tls"]["key"]
     assert "ca_key" not in (tmp_path / "s.json").read_text()
     assert theirs.zookeeper_credentials() == keyring.zookeeper_credentials()
     assert admin not in (tmp_path / "s.json").read_text()
-    # The users' token hashes: its logviewer knows who a token is, and holds none.
-    assert theirs.authenticate(admin) == "admin" and theirs.client_token is None
+    # A DRPC server's: the users' token hashes, to know who a token is, and no token.
+    assert theirs.authenticate(admin) == ("admin" if users else None) and theirs.client_token is None
+    assert theirs.ca_key_pem is None and keyring.ca_key_pem  # what nimbus's token key comes from
 
 
 def test_zookeeper_rotation_keeps_the_previous_password() -> None:
@@ -126,3 +130,22 @@ def test_nimbus_certificate_verifies_against_the_keyring_ca() -> None:
     server = tls.server_context(*keyring.server_cert())
     assert server.minimum_version >= ssl.TLSVersion.TLSv1_2
     assert "BEGIN CERTIFICATE" in cert_pem
+
+
+def test_a_daemons_certificate_names_its_own_host_only_never_nimbuss() -> None:
+    # Issue 47: supervisor and DRPC certificates were valid for nimbus's names, so a key
+    # taken from a supervisor node could pass for nimbus and collect users' tokens.
+    from cryptography import x509
+
+    keyring, _token = Keyring.create(hosts=["nimbus1.internal", "10.0.0.10"])
+
+    def names(ring: Keyring) -> list[str]:
+        cert = x509.load_pem_x509_certificate(ring.server_cert()[0].encode())
+        alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        return sorted([*alt.get_values_for_type(x509.DNSName),
+                       *(str(ip) for ip in alt.get_values_for_type(x509.IPAddress))])
+
+    assert "nimbus1.internal" in names(keyring)
+    assert names(keyring.supervisor_keyring(["sup1.internal", "10.0.0.12"])) == ["10.0.0.12", "sup1.internal"]
+    assert names(keyring.drpc_keyring(["drpc1.internal"])) == ["drpc1.internal"]
+    assert "nimbus1.internal" not in names(keyring.supervisor_keyring())

@@ -1,6 +1,7 @@
 """The supervisor's logviewer: which names a request may ask for, pages and searches, rotation
 and clean-up of the workers' logs (pure and on files), and the server itself over TLS with
-the keyring's tokens: who may read which log."""
+the tokens nimbus mints for it (made here with the cluster keyring's key, on a clock the
+test drives): who may read which log.  On a real cluster: tests/security/test_logviewer_tokens.py."""
 
 from __future__ import annotations
 
@@ -14,7 +15,8 @@ import httpx
 import pytest
 
 from squall import config
-from squall.security import tls
+from squall.clock import FakeClock
+from squall.security import logtokens, tls
 from squall.security.keyring import Keyring
 from squall.supervisor import logfiles, logrotation
 from squall.supervisor.logfiles import BadLogRequest, LogDir
@@ -127,14 +129,21 @@ class Viewer:
                                 "storm.log.dir": str(root / "daemon-logs"), "squall.secure": secure,
                                 "logs.users": ["auditor"]}
         self.context = None
+        self.clock = FakeClock(1_700_000_000.0)
+        self.minter: logtokens.Minter | None = None
         if secure:
             cluster, admin = Keyring.create()
-            self.tokens["admin"] = admin
+            self.tokens["admin"] = admin  # the users' own tokens: nimbus's business, refused here
             for user in ("bob", "carol", "auditor"):
                 self.tokens[user] = cluster.add_user(user)
             cluster.supervisor_keyring().save(root / "supervisor-keyring.json")
             conf["squall.keyring.path"] = str(root / "supervisor-keyring.json")
             self.context = tls.client_context(ca_pem=cluster.ca_pem)
+            assert cluster.ca_key_pem
+            # What nimbus does: the key from the CA's, its record published for the logviewer
+            key = logtokens.signing_key(cluster.ca_key_pem)
+            self.minter = logtokens.Minter(key, 300, self.clock.now)
+            self.key_record = logtokens.public_record(key, cluster.ca_key_pem)
         self.conf = config.merge(conf)
         local = Path(self.conf["storm.local.dir"])
         logs = logfiles.worker_dir(local, TOPOLOGY, 6700)
@@ -147,14 +156,24 @@ class Viewer:
         (root / "daemon-logs").mkdir()
         (root / "daemon-logs" / "supervisor-0.log").write_text("supervisor started\n")
         (root / "keyring.json").write_text("secret")
-        self.viewer = Logviewer(self.conf, local)
+        self.viewer = Logviewer(self.conf, local, now=self.clock.now)
+        if self.viewer.gate is not None:  # what the supervisor's ZooKeeper watch hands it
+            self.viewer.gate.trust([self.key_record])
         self.viewer.start()
         # The server's thread for file reads starts with its first request: here, not in a test.
         assert self.get("/api/v1/listLogs", "admin" if secure else None).status_code == 200
 
-    def get(self, path: str, user: str | None = None, **headers: str) -> httpx.Response:
+    def mint(self, user: str, audience: str | None = None) -> str:
+        assert self.minter is not None
+        return self.minter.mint(user, audience or self.viewer.url).token
+
+    def get(self, path: str, user: str | None = None, *, token: str | None = None,
+            **headers: str) -> httpx.Response:
+        """As ``user`` with a token minted for this logviewer, or with ``token`` as it is."""
         if user is not None:
-            headers["Authorization"] = f"Bearer {self.tokens[user]}"
+            token = self.mint(user)
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
         with httpx.Client(verify=self.context or True, timeout=30, trust_env=False) as client:
             return client.get(self.viewer.url + path, headers=headers)
 
@@ -196,6 +215,33 @@ def test_only_the_owner_admins_and_logs_users_read_it(secure: Viewer) -> None:
     # The daemons' logs: admins and logs.users only
     assert secure.get("/api/v1/daemonlog?file=supervisor-0.log", "bob").status_code == 403
     assert secure.get("/api/v1/daemonlog?file=supervisor-0.log", "admin").text == "supervisor started\n"
+
+
+def test_a_users_own_token_another_logviewers_or_an_expired_one_is_refused(secure: Viewer) -> None:
+    # (a user's token sent to a logviewer could be taken there by whoever runs code beside it)
+    own = secure.get(LOG, token=secure.tokens["admin"])
+    assert own.status_code == 401 and "only the tokens nimbus mints" in own.json()["error"]
+    other = secure.get(LOG, token=secure.mint("bob", "https://10.9.9.9:8000"))
+    assert other.status_code == 401 and "another logviewer" in other.json()["error"]
+    token = secure.mint("bob")
+    assert secure.get(LOG, token=token).status_code == 200
+    secure.clock.advance(299)
+    assert secure.get(LOG, token=token).status_code == 200
+    secure.clock.advance(1)
+    expired = secure.get(LOG, token=token)
+    assert expired.status_code == 401 and "expired" in expired.json()["error"]
+    assert secure.get(LOG, "bob").status_code == 200  # a new one reads again
+
+
+def test_until_nimbus_published_a_key_no_token_is_taken(tmp_path: Path) -> None:
+    viewer = Viewer(tmp_path, secure=True)
+    try:
+        assert viewer.viewer.gate is not None
+        viewer.viewer.gate.trust([])
+        answer = viewer.get(LOG, "bob")
+        assert answer.status_code == 503 and "no key from nimbus" in answer.json()["error"]
+    finally:
+        viewer.viewer.stop()
 
 
 def test_no_request_reaches_a_file_that_is_not_a_log(secure: Viewer) -> None:

@@ -19,7 +19,7 @@ import pytest
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
-from squall.errors import SquallError
+from squall.errors import SquallError, TopologyValidationError
 from squall.security.keyring import Keyring
 from squall.supervisor import workers
 from squall.supervisor.daemon import Supervisor
@@ -87,7 +87,9 @@ class FakeState:
 
     def topology(self, topology_id: str) -> dict[str, Any]:
         return {"id": topology_id, "name": "t", "definition": {}, "owner": "alice",
-                "conf": {"topology.environment": {"MY_SETTING": "on"}, "squall.secure": False,
+                # (a record from before admission: keys and names it refuses now are dropped again)
+                "conf": {"topology.environment": {"MY_SETTING": "on", "LD_PRELOAD": "/tmp/evil.so"},
+                         "squall.secure": False, "transactional.zookeeper.root": "/squall",
                          "topology.users": ["bob"], "logs.users": ["carol"]}}
 
     def topology_secrets(self, topology_id: str) -> Any:
@@ -213,6 +215,7 @@ def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, 
     assert mode(slot.assignment_file) == 0o600
     assert mode(sup.local_dir) == 0o700 and mode(sup.local_dir / "node-id") == 0o600
     assert json.loads(slot.assignment_file.read_text())["conf"]["squall.secure"] is True
+    assert "transactional.zookeeper.root" not in json.loads(slot.assignment_file.read_text())["conf"]
     # And killing the worker removes its secrets
     slot.kill("test", 0.0)
     assert fake_popen[0].sleeper.wait(10) is not None
@@ -328,20 +331,28 @@ def test_workers_as_their_own_user_asked_for_and_impossible_refuse_to_start(
         sharing._decide_run_as()
 
 
-def test_a_sandboxed_topologys_state_directory_is_named_after_its_definition(tmp_path: Path) -> None:
+def test_a_sandboxed_topologys_state_directory_is_its_owners_and_named_after_its_definition(
+        tmp_path: Path) -> None:
     # Given a supervisor that runs workers as their topology's own user
     local = tmp_path / "local"
     local.mkdir()
     sup = Supervisor(config_mod.merge({"storm.local.dir": str(local), "squall.secure": False}))
     sup.run_as_users = True
-    # When one definition runs as "wc", then again as "wc-2" (a new topology id, a new uid)
-    first = sup._run_as("wc-1-100", {"name": "WordCount"})
-    second = sup._run_as("wc-2-200", {"name": "WordCount"})
+    # When one definition of alice's runs as "wc", then again as "wc-2" (a new topology id, a new uid)
+    first = sup._run_as("wc-1-100", {"name": "WordCount"}, "alice")
+    second = sup._run_as("wc-2-200", {"name": "WordCount"}, "alice")
     # Then both get the definition's state directory, where the second finds the
     # first's SQLite state (checkpointed state is keyed by the definition's name)
     assert first is not None and second is not None
-    assert first.state_dir == second.state_dir == local / "state" / "WordCount"
+    assert first.state_dir == second.state_dir == local / "state" / "alice" / "WordCount"
     assert first.identity != second.identity
+    # and bob's topology of the same class name gets a directory of its own
+    bobs = sup._run_as("wc-3-300", {"name": "WordCount"}, "bob")
+    assert bobs is not None and bobs.state_dir == local / "state" / "bob" / "WordCount"
+    # and a name that is a path is refused before any directory is made of it
+    for name, owner in (("../../../etc", "alice"), ("WordCount", "../root"), (".", "alice")):
+        with pytest.raises(TopologyValidationError, match="must be 1-128 letters"):
+            sup._run_as("wc-4-400", {"name": name}, owner)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root (CI runs as root)")
@@ -405,3 +416,24 @@ def test_an_endless_error_line_is_skipped_not_waited_for(tmp_path: Path) -> None
         errors, offset = slot.new_errors(offset)
         seen += errors
     assert seen == [{"error": "E: after"}]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root (CI runs as root)")
+def test_handing_state_over_never_follows_a_link_or_a_second_name(tmp_path: Path) -> None:
+    from squall.supervisor.workers import hand_over
+
+    # Given a state directory a worker filled with links out of it, and a second name of a file
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret").write_text("root's")
+    state = tmp_path / "state"
+    (state / "sub").mkdir(parents=True)
+    (state / "sub" / "data").write_text("x")
+    (state / "to-dir").symlink_to(outside)
+    (state / "to-file").symlink_to(outside / "secret")
+    os.link(outside / "secret", state / "second-name")
+    # When the supervisor hands it to the topology's uid
+    hand_over(state, 61999, 61999)
+    # Then what is the state's is the uid's, and nothing outside (or reached by a link) changed
+    assert {os.lstat(p).st_uid for p in (state, state / "sub", state / "sub" / "data")} == {61999}
+    assert os.stat(outside).st_uid == os.stat(outside / "secret").st_uid == os.getuid()

@@ -248,7 +248,8 @@ def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: De
         executors = browser.find_element(By.ID, "executors")
         wait_for("a refresh", lambda: staleness_of(executors)(browser), timeout=60)
         assert where in browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=error] details pre").text
-        # And its worker's log opens from the error, through the node's logviewer, signed in
+        # And its worker's log opens from the error, through the node's logviewer, signed in with
+        # a token nimbus mints on the click
         ui_window = browser.current_window_handle
         browser.find_element(By.CSS_SELECTOR, "#errors td[data-key=errorWorkerLogLink] a").click()
         log_window = wait_for("the log's tab",
@@ -259,6 +260,10 @@ def test_an_errors_trace_and_the_workers_log_from_the_component_page(cluster: De
                 browser.find_element(By.ID, "log").text), timeout=60)
             assert "Traceback (most recent call last):" in text
             assert "/api/v1/log?file=raising-" in browser.current_url and "token" not in browser.current_url
+            # The logviewer got a token nimbus minted for it, never the UI's own (which a
+            # logviewer, beside users' code, must not see)
+            held = browser.execute_script("return sessionStorage.getItem('squall.token')")
+            assert held and held.startswith("sqlv1.") and CLIENT["token"] not in held
         finally:
             browser.close()
             browser.switch_to.window(ui_window)

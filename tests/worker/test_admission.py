@@ -76,8 +76,10 @@ def test_the_cluster_settings_count_in_local_mode_as_a_clusters_do() -> None:
 
 def test_names_nimbus_refuses_are_refused_in_local_mode_too() -> None:
     with LocalCluster() as cluster:
-        with pytest.raises(TopologyValidationError, match=r"must be 1-100 letters, digits, '_' or '-'"):
+        with pytest.raises(TopologyValidationError, match=r"is over 100 characters"):
             cluster.submit("x" * 101, Counting)
+        with pytest.raises(TopologyValidationError, match=r"must be 1-128 letters, digits, '_' or '-'"):
+            cluster.submit("../etc", Counting)
         assert cluster.topologies() == {}
 
 

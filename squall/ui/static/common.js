@@ -64,18 +64,43 @@ const squall = {
   link(href, text) { return squall.el("a", {href: href}, text); },
 
   /* A worker's log on its node's logviewer (Storm's workerLogLink), opened in a new tab
-     signed in with this tab's token (in the address's fragment, which no server sees);
-     plain text where the node serves no logs. */
+     signed in with a token nimbus mints for that logviewer and this user, a few minutes
+     long (in the address's fragment, which no server sees).  This tab's own token goes to
+     nimbus only: a logviewer runs beside users' code.  Plain text where the node serves
+     no logs; the link as it is when there is no token (an insecure cluster). */
   logLink(href, text) {
     if (!href) return text === undefined || text === null ? "" : String(text);
     const a = squall.el("a", {href: href, class: "log-link", target: "_blank", rel: "noopener"}, text);
     a.addEventListener("click", event => {
-      const token = sessionStorage.getItem("squall.token");
-      if (!token) return;
+      if (!sessionStorage.getItem("squall.token")) return;
       event.preventDefault();
-      window.open(href + "#token=" + encodeURIComponent(token), "_blank", "noopener");
+      /* The tab opens within the click (popup blockers allow that, not after an await) and
+         is sent on once nimbus answered; it gets no way back to this page. */
+      const tab = window.open("", "_blank");
+      if (tab) tab.opener = null;
+      squall.logToken(href).then(minted => {
+        const url = minted ? href + "#token=" + encodeURIComponent(minted) : href;
+        if (tab) tab.location.href = url; else window.open(url, "_blank", "noopener");
+      }).catch(e => {
+        if (tab) tab.close();
+        squall.message("the log cannot be opened: " + String(e.message || e));
+      });
     });
     return a;
+  },
+
+  /* A token for reading the logviewer at href's origin as this user, which nimbus mints
+     (POST /api/v1/logviewer/token); null from an insecure cluster. */
+  async logToken(href) {
+    const token = sessionStorage.getItem("squall.token");
+    const response = await fetch("/api/v1/logviewer/token", {
+      method: "POST",
+      headers: {"Authorization": "Bearer " + token, "Content-Type": "application/json"},
+      body: JSON.stringify({logviewer: new URL(href, window.location.href).origin}),
+    });
+    const body = await response.json().catch(() => ({}));
+    if (!response.ok) throw new Error(body.error || response.statusText);
+    return body.token;
   },
 
   topologyHref(id, window) {

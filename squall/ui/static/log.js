@@ -1,6 +1,7 @@
 /* The logviewer's page: a supervisor serves it where a browser opens a log link
    (/api/v1/log?file=...) with no token, and it reads the same address with the token
-   (taken from "#token=", as the UI's pages do), a page of bytes at a time. */
+   (taken from "#token=", as the UI's pages do: one nimbus minted for this logviewer, a few
+   minutes long), a page of bytes at a time. */
 "use strict";
 
 const logPage = {
@@ -17,8 +18,11 @@ const logPage = {
     if (token) headers["Authorization"] = "Bearer " + token;
     const response = await fetch(logPage.path + "?" + query.toString(), {headers: headers});
     if (response.status === 401) {
+      /* Expired, or never one for here: only a new link from the UI (or `squall logs`) helps;
+         a user's own token is refused here, so no box asks for one. */
       sessionStorage.removeItem("squall.token");
-      squall.signIn("Not signed in: open this log from the UI, or paste your token");
+      const body = await response.json().catch(() => ({}));
+      throw new Error((body.error || "not signed in") + ": open this log again from the UI");
     }
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
