@@ -288,9 +288,6 @@ class ClusterState:
                     taken[state_id] = str(held)
         return taken
 
-    def state_owner(self, state_id: str) -> str | None:
-        return (self._get(self.path("owners", state_id)) or {}).get("owner")
-
     def _owner_path(self, function: str) -> str:
         # Hashed: any text names a function, and a node name must not hold '/' or be huge.
         return self.path("drpcowners", hashlib.sha256(function.encode()).hexdigest())

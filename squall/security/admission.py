@@ -22,7 +22,7 @@ here that guards it.  Three rules:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from squall.errors import ConfigError, TopologyValidationError
@@ -151,11 +151,6 @@ def allowed_environment(environment: Any) -> tuple[dict[str, str], list[str]]:
         else:
             kept[name] = text
     return kept, dropped
-
-
-def check_ids(what_values: Iterable[tuple[str, Any]]) -> None:
-    for what, value in what_values:
-        check_id(what, value)
 
 
 def check_cluster_roots(storm_root: str, transactional_root: str) -> None:
