@@ -32,6 +32,17 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("cli", {"cli"}),
 ]
 
+# The features floor has an order of its own (docs/layout.md, "Inside the features floor"):
+# a feature imports only features on a lower step, so that each can be read, tested and
+# changed knowing only those under it.  Lowest first.
+FEATURE_STEPS: list[set[str]] = [
+    {"transactional", "drpc", "multilang", "spark"},
+    {"state", "flux", "compat"},
+    {"windowing"},
+    {"trident"},
+    {"contrib"},
+]
+
 # Names a package re-exports from another for its users, resolved on first use,
 # that its own code never uses: not a dependency of the package, so not an arrow.
 ALIASES = {
@@ -158,6 +169,27 @@ def test_no_import_goes_up_a_floor() -> None:
                 upward.append(f"{where(module, line)}: {module} ({FLOORS[floor_of(module)][0]}) imports "
                               f"{found} ({FLOORS[floor_of(found)][0]})")
     assert not upward, "imports that go up a floor:\n" + "\n".join(sorted(upward))
+
+
+def step_of(unit: str) -> int:
+    for step, units in enumerate(FEATURE_STEPS):
+        if unit in units:
+            return step
+    pytest.fail(f"feature {unit!r} stands on no step of the features floor; add it to FEATURE_STEPS "
+                "and to docs/layout.md")
+
+
+def test_features_import_only_features_below_them() -> None:
+    features = FLOORS[3][1]
+    assert features == set().union(*FEATURE_STEPS), "FEATURE_STEPS and the features floor differ"
+    sideways = []
+    for module, targets in EDGES.items():
+        for found, line in targets.items():
+            here, there = unit_of(module), unit_of(found) if found in MODULES else ""
+            if here in features and there in features and here != there and step_of(there) >= step_of(here):
+                sideways.append(f"{where(module, line)}: {module} (step {step_of(here) + 1}) imports "
+                                f"{found} (step {step_of(there) + 1})")
+    assert not sideways, "features importing a feature not below them:\n" + "\n".join(sorted(sideways))
 
 
 def circles(nodes: list[str], succ: dict[str, set[str]]) -> list[list[str]]:
