@@ -52,7 +52,7 @@ from squall.worker.plan import TopologyPlan, plan_topology
 from squall.worker.reporting import ErrorRecord, describe
 from squall.worker.spout_executor import summarise_latencies
 from squall.worker.transport import Transport
-from squall.worker.transports import transport_for
+from squall.worker.transport_schemes import transport_for
 from squall.worker.wire import WireValidator
 from squall.worker.worker import Worker
 from squall.worker.zmq_transport import SCHEME as ZMQ_SCHEME

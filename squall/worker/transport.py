@@ -5,9 +5,9 @@ A worker binds one :class:`Receiver` at its address and opens a
 peer that is not there is not an error: like ZeroMQ, the transport does not
 block the sender; the tuples are lost, time out at the acker and replay.
 
-Backends register by URL scheme: ``inproc://`` here, ``zmq+tcp://`` in
-:mod:`squall.worker.zmq_transport` (imported on first use, so local mode
-never loads ZeroMQ).  Every backend passes the contract suite in
+An address's scheme names its backend (``transport_schemes.transport_for``):
+``inproc://`` here, ``zmq+tcp://`` in :mod:`squall.worker.zmq_transport`
+(imported on first use, so local mode never loads ZeroMQ).  Every backend passes the contract suite in
 tests/worker/test_transport_contract.py.
 
 Threading: a receiver or sender is used by one thread at a time (ZeroMQ

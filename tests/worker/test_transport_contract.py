@@ -18,7 +18,7 @@ import pytest
 from squall.errors import TransportError
 from squall.testing import poll_for
 from squall.worker.transport import InprocTransport, Receiver, Sender, Transport
-from squall.worker.transports import transport_for
+from squall.worker.transport_schemes import transport_for
 from squall.worker.zmq_transport import ZmqTransport, endpoint
 
 

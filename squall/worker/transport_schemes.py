@@ -1,5 +1,8 @@
 """Which transport an address's scheme names: ``inproc://`` (local mode) or ``zmq+tcp://``
-(a worker process; its module, and zmq, imported on first use)."""
+(a worker process; its module, and zmq, imported on first use).
+
+Apart from ``transport.py`` because the ZeroMQ backend imports that module's
+interface: the table naming it by class path would close a circle there."""
 
 from __future__ import annotations
 
@@ -12,10 +15,6 @@ from squall.worker.transport import InprocTransport, Transport
 _BACKENDS: dict[str, Callable[[], Transport]] = {"inproc": InprocTransport}
 # Backends living in modules of their own: scheme -> "module:factory", imported on first use.
 _LAZY_BACKENDS: dict[str, str] = {"zmq+tcp": "squall.worker.zmq_transport:ZmqTransport"}
-
-
-def register_backend(scheme: str, factory: Callable[[], Transport]) -> None:
-    _BACKENDS[scheme] = factory
 
 
 def transport_for(address: str) -> Transport:
