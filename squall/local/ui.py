@@ -1,12 +1,12 @@
 """The web UI and Storm's UI REST API for local mode: ``squall local FILE --ui``.
 
 The app nimbus serves (squall.ui.app) serves the pages and Storm's API here too: it asks
-a backend (squall.ui.backend) for a few things (``now/resolve/view/visualization/
-storm_action/summary``, ``require_leader``, ``leader_url``, ``conf``).  :class:`LocalBackend`
-answers those calls from a :class:`~squall.local.cluster.LocalCluster` in this process, so
-that the pages and the answers are those of a cluster, shaped by the same builders
-(squall.ui.storm_api).  Squall's own ``/api/v1/topologies`` API (submitting code) is
-nimbus's only.
+the services of squall.ui.backend for a few things (views: ``now/resolve/view/
+visualization/summary``; control: ``storm_action`` and the log levels; leadership:
+``require_leader``, ``leader_url``).  :class:`LocalBackend` answers them all from a
+:class:`~squall.local.cluster.LocalCluster` in this process, so that the pages and the
+answers are those of a cluster, shaped by the same builders (squall.ui.storm_api).
+Squall's own ``/api/v1/topologies`` API (submitting code) is nimbus's only.
 
 In local mode a topology's id is its name; this process is the one supervisor
 (host "localhost", a worker's "port" its index) and the one nimbus, the leader.
@@ -33,6 +33,7 @@ from squall.metrics.windows import WINDOW_IDS
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
 from squall.ui.auth import RunToken
+from squall.ui.backend import Backend
 from squall.ui.loopback import Loopback
 from squall.ui.server import HttpServer
 from squall.ui.storm_api import TopologyView
@@ -47,7 +48,7 @@ LOCAL_LOG_LEVELS = ("log levels are set on a cluster's running workers (squall s
 
 
 class LocalBackend:
-    """What the app asks (squall.ui.backend.Backend), from a LocalCluster."""
+    """What the app asks (squall.ui.backend's views, control and leadership), from a LocalCluster."""
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
@@ -138,7 +139,8 @@ class LocalBackend:
         return out
 
     def visualization(self, ident: str, window: str, sys: bool = False) -> dict[str, Any]:
-        """The graph, as NimbusService.visualization draws it, from the runner's plan and book."""
+        """The graph, as squall.nimbus.views.TopologyViews.visualization draws it, from the
+        runner's plan and book."""
         name = self.resolve(ident)
         runner = self._runner(name)
         view = self.view(name, details=True)
@@ -231,7 +233,8 @@ class LocalUiServer:
         self.backend = LocalBackend(cluster)
         self.gate = RunToken()
         # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
-        app = create_app(self.backend, registry=CollectorRegistry(), gate=self.gate)
+        backend = Backend(cluster.conf, views=self.backend, control=self.backend, leadership=self.backend)
+        app = create_app(backend, registry=CollectorRegistry(), gate=self.gate)
         self.httpd = HttpServer(Loopback(app, self.gate), host, port, name="local-ui-http")
         self.backend.url = self.url.rstrip("/")
         self._stop = threading.Event()

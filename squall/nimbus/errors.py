@@ -1,4 +1,4 @@
-"""Errors nimbus's API answers with (re-exported by :mod:`squall.nimbus.service`);
+"""Errors nimbus's API answers with (raised by its views, control and submission);
 ApiError itself lives in squall.errors, where the web app (squall.ui) catches it."""
 
 from __future__ import annotations

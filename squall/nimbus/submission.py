@@ -26,6 +26,7 @@ from squall import config as config_mod
 from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
 from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.nimbus.admission import check_name, plan_submission
 from squall.nimbus.envbuilds import BuildSlots, bytes_of, check_disk
 from squall.nimbus.errors import ApiError, bad_request
 from squall.nimbus.verifier import Verifier
@@ -37,7 +38,6 @@ from squall.security.curve import new_keypair
 from squall.security.keyring import DRPC_TOKEN_PREFIX, Keyring
 from squall.state.checkpoint import CHECKPOINT_STREAM
 from squall.topology.topology import definition_from_dict
-from squall.worker.admission import check_name, plan_submission
 
 log = structlog.get_logger("squall.nimbus.submission")
 
@@ -112,7 +112,7 @@ class Submission:
             check_topology_conf(defn.config, "the topology's config")
             for component in defn.components.values():
                 check_topology_conf(component.config, f"component {component.name!r}'s config")
-            # The checks local mode runs too (squall.worker.admission), the cluster's size
+            # The checks local mode runs too (squall.nimbus.admission), the cluster's size
             # caps among them: e.g. checkpointed state in a node-local store is refused when
             # workers may span hosts; Spark bolts near the timeout warned of.
             hosts = [s.get("host", node) for node, s in self.state.supervisors().items()]

@@ -20,6 +20,7 @@ from squall.nimbus.errors import ApiError
 from squall.topology.topology import definition_from_dict
 from squall.ui import storm_api
 from squall.ui.storm_api import TopologyView
+from squall.version import VERSION
 from squall.worker.plan import plan_topology
 
 
@@ -58,9 +59,10 @@ class TopologyViews:
     """Nimbus's read side: every method reads ZooKeeper or the statistics windows, none writes."""
 
     def __init__(self, state: ClusterState, now: Callable[[], float] = time.time,
-                 stats: StatsBook | None = None) -> None:
+                 stats: StatsBook | None = None, leader_url: Callable[[], str | None] = lambda: None) -> None:
         self.state = state
         self.now = now
+        self.leader_url = leader_url  # the election's (squall.nimbus.daemon): what nimbus/summary names
         # Windows of the workers' statistics (every nimbus keeps them: see ingest_stats).
         self.stats = stats if stats is not None else StatsBook()
         self._stats_lock = threading.Lock()
@@ -210,9 +212,21 @@ class TopologyViews:
                      for c in record["definition"]["components"] for i in c.get("inputs", [])}
         return storm_api.visualization(view, window, now, sys, span, groupings)
 
-    def supervisors_started(self) -> dict[str, float]:
-        """node -> when its supervisor registered: the creation of its ephemeral node."""
-        return self.state.supervisors_started()
+    def summary(self, head: str) -> Any:
+        """Storm's ``/api/v1/<head>/summary`` for head in cluster, supervisor, nimbus, topology."""
+        now = self.now()
+        supervisors = self.state.supervisors()
+        used = {(w["node"], w["port"]) for a in self.state.assignments().values() for w in a["workers"]}
+        if head == "supervisor":
+            # When each supervisor registered: the creation of its ephemeral node.
+            started = self.state.supervisors_started()
+            return storm_api.supervisor_summary(supervisors, started, used, VERSION, now)
+        if head == "nimbus":
+            return storm_api.nimbus_summary(self.state.nimbuses().values(), self.leader_url(), VERSION, now)
+        views = [self.view(record) for record in self.state.topologies()]
+        if head == "cluster":
+            return storm_api.cluster_summary(views, supervisors, used, VERSION)
+        return storm_api.topology_summary(views, now)
 
     def prometheus_snapshot(self) -> dict[str, Any]:
         """Plain data for squall.nimbus.prometheus: the cluster's slots, and per topology

@@ -99,7 +99,7 @@ def target(request: Request) -> str:
 async def on_api_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, ApiError)
     if exc.status == 503:
-        leader = await anyio.to_thread.run_sync(request.app.state.backend.leader_url)
+        leader = await anyio.to_thread.run_sync(request.app.state.backend.leadership.leader_url)
         return refusal(503, str(exc), leader=leader)
     return refusal(exc.status, str(exc))
 

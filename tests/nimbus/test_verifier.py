@@ -27,7 +27,8 @@ from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.errors import ApiError, ConfigError
 from squall.nimbus import verifier as verifier_mod
-from squall.nimbus.service import NimbusService
+from squall.nimbus.control import TopologyControl
+from squall.nimbus.submission import Submission
 from squall.nimbus.verifier import Verifier
 from squall.runtime import sandbox
 from squall.testing import poll_for
@@ -301,26 +302,27 @@ def test_a_nimbus_that_requires_a_sandbox_does_not_start_without_bwrap(tmp_path:
 
 
 @pytest.fixture
-def service(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[NimbusService]:
+def submission(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[Submission]:
     conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, **keyring_conf(tmp_path),
                              "nimbus.verify.sandbox": "off"})
     client = start_client(conf)
     state = ClusterState(client, conf["storm.zookeeper.root"])
     state.setup()
     try:
-        yield NimbusService(state, conf)
+        control = TopologyControl(state, conf)
+        yield Submission(state, conf, control.reconcile, control.put_topology)
     finally:
         client.stop()
         client.close()
 
 
 def test_a_nimbus_with_verification_off_takes_a_topology_without_running_its_code(
-        service: NimbusService, tmp_path: Path) -> None:
+        submission: Submission, tmp_path: Path) -> None:
     marker = tmp_path / "imported"
-    service.start()
+    submission.start()
     body = {"name": "marked", "conf": {}, "topology": definition("mark:Split", "marked"),
             "code": base64.b64encode(package(mark=marking(marker))).decode()}
-    answer = service.submit(body)
+    answer = submission.submit(body)
     assert answer["name"] == "marked"
-    assert [r["name"] for r in service.state.topologies()] == ["marked"]
+    assert [r["name"] for r in submission.state.topologies()] == ["marked"]
     assert not marker.exists()

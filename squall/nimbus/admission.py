@@ -16,9 +16,10 @@ from typing import Any
 from squall import config as config_mod
 from squall import plugins
 from squall.errors import ConfigError, TopologyValidationError
+from squall.nimbus.placement import colocations
 from squall.security.admission import MAX_NAME, check_id
 from squall.topology.topology import TopologyDef
-from squall.worker.plan import TopologyPlan, colocations, plan_topology
+from squall.worker.plan import TopologyPlan, plan_topology
 
 # The caps a cluster puts on one submit (Storm's nimbus.slots.perTopology and
 # nimbus.executors.perTopology; tasks is Squall's).
