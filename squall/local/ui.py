@@ -25,7 +25,7 @@ from typing import Any
 import structlog
 from prometheus_client.registry import CollectorRegistry
 
-from squall.errors import ApiError
+from squall.errors import InvalidRequest, NotFound
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
@@ -78,22 +78,22 @@ class LocalBackend:
         """A topology's id, which in local mode is its name."""
         if ident not in self.cluster.topologies():
             msg = f"no topology with id or name {ident!r} is running"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return ident
 
     def log_config(self, ident: str) -> dict[str, Any]:
         self.resolve(ident)
-        raise ApiError(404, LOCAL_LOG_LEVELS)
+        raise NotFound(LOCAL_LOG_LEVELS)
 
     def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
         self.resolve(ident)
-        raise ApiError(404, LOCAL_LOG_LEVELS)
+        raise NotFound(LOCAL_LOG_LEVELS)
 
     def _runner(self, name: str) -> LocalTopology:
         runner = self.cluster.topologies().get(name)
         if runner is None:
             msg = f"no topology with id or name {name!r} is running"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return runner
 
     def view(self, name: str, details: bool = False) -> TopologyView:
@@ -163,10 +163,10 @@ class LocalBackend:
                              daemon=True).start()
         elif action == "rebalance":
             msg = "rebalance is not supported in local mode"
-            raise ApiError(400, msg)
+            raise InvalidRequest(msg)
         else:
             msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return api.op_response(name, action)
 
     def _kill(self, name: str, wait: float) -> None:
@@ -185,7 +185,7 @@ class LocalBackend:
         for name in sorted(self.cluster.topologies()):
             try:
                 out.append(self.view(name))
-            except ApiError:  # killed between the listing and the view
+            except NotFound:  # killed between the listing and the view
                 continue
         return out
 

@@ -28,7 +28,7 @@ from squall.cluster.election import LeaderFence
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, disconnect, make_client
-from squall.errors import ApiError
+from squall.errors import Unavailable
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.submission import Submission
@@ -164,7 +164,7 @@ class Nimbus:
 
     def require_leader(self) -> None:
         if not self.is_leader:
-            raise ApiError(503, "this nimbus is not the leader")
+            raise Unavailable("this nimbus is not the leader")
 
     # -- monitor -------------------------------------------------------------
 

@@ -39,8 +39,7 @@ from typing import Any
 import psutil
 import structlog
 
-from squall.errors import ConfigError
-from squall.nimbus.errors import ApiError, bad_request
+from squall.errors import ConfigError, InvalidRequest, Unavailable
 from squall.runtime import sandbox
 from squall.runtime.package import extract
 from squall.runtime.sandbox import Identity, Limits, Sandbox, can_switch_users, pick_uid, unavailable
@@ -108,7 +107,8 @@ class Verifier:
 
     def verify(self, definition: dict[str, Any], blob: bytes, env: Path | None = None) -> None:
         """Unpack the package (a bad one is refused, even where nothing is imported), then
-        import every class the definition names; ApiError when the package is refused.
+        import every class the definition names; InvalidRequest when the package is refused
+        (Unavailable when it cannot be verified now).
         ``env``: the topology's environment (squall.runtime.envbuild), whose Python imports
         it, as its workers' will."""
         self.start()
@@ -120,7 +120,7 @@ class Verifier:
                     extract(blob, code, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
                             max_entries=self.conf["nimbus.code.max.entries"])
                 except Exception as e:  # noqa: BLE001 - a corrupt or oversized zip is bad input
-                    raise bad_request(f"the code package is refused: {e}") from e
+                    raise InvalidRequest(f"the code package is refused: {e}") from e
             if self.off is not None:
                 return
             uid = self._take_uid()
@@ -138,7 +138,7 @@ class Verifier:
             uid = pick_uid(self._busy, first, last)
             if uid is None:
                 msg = f"too many verifications at once ({last - first + 1}); submit again shortly"
-                raise ApiError(503, msg)
+                raise Unavailable(msg)
             self._busy.add(uid)
             return uid
 
@@ -170,7 +170,7 @@ class Verifier:
                     start_new_session=True)
             except OSError as e:
                 msg = f"the package could not be verified: {e}"
-                raise ApiError(503, msg) from e
+                raise Unavailable(msg) from e
             finally:
                 os.close(write_end)
             try:
@@ -181,14 +181,14 @@ class Verifier:
                             output=tail(output))
                 msg = (f"importing the topology's code did not finish in {timeout} s "
                        f"(nimbus log reference {reference})")
-                raise bad_request(msg) from None
+                raise InvalidRequest(msg) from None
             why = judge(read_verdict(read_end, nonce), proc.returncode)
             ms = round((self.now() - started) * 1000)
             if why is None:
                 log.info("package verified", reference=reference, ms=ms, output=tail(output))
                 return
             log.warning("package refused", reference=reference, reason=why, ms=ms, output=tail(output))
-            raise bad_request(f"{why} (nimbus log reference {reference})")
+            raise InvalidRequest(f"{why} (nimbus log reference {reference})")
 
 
 def child_env(code: str, identity: Identity | None) -> dict[str, str]:

@@ -14,9 +14,9 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.cluster.state import ClusterState
+from squall.errors import NotFound
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
-from squall.nimbus.errors import ApiError
 from squall.topology.topology import definition_from_dict
 from squall.ui import storm_api
 from squall.ui.storm_api import TopologyView
@@ -29,7 +29,7 @@ def record_named(state: ClusterState, name: str) -> dict[str, Any]:
     for record in state.topologies():
         if record["name"] == name:
             return record
-    raise ApiError(404, f"no topology named {name!r} is running")
+    raise NotFound(f"no topology named {name!r} is running")
 
 
 def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
@@ -41,7 +41,7 @@ def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
     named = [r for r in records if r["name"] == ident]
     if not named:
         msg = f"no topology with id or name {ident!r} is running"
-        raise ApiError(404, msg)
+        raise NotFound(msg)
     # A name killed and submitted again while the old one waits out its kill: the new one.
     return min(named, key=lambda r: r["status"] == "killing")
 

@@ -1,6 +1,7 @@
 """Requests in, answers out: JSON answers with their secrets redacted, Storm's error shape
-(``{"error": message}``) for every refusal, request bodies read within their limits, and
-the cluster's (blocking) calls run in worker threads."""
+(``{"error": message}``) for every refusal -- the services' own (squall.errors.Refused)
+given their status by :data:`REFUSED_STATUS`, the one table of them -- request bodies read
+within their limits, and the cluster's (blocking) calls run in worker threads."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from squall.errors import ApiError
+from squall.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    Refused,
+    TooBusy,
+    Unavailable,
+)
 from squall.security.redact import redact_answer
 from squall.ui.auth import Unauthorized
 
@@ -22,6 +32,22 @@ log = structlog.get_logger("squall.ui")
 
 MAX_BODY = 64 * 1024 * 1024
 T = TypeVar("T")
+
+# The HTTP status of each kind of refusal the services raise (squall.errors).
+REFUSED_STATUS: dict[type[Refused], int] = {
+    InvalidRequest: 400,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooBusy: 429,
+    Unavailable: 503,
+    Refused: 400,  # of no kind above: refused as it stands
+}
+
+
+def status_of(refused: Refused) -> int:
+    """The status of ``refused``'s kind, or of the nearest kind it derives from."""
+    return next(REFUSED_STATUS[kind] for kind in type(refused).__mro__ if kind in REFUSED_STATUS)
 
 
 class JsonAnswer(Response):
@@ -43,7 +69,7 @@ async def call(request: Request, fn: Callable[..., T], *args: Any) -> T:
     """``fn(*args)`` in a worker thread (the cluster's calls block); a bug is a 500 answer."""
     try:
         return await anyio.to_thread.run_sync(fn, *args, limiter=request.app.state.limiter)
-    except (ApiError, Unauthorized):
+    except (ApiError, Refused, Unauthorized):
         raise
     except Exception as e:
         log.exception("api request failed", path=request.url.path)
@@ -97,11 +123,13 @@ def target(request: Request) -> str:
 
 
 async def on_api_error(request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ApiError)
-    if exc.status == 503:
+    """An ApiError (the edge's own status) or a Refused (its kind's status)."""
+    assert isinstance(exc, (ApiError, Refused))
+    status = exc.status if isinstance(exc, ApiError) else status_of(exc)
+    if status == 503:  # who can serve it instead
         leader = await anyio.to_thread.run_sync(request.app.state.backend.leadership.leader_url)
         return refusal(503, str(exc), leader=leader)
-    return refusal(exc.status, str(exc))
+    return refusal(status, str(exc))
 
 
 async def on_unauthorized(request: Request, exc: Exception) -> Response:
@@ -120,4 +148,5 @@ async def on_http_exception(request: Request, exc: Exception) -> Response:
     return refusal(exc.status_code, str(exc.detail))
 
 
-EXCEPTION_HANDLERS = {ApiError: on_api_error, Unauthorized: on_unauthorized, HTTPException: on_http_exception}
+EXCEPTION_HANDLERS = {ApiError: on_api_error, Refused: on_api_error, Unauthorized: on_unauthorized,
+                      HTTPException: on_http_exception}

@@ -18,7 +18,7 @@ class Views(Protocol):
     def now(self) -> float: ...
 
     def resolve(self, ident: str) -> Any:
-        """A topology by id or name; raises ApiError(404).  What it returns goes to :meth:`view`
+        """A topology by id or name; raises NotFound (squall.errors).  What it returns goes to :meth:`view`
         and, for the authorizer, names the topology's owner and users."""
 
     def view(self, resolved: Any, details: bool = False) -> TopologyView: ...
@@ -43,7 +43,7 @@ class Control(Protocol):
 
 class Leadership(Protocol):
     def require_leader(self) -> None:
-        """Raises ApiError(503) when this process may not change anything."""
+        """Raises Unavailable when this process may not change anything."""
 
     def leader_url(self) -> str | None: ...
 
