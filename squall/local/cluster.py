@@ -18,8 +18,8 @@ from squall.cluster.fenced_state import BACKEND_RESOURCE, MemoryBackend
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
 from squall.nimbus.admission import check_name, plan_submission
+from squall.topology.class_check import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
-from squall.topology.verify import verify_loadable
 from squall.worker.reporting import ErrorRecord
 
 log = structlog.get_logger("squall.local.LocalCluster")

@@ -3,8 +3,8 @@ local mode alike, so that a conf local mode accepts is one a cluster accepts,
 and a conf either refuses is refused at submit with a message naming the key,
 not by a worker crash-looping on it later.
 
-Nimbus also imports the topology's code in a sandbox (squall.nimbus.verifier),
-where local mode imports it in its own process (squall.topology.verify); both
+Nimbus also imports the topology's code in a sandbox (squall.nimbus.package_verifier),
+where local mode imports it in its own process (squall.topology.class_check); both
 then call :func:`plan_submission`.
 """
 

@@ -1,5 +1,5 @@
 """How nimbus takes a topology in: checked (its name, conf and size, its plan, its
-code imported in a sandbox: squall.nimbus.verifier), then written to ZooKeeper
+code imported in a sandbox: squall.nimbus.package_verifier), then written to ZooKeeper
 and assigned.
 
 The topology's record and code go to ZooKeeper before its assignment, and in a
@@ -36,7 +36,7 @@ from squall.errors import (
 )
 from squall.nimbus.admission import check_name, plan_submission
 from squall.nimbus.envbuilds import BuildSlots, bytes_of, check_disk
-from squall.nimbus.verifier import Verifier
+from squall.nimbus.package_verifier import Verifier
 from squall.runtime.buildbox import Builder
 from squall.runtime.envbuild import EnvBuildError, Environment, EnvRefused, EnvStore, key_of
 from squall.runtime.envs import EnvCache, Requirements, from_record

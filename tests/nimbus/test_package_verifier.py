@@ -1,4 +1,4 @@
-"""Nimbus's package verification (squall.nimbus.verifier) with real sandboxes: what a
+"""Nimbus's package verification (squall.nimbus.package_verifier) with real sandboxes: what a
 submitter is told, what only nimbus's log holds, a package that outlives its timeout,
 the uid pool, and the modes (auto / required / off) where no sandbox works."""
 
@@ -26,10 +26,10 @@ from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.errors import ConfigError, InvalidRequest, Refused, Unavailable
-from squall.nimbus import verifier as verifier_mod
+from squall.nimbus import package_verifier as verifier_mod
 from squall.nimbus.control import TopologyControl
+from squall.nimbus.package_verifier import Verifier
 from squall.nimbus.submission import Submission
-from squall.nimbus.verifier import Verifier
 from squall.runtime import sandbox
 from squall.testing import poll_for
 from tests.helpers import keyring_conf, processes_marked, sleeper_source

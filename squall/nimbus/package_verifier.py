@@ -1,18 +1,19 @@
-"""Nimbus's check that a submitted package's classes load, run where the
-package's code cannot reach nimbus's keys.
+"""Nimbus's side of the check that a submitted package's classes load: it unpacks the
+package, runs the import in a child where the package's code cannot reach nimbus's
+keys, and judges the child's verdict.
 
-Importing a module runs its code.  Nimbus does it in :mod:`squall.nimbus.verify`
-inside a strict sandbox (:mod:`squall.runtime.sandbox`): no network, nothing of
-the host's files but the system's and Python's, the unpacked package its only
-writable directory, a pid namespace of its own (no daemon's ``/proc/<pid>`` to
-read; killing the sandbox's bwrap takes every process it started with it), and
-resource limits.  Nimbus as root runs each verification as a uid of
-``nimbus.verify.uids`` of its own; not root, as its own user in a user
-namespace.
+Importing a module runs its code.  Nimbus does it in the child,
+:mod:`squall.nimbus.sandboxed_import`, inside a strict sandbox
+(:mod:`squall.runtime.sandbox`): no network, nothing of the host's files but the
+system's and Python's, the unpacked package its only writable directory, a pid
+namespace of its own (no daemon's ``/proc/<pid>`` to read; killing the sandbox's bwrap
+takes every process it started with it), and resource limits.  Nimbus as root runs each
+verification as a uid of ``nimbus.verify.uids`` of its own; not root, as its own user in
+a user namespace.
 
 What the child prints is for nimbus's log (redacted, its tail only) under a
 reference that the submitter's 400 answer names; the answer holds only the
-verdict :mod:`squall.nimbus.verify` wrote.
+verdict :mod:`squall.nimbus.sandboxed_import` wrote.
 
 Where no sandbox works (no bubblewrap, or it fails on this kernel) nimbus
 imports nothing (``nimbus.verify.sandbox: auto``) or refuses to start
@@ -44,7 +45,7 @@ from squall.runtime import sandbox
 from squall.runtime.package import extract
 from squall.runtime.sandbox import Identity, Limits, Sandbox, can_switch_users, pick_uid, unavailable
 
-log = structlog.get_logger("squall.nimbus.verifier.Verifier")
+log = structlog.get_logger("squall.nimbus.package_verifier.Verifier")
 
 MODES = ("auto", "required", "off")
 # What one verification may use: constants, not config, as importing a package needs
@@ -56,10 +57,10 @@ ERROR_MAX = 1000  # characters of the verdict's error in the answer
 KILL_WAIT_SECS = 10
 ENV_PASSED = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH")
 # The package's directory is the child's working directory but not on its import path
-# until squall.nimbus.verify is loaded (``-m`` would put it first): a package's own
+# until squall.nimbus.sandboxed_import is loaded (``-m`` would put it first): a package's own
 # squall/ shadows nothing of Squall's.
 ENTRY = ("import sys; sys.path = [p for p in sys.path if p]; "
-         "from squall.nimbus.verify import main; sys.exit(main(sys.argv[1:]))")
+         "from squall.nimbus.sandboxed_import import main; sys.exit(main(sys.argv[1:]))")
 
 
 class Verifier:
