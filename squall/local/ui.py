@@ -26,16 +26,16 @@ import structlog
 from prometheus_client.registry import CollectorRegistry
 
 from squall.errors import InvalidRequest, NotFound
+from squall.httpd.auth import RunToken
+from squall.httpd.loopback import Loopback
+from squall.httpd.server import HttpServer
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
-from squall.ui.auth import RunToken
 from squall.ui.backend import Backend
-from squall.ui.loopback import Loopback
-from squall.ui.server import HttpServer
 from squall.ui.storm_api import TopologyView
 from squall.version import VERSION
 
@@ -227,7 +227,7 @@ class LocalUiServer:
 
     Only for the developer who started it, though any page their browser opens can reach
     127.0.0.1: a random token for the run, which :attr:`sign_in_url` carries (the address
-    ``squall local --ui`` prints), and the Host and Origin checks of squall.ui.loopback."""
+    ``squall local --ui`` prints), and the Host and Origin checks of squall.httpd.loopback."""
 
     def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.backend = LocalBackend(cluster)

@@ -1,22 +1,22 @@
 """Nimbus's HTTP API, web UI and /metrics: the app of squall.ui, its routes calling the
 services that do the work (views, control, submission, the log tokens), served by
-squall.ui.server (TLS, tokens and limits from the conf: ``nimbus.http.*``,
+squall.httpd.server (TLS, tokens and limits from the conf: ``nimbus.http.*``,
 ``nimbus.tls.*``).  Only the leader changes anything; a standby answers 503 naming it."""
 
 from __future__ import annotations
 
 from typing import Any, Protocol
 
+from squall.httpd.auth import Gate
+from squall.httpd.connections import Limits
+from squall.httpd.server import HttpServer, tls_for_conf
 from squall.nimbus import prometheus
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.submission import Submission
 from squall.nimbus.views import TopologyViews
 from squall.ui.app import create_app
-from squall.ui.auth import Gate
 from squall.ui.backend import Backend, SquallApi
-from squall.ui.connections import Limits
-from squall.ui.server import HttpServer, tls_for_conf
 
 
 class Nimbus(Protocol):

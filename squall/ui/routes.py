@@ -33,7 +33,7 @@ Squall's own (nimbus only; local mode answers 404):
     GET  /  and  /ui/<file>                       the web UI (static files), reading only the API above
 
 Path parameters are matched on the path as sent, each segment decoded on its own, so an
-encoded '/' (``%2F``) stays inside its component id (see squall.ui.app.raw_api_path).
+encoded '/' (``%2F``) stays inside its component id (see squall.httpd.guard.raw_api_path).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from squall.errors import ApiError
+from squall.httpd.answers import JsonAnswer, call, json_body, raw_body, target
 from squall.metrics.book import window_id
 from squall.security import authz
 from squall.ui import STATIC, logconfig, storm_api
-from squall.ui.answers import JsonAnswer, call, json_body, raw_body, target
 
 STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
 SUMMARIES = ("cluster", "supervisor", "nimbus", "topology")

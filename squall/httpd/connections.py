@@ -13,7 +13,7 @@ bounded three ways, all on the event loop (an idle socket costs no thread):
 * a stranger turned away after its handshake gets a busy answer (503, over TLS) first.
 
 Every request, a user's too, must send its headers within ``Limits.request_secs``
-(squall.ui.answers bounds its body to the same).  The TLS handshake runs on the event loop
+(squall.httpd.answers bounds its body to the same).  The TLS handshake runs on the event loop
 (``loop.start_tls``), with the stranger's deadline.
 """
 
@@ -34,7 +34,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-log = structlog.get_logger("squall.ui.connections")
+log = structlog.get_logger("squall.httpd.connections")
 
 CONNECTION = "squall.connection"  # the ASGI scope's extension naming a request's Door
 BUSY_BODY = json.dumps({"error": "nimbus is busy: too many open connections"}).encode()
