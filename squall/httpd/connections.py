@@ -214,7 +214,12 @@ def no_delay(transport: asyncio.BaseTransport) -> None:
 
 class GuardedH11(H11Protocol):
     """uvicorn's h11 protocol with a deadline for each request's headers, its refusals of
-    malformed requests in Storm's error shape, and the request's Door in the ASGI scope."""
+    malformed requests in Storm's error shape, and the request's Door in the ASGI scope.
+
+    H11Protocol is not uvicorn's public API, and none of its options (limit_concurrency,
+    timeout_keep_alive, h11_max_incomplete_event_size) bounds a request's headers in time or
+    an idle stranger: so pyproject.toml pins uvicorn to the releases tested, and
+    tests/httpd/test_uvicorn_seam.py names what a release changed of what this relies on."""
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None, *, door: Door) -> None:
