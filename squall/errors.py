@@ -69,8 +69,41 @@ class DRPCExecutionError(SquallError):
         self.status = status
 
 
+class Refused(SquallError):
+    """A request a daemon will not carry out; its message, which the caller is shown, says
+    why.  Which kind it is says what the caller may do about it; the HTTP edge maps each
+    kind to its status in one table (squall.ui.answers.REFUSED_STATUS)."""
+
+
+class InvalidRequest(Refused):
+    """What was asked is malformed, or refused as it stands (a bad name, conf or package)."""
+
+
+class Forbidden(Refused):
+    """The caller may not do this (another user's state ids, a quota passed)."""
+
+
+class NotFound(Refused):
+    """What the request names does not exist (a topology, a component, an action)."""
+
+
+class Conflict(Refused):
+    """The request clashes with what is: a name in use, a topology being killed."""
+
+
+class TooBusy(Refused):
+    """The caller has too much under way already; the same request later may pass."""
+
+
+class Unavailable(Refused):
+    """This process cannot serve the request now (not the leader, no free verification
+    slot, a key it lacks); another process, or a later try, may."""
+
+
 class ApiError(SquallError):
-    """An API request that cannot be served; ``status`` is the HTTP status."""
+    """An HTTP request that cannot be served, refused by the HTTP edge itself (a path, a
+    method, a body it cannot read); ``status`` is the HTTP status.  Code below the edge
+    raises :class:`Refused` instead."""
 
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)

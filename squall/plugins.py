@@ -12,7 +12,7 @@ Groups:
 - ``squall.state_providers``: a name for ``topology.state.provider`` ->
   a provider object (see squall.state.providers.StateProvider);
 - ``squall.submit_checks``: a check nimbus and local mode run on every
-  topology submitted (squall.worker.admission), ``check(plan, hosts) -> list
+  topology submitted (squall.nimbus.admission), ``check(plan, hosts) -> list
   of warnings``, raising ConfigError or TopologyValidationError to refuse it;
 - ``squall.import_roots``: a directory (a str) put first on the import path of
   every process that imports a topology's code -- the worker, ``squall local`` and

@@ -28,7 +28,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("engine", {"worker", "cluster"}),
     ("features", {"transactional", "trident", "drpc", "windowing", "state", "flux", "multilang", "spark",
                   "contrib", "compat"}),
-    ("daemons", {"nimbus", "supervisor", "drpc_server", "local", "ui", "testing", "__init__"}),
+    ("daemons", {"nimbus", "supervisor", "drpc_server", "local", "ui", "httpd", "testing", "__init__"}),
     ("cli", {"cli"}),
 ]
 

@@ -92,7 +92,7 @@ class Count(Bolt):
 class BenchWordCount(Topology):
     config = {"topology.max.spout.pending": 2000}
     # One spout task per worker of the 2-worker runs: the spout is not the bottleneck, and the
-    # scheduler gives each worker a whole slice of the pipeline (squall.worker.plan.spread_ids).
+    # scheduler gives each worker a whole slice of the pipeline (squall.nimbus.placement.spread_ids).
     sentences = Sentences.spec(par=2)
     split = Split.spec(inputs=[sentences], par=2)
     count = Count.spec(inputs={split: Grouping.fields("word")}, par=2)

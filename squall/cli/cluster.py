@@ -126,7 +126,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
     from squall.cli.args import load_topology, parse_conf
     from squall.cli.packing import describe, plan, portable
     from squall.runtime.package import pack
-    from squall.topology.verify import verify_loadable
+    from squall.topology.class_check import verify_loadable
 
     conf = _client_conf(args)
     requirements = None

@@ -65,9 +65,9 @@ from squall.drpc_server.limits import CallLimits
 from squall.drpc_server.owners import FunctionOwners
 from squall.drpc_server.ownership import Refuse
 from squall.errors import ApiError
-from squall.ui.answers import JsonAnswer
-from squall.ui.app import Guard
-from squall.ui.auth import Gate
+from squall.httpd.answers import JsonAnswer
+from squall.httpd.auth import Gate
+from squall.httpd.guard import Guard
 
 log = structlog.get_logger("squall.drpc_server")
 

@@ -22,10 +22,10 @@ from squall.drpc_server.app import DrpcService, create_app
 from squall.drpc_server.invokers import DrpcGate, Invokers, PublishedUsers
 from squall.drpc_server.limits import CallLimits
 from squall.drpc_server.owners import FunctionOwners
+from squall.httpd.connections import Limits
+from squall.httpd.server import HttpServer, tls_for_conf
 from squall.runtime.status import Status
 from squall.security.keyring import KeyringWatch, keyring_path
-from squall.ui.connections import Limits
-from squall.ui.server import HttpServer, tls_for_conf
 
 log = structlog.get_logger("squall.drpc_server.DRPCServer")
 

@@ -29,8 +29,8 @@ import hmac
 import threading
 from typing import Any
 
+from squall.httpd.auth import Gate
 from squall.security.keyring import DRPC_TOKEN_PREFIX, KeyringWatch, token_hash
-from squall.ui.auth import Gate
 
 TOPOLOGY = "topology:"  # the principal a topology's credential stands for: topology:<id>
 

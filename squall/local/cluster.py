@@ -17,9 +17,9 @@ from squall.clock import Clock
 from squall.cluster.fenced_state import BACKEND_RESOURCE, MemoryBackend
 from squall.errors import SquallError, TopologyValidationError
 from squall.local.runner import LocalTopology
+from squall.nimbus.admission import check_name, plan_submission
+from squall.topology.class_check import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
-from squall.topology.verify import verify_loadable
-from squall.worker.admission import check_name, plan_submission
 from squall.worker.reporting import ErrorRecord
 
 log = structlog.get_logger("squall.local.LocalCluster")
@@ -61,7 +61,7 @@ class LocalCluster:
         check_name(name)
         defn = definition_of(topology)
         verify_loadable(defn)
-        # Nimbus's checks (squall.worker.admission): a conf a cluster refuses is refused here,
+        # Nimbus's checks (squall.nimbus.admission): a conf a cluster refuses is refused here,
         # at submit, not by a worker crash-looping on it.  One host: this one.
         plan, _warnings = plan_submission(name, defn, {} if conf is None else conf, [socket.gethostname()],
                                           log, base=self.conf)

@@ -17,7 +17,8 @@ import structlog
 
 from squall.clock import Clock
 from squall.metrics.book import StatsBook, window_id
-from squall.worker.plan import TopologyPlan, colocations, spread
+from squall.nimbus.placement import colocations, spread
+from squall.worker.plan import TopologyPlan
 from squall.worker.reporting import ErrorRecord
 from squall.worker.spout_executor import summarise_latencies
 from squall.worker.transport import InprocTransport

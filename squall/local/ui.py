@@ -1,12 +1,12 @@
 """The web UI and Storm's UI REST API for local mode: ``squall local FILE --ui``.
 
 The app nimbus serves (squall.ui.app) serves the pages and Storm's API here too: it asks
-a backend (squall.ui.backend) for a few things (``now/resolve/view/visualization/
-storm_action/summary``, ``require_leader``, ``leader_url``, ``conf``).  :class:`LocalBackend`
-answers those calls from a :class:`~squall.local.cluster.LocalCluster` in this process, so
-that the pages and the answers are those of a cluster, shaped by the same builders
-(squall.ui.storm_api).  Squall's own ``/api/v1/topologies`` API (submitting code) is
-nimbus's only.
+the services of squall.ui.backend for a few things (views: ``now/resolve/view/
+visualization/summary``; control: ``storm_action`` and the log levels; leadership:
+``require_leader``, ``leader_url``).  :class:`LocalBackend` answers them all from a
+:class:`~squall.local.cluster.LocalCluster` in this process, so that the pages and the
+answers are those of a cluster, shaped by the same builders (squall.ui.storm_api).
+Squall's own ``/api/v1/topologies`` API (submitting code) is nimbus's only.
 
 In local mode a topology's id is its name; this process is the one supervisor
 (host "localhost", a worker's "port" its index) and the one nimbus, the leader.
@@ -25,16 +25,17 @@ from typing import Any
 import structlog
 from prometheus_client.registry import CollectorRegistry
 
-from squall.errors import ApiError
+from squall.errors import InvalidRequest, NotFound
+from squall.httpd.auth import RunToken
+from squall.httpd.loopback import Loopback
+from squall.httpd.server import HttpServer
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
-from squall.ui.auth import RunToken
-from squall.ui.loopback import Loopback
-from squall.ui.server import HttpServer
+from squall.ui.backend import Backend
 from squall.ui.storm_api import TopologyView
 from squall.version import VERSION
 
@@ -47,7 +48,7 @@ LOCAL_LOG_LEVELS = ("log levels are set on a cluster's running workers (squall s
 
 
 class LocalBackend:
-    """What the app asks (squall.ui.backend.Backend), from a LocalCluster."""
+    """What the app asks (squall.ui.backend's views, control and leadership), from a LocalCluster."""
 
     def __init__(self, cluster: LocalCluster) -> None:
         self.cluster = cluster
@@ -77,22 +78,22 @@ class LocalBackend:
         """A topology's id, which in local mode is its name."""
         if ident not in self.cluster.topologies():
             msg = f"no topology with id or name {ident!r} is running"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return ident
 
     def log_config(self, ident: str) -> dict[str, Any]:
         self.resolve(ident)
-        raise ApiError(404, LOCAL_LOG_LEVELS)
+        raise NotFound(LOCAL_LOG_LEVELS)
 
     def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
         self.resolve(ident)
-        raise ApiError(404, LOCAL_LOG_LEVELS)
+        raise NotFound(LOCAL_LOG_LEVELS)
 
     def _runner(self, name: str) -> LocalTopology:
         runner = self.cluster.topologies().get(name)
         if runner is None:
             msg = f"no topology with id or name {name!r} is running"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return runner
 
     def view(self, name: str, details: bool = False) -> TopologyView:
@@ -138,7 +139,8 @@ class LocalBackend:
         return out
 
     def visualization(self, ident: str, window: str, sys: bool = False) -> dict[str, Any]:
-        """The graph, as NimbusService.visualization draws it, from the runner's plan and book."""
+        """The graph, as squall.nimbus.views.TopologyViews.visualization draws it, from the
+        runner's plan and book."""
         name = self.resolve(ident)
         runner = self._runner(name)
         view = self.view(name, details=True)
@@ -161,10 +163,10 @@ class LocalBackend:
                              daemon=True).start()
         elif action == "rebalance":
             msg = "rebalance is not supported in local mode"
-            raise ApiError(400, msg)
+            raise InvalidRequest(msg)
         else:
             msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return api.op_response(name, action)
 
     def _kill(self, name: str, wait: float) -> None:
@@ -183,7 +185,7 @@ class LocalBackend:
         for name in sorted(self.cluster.topologies()):
             try:
                 out.append(self.view(name))
-            except ApiError:  # killed between the listing and the view
+            except NotFound:  # killed between the listing and the view
                 continue
         return out
 
@@ -225,13 +227,14 @@ class LocalUiServer:
 
     Only for the developer who started it, though any page their browser opens can reach
     127.0.0.1: a random token for the run, which :attr:`sign_in_url` carries (the address
-    ``squall local --ui`` prints), and the Host and Origin checks of squall.ui.loopback."""
+    ``squall local --ui`` prints), and the Host and Origin checks of squall.httpd.loopback."""
 
     def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.backend = LocalBackend(cluster)
         self.gate = RunToken()
         # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
-        app = create_app(self.backend, registry=CollectorRegistry(), gate=self.gate)
+        backend = Backend(cluster.conf, views=self.backend, control=self.backend, leadership=self.backend)
+        app = create_app(backend, registry=CollectorRegistry(), gate=self.gate)
         self.httpd = HttpServer(Loopback(app, self.gate), host, port, name="local-ui-http")
         self.backend.url = self.url.rstrip("/")
         self._stop = threading.Event()

@@ -24,7 +24,7 @@ import structlog
 from squall import config as config_mod
 from squall.cluster.election import LeaderFence, NotLeader
 from squall.cluster.state import ClusterState
-from squall.nimbus.errors import ApiError, bad_request
+from squall.errors import Conflict, InvalidRequest, NotFound, Unavailable
 from squall.nimbus.reconcile import (
     Action,
     Observed,
@@ -74,7 +74,7 @@ class TopologyControl:
     def _set_status(self, record: dict[str, Any], status: str) -> dict[str, Any]:
         name = record["name"]
         if record["status"] == "killing":
-            raise ApiError(409, f"topology {name!r} is being killed")
+            raise Conflict(f"topology {name!r} is being killed")
         record["status"] = status
         self.put_topology(record)
         self.reconcile(record["id"])
@@ -91,7 +91,7 @@ class TopologyControl:
         # NaN passes "< 0" and would leave the topology killing for ever.
         if (not isinstance(wait, (int, float)) or isinstance(wait, bool) or not math.isfinite(wait)
                 or wait < 0):
-            raise bad_request(f"'wait_secs' must be a number >= 0, got {wait!r}")
+            raise InvalidRequest(f"'wait_secs' must be a number >= 0, got {wait!r}")
         record["status"] = "killing"
         record["kill_at"] = self.now() + wait
         self.put_topology(record)
@@ -107,20 +107,20 @@ class TopologyControl:
         workers = body.get("workers")
         executors = body.get("executors") or {}
         if workers is not None and (not isinstance(workers, int) or isinstance(workers, bool) or workers < 1):
-            raise bad_request(f"'workers' must be an integer >= 1, got {workers!r}")
+            raise InvalidRequest(f"'workers' must be an integer >= 1, got {workers!r}")
         if workers is not None and workers > self.conf["nimbus.slots.perTopology"]:
-            raise bad_request(f"{workers} workers is over this cluster's nimbus.slots.perTopology "
+            raise InvalidRequest(f"{workers} workers is over this cluster's nimbus.slots.perTopology "
                               f"({self.conf['nimbus.slots.perTopology']})")
         if not isinstance(executors, dict):
-            raise bad_request("'executors' must map component names to executor counts")
+            raise InvalidRequest("'executors' must map component names to executor counts")
         definition = record["definition"]
         by_name = {c["name"]: c for c in definition["components"]}
         for component, count in executors.items():
             if component not in by_name:
-                raise bad_request(f"topology {name!r} has no component {component!r}")
+                raise InvalidRequest(f"topology {name!r} has no component {component!r}")
             tasks = by_name[component]["tasks"]
             if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= tasks:
-                raise bad_request(f"component {component!r} can run 1..{tasks} executors "
+                raise InvalidRequest(f"component {component!r} can run 1..{tasks} executors "
                                   f"(its task count), got {count!r}")
             by_name[component]["par"] = count
         if workers is not None:
@@ -142,11 +142,11 @@ class TopologyControl:
             try:
                 request = storm_api.rebalance_request(body)
             except ValueError as e:
-                raise bad_request(str(e)) from e
+                raise InvalidRequest(str(e)) from e
             self._rebalance(record, request)
         else:
             msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         return storm_api.op_response(record["id"], action)
 
     # -- log levels ----------------------------------------------------------
@@ -161,12 +161,12 @@ class TopologyControl:
         now; the supervisors carry them to the topology's running workers."""
         record = resolve(self.state, ident)
         if record["status"] == "killing":  # its levels would outlive it in ZooKeeper
-            raise ApiError(409, f"topology {record['name']!r} is being killed")
+            raise Conflict(f"topology {record['name']!r} is being killed")
         with self._log_levels_lock:
             try:
                 levels = merge(self.state.log_levels(record["id"]), changes, self.now())
             except ValueError as e:
-                raise bad_request(str(e)) from e
+                raise InvalidRequest(str(e)) from e
             self.state.put_log_levels(record["id"], levels)
         log.info("log levels set", topology=record["name"],
                  changes={name: level or "reset" for name, (level, _secs) in changes.items()})
@@ -202,7 +202,7 @@ class TopologyControl:
         try:
             self._reconcile(topology_id, reschedule)
         except NotLeader as e:
-            raise ApiError(503, f"this nimbus is no longer the leader: {e}") from e
+            raise Unavailable(f"this nimbus is no longer the leader: {e}") from e
 
     def put_topology(self, record: dict[str, Any]) -> None:
         """A topology's record (a submit, or a change asked over the API), written only while
@@ -211,7 +211,7 @@ class TopologyControl:
         try:
             self.state.put_topology(record, self._fence())
         except NotLeader as e:
-            raise ApiError(503, f"this nimbus is no longer the leader: {e}") from e
+            raise Unavailable(f"this nimbus is no longer the leader: {e}") from e
 
     def _fence(self) -> LeaderFence | None:
         if self.leadership is None:

@@ -28,8 +28,11 @@ from squall.cluster.election import LeaderFence
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, disconnect, make_client
+from squall.errors import Unavailable
+from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
-from squall.nimbus.service import ApiError, NimbusService
+from squall.nimbus.submission import Submission
+from squall.nimbus.views import TopologyViews
 from squall.nimbus.web import api_server
 from squall.runtime.status import Status
 from squall.security.admission import check_cluster_roots
@@ -48,8 +51,12 @@ class Nimbus:
         self._threads: list[threading.Thread] = []
         self.zk = make_client(conf)
         self.state = ClusterState(self.zk, conf["storm.zookeeper.root"])
-        # Assignment writes are fenced by the election's term (see squall.cluster.election).
-        self.service = NimbusService(self.state, conf, now, leadership=self._term)
+        # What nimbus does, one object per job: what it shows (views), what it changes and
+        # the reconciliation (control; its writes fenced by the election's term, see
+        # squall.cluster.election), and taking topologies in (submission).
+        self.views = TopologyViews(self.state, now, leader_url=self.leader_url)
+        self.control = TopologyControl(self.state, conf, now, leadership=self._term)
+        self.submission = Submission(self.state, conf, self.control.reconcile, self.control.put_topology, now)
         # The tokens users read the logviewers with (squall.nimbus.logtokens); wall time, as
         # the supervisors that check them are on other machines.
         self.log_tokens = LogviewerTokens(self.state, conf, now)
@@ -85,7 +92,7 @@ class Nimbus:
         # overlap) stops here.
         if not self.conf.get("transactional.zookeeper.servers"):
             check_cluster_roots(self.conf["storm.zookeeper.root"], self.conf["transactional.zookeeper.root"])
-        self.service.start()
+        self.submission.start()  # whether submitted code is imported here: before serving
         self.session.start()
         connect(self.zk, self.conf, "nimbus")
         # Also gives every node the current keyring's ACL (a rotated ZooKeeper password),
@@ -148,7 +155,7 @@ class Nimbus:
         self._published_users = None  # another leader may have published another keyring's
         self._publish_users()
         try:
-            self.service.reconcile_all()
+            self.control.reconcile_all()
         except Exception:  # noqa: BLE001
             log.exception("first reconciliation failed")
 
@@ -157,7 +164,7 @@ class Nimbus:
 
     def require_leader(self) -> None:
         if not self.is_leader:
-            raise ApiError(503, "this nimbus is not the leader")
+            raise Unavailable("this nimbus is not the leader")
 
     # -- monitor -------------------------------------------------------------
 
@@ -166,14 +173,14 @@ class Nimbus:
         while not self._stop.wait(period):
             try:
                 # Every nimbus keeps its own cache of topology environments.
-                self.service.submission.sweep_envs()
+                self.submission.sweep_envs()
             except Exception:  # noqa: BLE001 - ZooKeeper or disk trouble: next round
                 log.warning("sweeping topology environments failed; next round", exc_info=True)
             if not self.is_leader:
                 continue
             self._publish_users()
             try:
-                self.service.reconcile_all()
+                self.control.reconcile_all()
             except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
                 log.exception("monitor round failed")
 
@@ -199,7 +206,7 @@ class Nimbus:
             if self.session.lost:
                 continue
             try:
-                self.service.ingest_stats()
+                self.views.ingest_stats()
             except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
                 log.warning("reading the workers' statistics failed; next round", exc_info=True)
 

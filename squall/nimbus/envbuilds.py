@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from squall.errors import ApiError, SquallError
+from squall.errors import Forbidden, SquallError, TooBusy
 from squall.runtime.envs import from_record
 
 NO_USER = "(no user)"  # the submits of an insecure cluster, which names no one
@@ -38,18 +38,18 @@ class BuildSlots:
 
     @contextmanager
     def hold(self, owner: str | None) -> Iterator[None]:
-        """A slot for one build of ``owner``'s for as long as the block runs; ApiError(429)
+        """A slot for one build of ``owner``'s for as long as the block runs; TooBusy
         at once when every slot of theirs, or of the cluster, is taken."""
         who = owner or NO_USER
         with self._lock:
             if self._by_user.get(who, 0) >= self.per_user:
                 msg = (f"{self.per_user} environment build(s) of {who}'s already run on nimbus "
                        f"(nimbus.env.builds.per.user): submit again when one has finished")
-                raise ApiError(429, msg)
+                raise TooBusy(msg)
             if sum(self._by_user.values()) >= self.total:
                 msg = (f"nimbus already runs {self.total} environment builds (nimbus.env.builds.max): "
                        f"submit again shortly")
-                raise ApiError(429, msg)
+                raise TooBusy(msg)
             self._by_user[who] = self._by_user.get(who, 0) + 1
         try:
             yield
@@ -78,11 +78,11 @@ def bytes_of(owner: str | None, records: Iterable[Mapping[str, Any]], size: Call
 
 
 def check_disk(owner: str | None, used: int, cap: int, adding: int = 0) -> None:
-    """ApiError(403) when ``owner``'s environments, with ``adding`` more bytes, pass ``cap``
+    """Forbidden when ``owner``'s environments, with ``adding`` more bytes, pass ``cap``
     (0: none); before a build ``adding`` is 0 and reaching the cap is enough."""
     if not cap or (used + adding <= cap if adding else used < cap):
         return
     who = owner or NO_USER
     msg = (f"the environments of {who}'s topologies would take {used + adding} bytes on nimbus, over "
            f"nimbus.env.max.bytes.per.user ({cap}): kill a topology whose environment is no longer needed")
-    raise ApiError(403, msg)
+    raise Forbidden(msg)

@@ -18,7 +18,7 @@ from typing import Any
 import structlog
 
 from squall.cluster.state import ClusterState
-from squall.errors import ApiError
+from squall.errors import InvalidRequest, NotFound, Unavailable
 from squall.security import logtokens
 from squall.security.keyring import KeyringWatch, keyring_path
 
@@ -47,7 +47,7 @@ class LogviewerTokens:
         assert self.keyring is not None
         ca_key = self.keyring.current().ca_key_pem
         if not ca_key:
-            raise ApiError(503, NO_CA_KEY)
+            raise Unavailable(NO_CA_KEY)
         with self._lock:
             if ca_key != self._ca_key or self._minter is None:
                 key = logtokens.signing_key(ca_key)
@@ -60,7 +60,7 @@ class LogviewerTokens:
                     added = self.state.add_logviewer_key(record)
                 except Exception as e:  # ZooKeeper trouble: a token no logviewer could check is no use
                     msg = f"the logviewers' token key could not be published: {type(e).__name__} {e}"
-                    raise ApiError(503, msg) from e
+                    raise Unavailable(msg) from e
                 self._published = minter.kid
                 log.info("logviewer token key published", kid=minter.kid, new=added)
         return minter
@@ -84,11 +84,11 @@ class LogviewerTokens:
         """The answer to ``POST /api/v1/logviewer/token`` ``{"logviewer": <its base URL>}``."""
         asked = body.get("logviewer") if isinstance(body, dict) else None
         if not isinstance(asked, str) or not asked:
-            raise ApiError(400, 'the body must be {"logviewer": "<the logviewer\'s base URL>"}')
+            raise InvalidRequest('the body must be {"logviewer": "<the logviewer\'s base URL>"}')
         audience = logtokens.registered(asked, self.registered())
         if audience is None:
             msg = f"no supervisor registered a logviewer at {asked[:200]!r}"
-            raise ApiError(404, msg)
+            raise NotFound(msg)
         if self.keyring is None or user is None:  # insecure: logviewers take no token
             return {"token": None, "logviewer": audience}
         minted = self._current().mint(user, audience)

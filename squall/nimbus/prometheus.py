@@ -1,7 +1,7 @@
 """Nimbus's ``GET /metrics``: the cluster's statistics for Prometheus.
 
-A custom collector (prometheus_client's ``Collector``) reads nimbus's
-snapshot (:meth:`NimbusService.prometheus_snapshot`) at every scrape and
+A custom collector (prometheus_client's ``Collector``) reads nimbus's snapshot
+(:meth:`squall.nimbus.views.TopologyViews.prometheus_snapshot`) at every scrape and
 yields metric families; ``prometheus_client.generate_latest`` writes the
 text exposition format.  Building the families is a pure function of the
 snapshot, tested without a cluster.

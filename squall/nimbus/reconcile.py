@@ -34,9 +34,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.clock import LastChange
+from squall.nimbus.placement import colocations
 from squall.nimbus.scheduler import ExecutorId, Slot, schedule
 from squall.topology.topology import definition_from_dict
-from squall.worker.plan import colocations, plan_topology
+from squall.worker.plan import plan_topology
 
 
 @dataclass(frozen=True)

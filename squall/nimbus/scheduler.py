@@ -2,7 +2,7 @@
 
 A slot is (node, port).  New workers take free slots round-robin over the
 nodes with the most free slots, so a topology's workers land on distinct
-nodes; executors are dealt over its workers by component (plan.spread_ids),
+nodes; executors are dealt over its workers by component (placement.spread_ids),
 so that tasks joined by a hot edge share a worker.  When some workers
 of a running topology are dead, the live ones keep their executors and only
 the orphans move — to fresh slots if there are any, else onto the live ones.
@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from squall.worker.plan import ExecutorId, colocate, spread_ids
+from squall.nimbus.placement import colocate, spread_ids
+from squall.worker.plan import ExecutorId
 
 Slot = tuple[str, int]
 Pairs = list[tuple[list[ExecutorId], list[ExecutorId]]]
@@ -53,7 +54,7 @@ def schedule(
     ``free`` are the slots no other topology uses (and not in ``alive``);
     ``alive`` are this topology's live workers and what they run now;
     ``component_of`` names each executor's component; ``pairs`` are the executors that
-    must share a worker (squall.worker.plan.colocations), wherever the rest puts them --
+    must share a worker (squall.nimbus.placement.colocations), wherever the rest puts them --
     also when orphans are dealt over fewer slots than the topology's workers.  The result
     is empty when there is nowhere to run.
     """

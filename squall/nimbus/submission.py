@@ -1,5 +1,5 @@
 """How nimbus takes a topology in: checked (its name, conf and size, its plan, its
-code imported in a sandbox: squall.nimbus.verifier), then written to ZooKeeper
+code imported in a sandbox: squall.nimbus.package_verifier), then written to ZooKeeper
 and assigned.
 
 The topology's record and code go to ZooKeeper before its assignment, and in a
@@ -25,10 +25,18 @@ import structlog
 from squall import config as config_mod
 from squall.cluster.state import TOPOLOGY_USER_PREFIX, ClusterState
 from squall.cluster.zookeeper import digest_id
-from squall.errors import ConfigError, SquallError, TopologyValidationError
+from squall.errors import (
+    ConfigError,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    SquallError,
+    TopologyValidationError,
+    Unavailable,
+)
+from squall.nimbus.admission import check_name, plan_submission
 from squall.nimbus.envbuilds import BuildSlots, bytes_of, check_disk
-from squall.nimbus.errors import ApiError, bad_request
-from squall.nimbus.verifier import Verifier
+from squall.nimbus.package_verifier import Verifier
 from squall.runtime.buildbox import Builder
 from squall.runtime.envbuild import EnvBuildError, Environment, EnvRefused, EnvStore, key_of
 from squall.runtime.envs import EnvCache, Requirements, from_record
@@ -37,7 +45,6 @@ from squall.security.curve import new_keypair
 from squall.security.keyring import DRPC_TOKEN_PREFIX, Keyring
 from squall.state.checkpoint import CHECKPOINT_STREAM
 from squall.topology.topology import definition_from_dict
-from squall.worker.admission import check_name, plan_submission
 
 log = structlog.get_logger("squall.nimbus.submission")
 
@@ -100,7 +107,7 @@ class Submission:
 
     def submit(self, body: Any, owner: str | None = None) -> dict[str, Any]:
         if not isinstance(body, dict):
-            raise bad_request("the request body must be a JSON object")
+            raise InvalidRequest("the request body must be a JSON object")
         name = body.get("name")
         conf = body.get("conf") or {}
         try:
@@ -112,21 +119,21 @@ class Submission:
             check_topology_conf(defn.config, "the topology's config")
             for component in defn.components.values():
                 check_topology_conf(component.config, f"component {component.name!r}'s config")
-            # The checks local mode runs too (squall.worker.admission), the cluster's size
+            # The checks local mode runs too (squall.nimbus.admission), the cluster's size
             # caps among them: e.g. checkpointed state in a node-local store is refused when
             # workers may span hosts; Spark bolts near the timeout warned of.
             hosts = [s.get("host", node) for node, s in self.state.supervisors().items()]
             plan, warnings = plan_submission(name, defn, conf, hosts, log, limits=self.conf)
             ids = state_ids(defn, {**defn.config, **conf, "topology.name": name})
         except (TopologyValidationError, ConfigError) as e:
-            raise bad_request(str(e)) from e
+            raise InvalidRequest(str(e)) from e
         if any(r["name"] == name and r["status"] != "killing" for r in self.state.topologies()):
-            raise ApiError(409, f"a topology named {name!r} is already running")
+            raise Conflict(f"a topology named {name!r} is already running")
         blob = self._decode_code(body.get("code"))
         try:
             requirements = from_record(body.get("requirements"))
         except SquallError as e:
-            raise bad_request(f"requirements: {e}") from e
+            raise InvalidRequest(f"requirements: {e}") from e
         key = key_of(requirements) if requirements is not None else None
         if key is not None:
             with self._env_lock:
@@ -154,7 +161,7 @@ class Submission:
             self.envs.admit(requirements)
         except EnvRefused as e:
             log.warning("topology environment refused", topology=name, owner=owner, error=str(e))
-            raise bad_request(f"the topology's environment is refused: {e}") from e
+            raise InvalidRequest(f"the topology's environment is refused: {e}") from e
         key = key_of(requirements)
         try:
             if self.envs.ready(key):
@@ -168,7 +175,7 @@ class Submission:
                     check_disk(owner, used, self.env_max_bytes, max(self.envs.size(key), 1))
         except EnvBuildError as e:
             log.warning("topology environment failed", topology=name, error=str(e))
-            raise bad_request(f"the topology's environment could not be built: {e}") from e
+            raise InvalidRequest(f"the topology's environment could not be built: {e}") from e
         log.info("topology environment ready", topology=name, key=env.key, built=env.built,
                  secs=round(env.secs, 2))
         return env
@@ -198,7 +205,7 @@ class Submission:
             taken = self.state.claim_state_ids(ids, owner)
             if taken:
                 names = ", ".join(f"{i!r} (of {who})" for i, who in sorted(taken.items()))
-                raise ApiError(403, f"the topology's state ids belong to another user: {names}; "
+                raise Forbidden(f"the topology's state ids belong to another user: {names}; "
                                     "set its transactional_id or rename its definition")
         if self.conf["squall.secure"]:
             # Before the topology exists: a supervisor never sees it without its workers' key.
@@ -215,7 +222,7 @@ class Submission:
                 "owner": owner,
                 **({"requirements": requirements.to_record()} if requirements is not None else {}),
             })
-        except ApiError:  # refused (no longer the leader): its code, secrets and grants go too
+        except Unavailable:  # refused (no longer the leader): its code, secrets and grants go too
             self.state.remove_topology(topology_id)
             raise
         log.info("topology submitted", topology=name, id=topology_id, owner=owner,
@@ -254,11 +261,11 @@ class Submission:
         if code is None:
             return b""
         if not isinstance(code, str):
-            raise bad_request("'code' must be a base64 string of a zip file")
+            raise InvalidRequest("'code' must be a base64 string of a zip file")
         try:
             blob = base64.b64decode(code, validate=True)
         except (binascii.Error, ValueError) as e:
-            raise bad_request(f"'code' is not valid base64: {e}") from e
+            raise InvalidRequest(f"'code' is not valid base64: {e}") from e
         if len(blob) > self.conf["nimbus.code.max.bytes"]:
-            raise bad_request(f"the code package is {len(blob)} bytes, over nimbus.code.max.bytes")
+            raise InvalidRequest(f"the code package is {len(blob)} bytes, over nimbus.code.max.bytes")
         return blob

@@ -14,12 +14,13 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.cluster.state import ClusterState
+from squall.errors import NotFound
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
-from squall.nimbus.errors import ApiError
 from squall.topology.topology import definition_from_dict
 from squall.ui import storm_api
 from squall.ui.storm_api import TopologyView
+from squall.version import VERSION
 from squall.worker.plan import plan_topology
 
 
@@ -28,7 +29,7 @@ def record_named(state: ClusterState, name: str) -> dict[str, Any]:
     for record in state.topologies():
         if record["name"] == name:
             return record
-    raise ApiError(404, f"no topology named {name!r} is running")
+    raise NotFound(f"no topology named {name!r} is running")
 
 
 def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
@@ -40,7 +41,7 @@ def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
     named = [r for r in records if r["name"] == ident]
     if not named:
         msg = f"no topology with id or name {ident!r} is running"
-        raise ApiError(404, msg)
+        raise NotFound(msg)
     # A name killed and submitted again while the old one waits out its kill: the new one.
     return min(named, key=lambda r: r["status"] == "killing")
 
@@ -58,9 +59,10 @@ class TopologyViews:
     """Nimbus's read side: every method reads ZooKeeper or the statistics windows, none writes."""
 
     def __init__(self, state: ClusterState, now: Callable[[], float] = time.time,
-                 stats: StatsBook | None = None) -> None:
+                 stats: StatsBook | None = None, leader_url: Callable[[], str | None] = lambda: None) -> None:
         self.state = state
         self.now = now
+        self.leader_url = leader_url  # the election's (squall.nimbus.daemon): what nimbus/summary names
         # Windows of the workers' statistics (every nimbus keeps them: see ingest_stats).
         self.stats = stats if stats is not None else StatsBook()
         self._stats_lock = threading.Lock()
@@ -210,9 +212,21 @@ class TopologyViews:
                      for c in record["definition"]["components"] for i in c.get("inputs", [])}
         return storm_api.visualization(view, window, now, sys, span, groupings)
 
-    def supervisors_started(self) -> dict[str, float]:
-        """node -> when its supervisor registered: the creation of its ephemeral node."""
-        return self.state.supervisors_started()
+    def summary(self, head: str) -> Any:
+        """Storm's ``/api/v1/<head>/summary`` for head in cluster, supervisor, nimbus, topology."""
+        now = self.now()
+        supervisors = self.state.supervisors()
+        used = {(w["node"], w["port"]) for a in self.state.assignments().values() for w in a["workers"]}
+        if head == "supervisor":
+            # When each supervisor registered: the creation of its ephemeral node.
+            started = self.state.supervisors_started()
+            return storm_api.supervisor_summary(supervisors, started, used, VERSION, now)
+        if head == "nimbus":
+            return storm_api.nimbus_summary(self.state.nimbuses().values(), self.leader_url(), VERSION, now)
+        views = [self.view(record) for record in self.state.topologies()]
+        if head == "cluster":
+            return storm_api.cluster_summary(views, supervisors, used, VERSION)
+        return storm_api.topology_summary(views, now)
 
     def prometheus_snapshot(self) -> dict[str, Any]:
         """Plain data for squall.nimbus.prometheus: the cluster's slots, and per topology

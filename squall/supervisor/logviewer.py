@@ -23,7 +23,7 @@ same link with it.
 
 At most MAX_REQUESTS requests at once, and ``logviewer.max.requests.per.user`` of one
 user's (a download holds its place until its last byte is sent): past either, 503 or 429
-at once (squall.ui.budget), so one user's slow downloads leave the others theirs.
+at once (squall.httpd.budget), so one user's slow downloads leave the others theirs.
 
 The files are the supervisor's own (root's, where it is root): read without following a
 link all the same.
@@ -52,15 +52,15 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from squall.cluster.state import ClusterState
 from squall.cluster.watches import DataWatch
 from squall.errors import ApiError, ConfigError
+from squall.httpd.answers import JsonAnswer, call
+from squall.httpd.guard import Guard
+from squall.httpd.server import HttpServer, tls_for_conf
 from squall.security import authz
 from squall.supervisor import logfiles
 from squall.supervisor.logfiles import BadLogRequest
 from squall.supervisor.logviewer_auth import LogviewerGate
 from squall.supervisor.workers import open_plain_file
 from squall.ui import STATIC
-from squall.ui.answers import JsonAnswer, call
-from squall.ui.app import Guard
-from squall.ui.server import HttpServer, tls_for_conf
 
 log = structlog.get_logger("squall.supervisor.logviewer")
 

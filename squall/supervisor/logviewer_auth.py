@@ -17,9 +17,9 @@ from typing import Any
 import structlog
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from squall.httpd.auth import Gate, Unauthorized
 from squall.security import logtokens
 from squall.security.keyring import KeyringWatch, keyring_path
-from squall.ui.auth import Gate, Unauthorized
 
 log = structlog.get_logger("squall.supervisor.logviewer")
 

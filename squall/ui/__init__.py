@@ -1,5 +1,6 @@
 """Squall's web UI and HTTP API: one ASGI app (squall.ui.app) that nimbus and local mode's
-``--ui`` serve with uvicorn (squall.ui.server).  The pages are static HTML, JavaScript and
+``--ui`` serve on the daemons' HTTP stack (squall.httpd: the server, connection limits,
+authentication and the Guard).  The pages are static HTML, JavaScript and
 CSS (``static/``, served at ``/`` and ``/ui/...``) that read only the REST API
 (``/api/v1/...``); uPlot (MIT, in ``static/vendor``) draws the live plots.
 

@@ -33,7 +33,7 @@ Squall's own (nimbus only; local mode answers 404):
     GET  /  and  /ui/<file>                       the web UI (static files), reading only the API above
 
 Path parameters are matched on the path as sent, each segment decoded on its own, so an
-encoded '/' (``%2F``) stays inside its component id (see squall.ui.app.raw_api_path).
+encoded '/' (``%2F``) stays inside its component id (see squall.httpd.guard.raw_api_path).
 """
 
 from __future__ import annotations
@@ -50,10 +50,10 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from squall.errors import ApiError
+from squall.httpd.answers import JsonAnswer, call, json_body, raw_body, target
 from squall.metrics.book import window_id
 from squall.security import authz
 from squall.ui import STATIC, logconfig, storm_api
-from squall.ui.answers import JsonAnswer, call, json_body, raw_body, target
 
 STORM_ACTIONS = {"activate": 0, "deactivate": 0, "rebalance": 1, "kill": 1}  # -> path arguments (wait)
 SUMMARIES = ("cluster", "supervisor", "nimbus", "topology")
@@ -94,7 +94,7 @@ def _query(request: Request) -> tuple[str, bool]:
 
 def _summary(head: str) -> Route:
     async def summary(request: Request) -> Response:
-        return JsonAnswer(await call(request, request.app.state.backend.summary, head))
+        return JsonAnswer(await call(request, request.app.state.backend.views.summary, head))
 
     return Route(f"/api/v1/{head}/summary", summary, methods=["GET"], name=f"{head}-summary")
 
@@ -106,15 +106,15 @@ async def configuration(request: Request) -> Response:
 async def topology_page(request: Request, part: str | None) -> Response:
     """The topology's page, or one ``part`` of it: metrics, visualization, a component."""
     window, sys = _query(request)
-    backend, ident = request.app.state.backend, request.path_params["id"]
+    views, ident = request.app.state.backend.views, request.path_params["id"]
 
     def page() -> Any:
-        now = backend.now()
-        resolved = backend.resolve(ident)
+        now = views.now()
+        resolved = views.resolve(ident)
         _authorize(request, authz.READ_TOPOLOGY, resolved)
         if part == "visualization":
-            return backend.visualization(ident, window, sys)
-        view = backend.view(resolved, details=True)
+            return views.visualization(ident, window, sys)
+        view = views.view(resolved, details=True)
         if part == "metrics":
             return storm_api.topology_metrics(view, window, sys)
         if part == "component":
@@ -136,12 +136,12 @@ def _page(part: str | None) -> Any:
 
 
 async def topology_workers(request: Request) -> Response:
-    backend = request.app.state.backend
+    views = request.app.state.backend.views
 
     def workers() -> Any:
-        resolved = backend.resolve(request.path_params["id"])
+        resolved = views.resolve(request.path_params["id"])
         _authorize(request, authz.READ_TOPOLOGY, resolved)
-        return storm_api.topology_workers(backend.view(resolved))
+        return storm_api.topology_workers(views.view(resolved))
 
     return JsonAnswer(await call(request, workers))
 
@@ -172,9 +172,9 @@ async def topology_action(request: Request) -> Response:
     backend = request.app.state.backend
 
     def act() -> Any:
-        backend.require_leader()
-        _authorize(request, action, backend.resolve(ident))
-        return backend.storm_action(ident, action, wait, body)
+        backend.leadership.require_leader()
+        _authorize(request, action, backend.views.resolve(ident))
+        return backend.control.storm_action(ident, action, wait, body)
 
     return JsonAnswer(await call(request, act))
 
@@ -185,8 +185,8 @@ async def topology_logconfig(request: Request) -> Response:
     backend, ident = request.app.state.backend, request.path_params["id"]
     if request.method == "GET":
         def read() -> Any:
-            _authorize(request, authz.READ_TOPOLOGY, backend.resolve(ident))
-            return backend.log_config(ident)
+            _authorize(request, authz.READ_TOPOLOGY, backend.views.resolve(ident))
+            return backend.control.log_config(ident)
 
         return JsonAnswer(await call(request, read))
     try:
@@ -195,9 +195,9 @@ async def topology_logconfig(request: Request) -> Response:
         raise ApiError(400, str(e)) from e
 
     def change() -> Any:
-        backend.require_leader()
-        _authorize(request, authz.SET_LOG_LEVEL, backend.resolve(ident))
-        return backend.set_log_config(ident, changes)
+        backend.leadership.require_leader()
+        _authorize(request, authz.SET_LOG_LEVEL, backend.views.resolve(ident))
+        return backend.control.set_log_config(ident, changes)
 
     return JsonAnswer(await call(request, change))
 
@@ -226,13 +226,13 @@ async def cluster_info(request: Request) -> Response:
 async def topologies(request: Request) -> Response:
     squall = request.app.state.squall
     if request.method == "GET":
-        return JsonAnswer(await call(request, squall.list))
+        return JsonAnswer(await call(request, squall.topologies.list))
     body = await _object(request)
 
     def submit() -> Any:
-        request.app.state.backend.require_leader()
+        request.app.state.backend.leadership.require_leader()
         _authorize(request, authz.SUBMIT)
-        return squall.submit(body, owner=request.state.user)
+        return squall.submission.submit(body, owner=request.state.user)
 
     return JsonAnswer(await call(request, submit))
 
@@ -241,8 +241,8 @@ async def topology_info(request: Request) -> Response:
     squall, name = request.app.state.squall, request.path_params["name"]
     if request.method == "GET":
         def info() -> Any:
-            _authorize(request, authz.READ_TOPOLOGY, squall.record(name))
-            return squall.info(name)
+            _authorize(request, authz.READ_TOPOLOGY, squall.topologies.record(name))
+            return squall.topologies.info(name)
 
         return JsonAnswer(await call(request, info))
     await _object(request)
@@ -255,15 +255,15 @@ async def topology_change(request: Request) -> Response:
     body = await _object(request)
 
     def change() -> Any:
-        request.app.state.backend.require_leader()
+        request.app.state.backend.leadership.require_leader()
         if action in authz.MANAGE:
-            _authorize(request, action, squall.record(name))
+            _authorize(request, action, squall.topologies.record(name))
         if action == "kill":
-            return squall.kill(name, body.get("wait_secs"))
+            return squall.changes.kill(name, body.get("wait_secs"))
         if action in ("activate", "deactivate"):
-            return squall.set_status(name, "active" if action == "activate" else "inactive")
+            return squall.changes.set_status(name, "active" if action == "activate" else "inactive")
         if action == "rebalance":
-            return squall.rebalance(name, body)
+            return squall.changes.rebalance(name, body)
         raise ApiError(404, f"no such action {action!r} (kill, activate, deactivate, rebalance)")
 
     return JsonAnswer(await call(request, change))
@@ -272,7 +272,7 @@ async def topology_change(request: Request) -> Response:
 async def logviewer_token(request: Request) -> Response:
     """Not a JsonAnswer: the token is this answer's point, and redaction would hide it."""
     body = await _object(request)
-    answer = await call(request, request.app.state.squall.logviewer_token, request.state.user, body)
+    answer = await call(request, request.app.state.squall.log_tokens.mint, request.state.user, body)
     return Response(json.dumps(answer), media_type="application/json", headers={"Cache-Control": "no-store"})
 
 

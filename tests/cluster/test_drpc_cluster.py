@@ -114,8 +114,9 @@ def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any)
 def _state_and_query(info: dict[str, Any]) -> tuple[tuple[int, int], tuple[int, int]]:
     """The executors of a Trident topology's state and of its query, which the even scheduler
     on its own puts in different workers of two (so that the test shows colocation)."""
+    from squall.nimbus.placement import colocations, spread
     from squall.topology.topology import definition_from_dict
-    from squall.worker.plan import colocations, plan_topology, spread
+    from squall.worker.plan import plan_topology
 
     plan = plan_topology(definition_from_dict(info["definition"]), overrides=info["conf"])
     (([state], [query]),) = colocations(plan)[0]

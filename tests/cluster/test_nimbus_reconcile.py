@@ -19,7 +19,7 @@ import pytest
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, start_client
-from squall.nimbus.service import NimbusService
+from squall.nimbus.control import TopologyControl
 from tests.helpers import IdlePipeline, keyring_conf
 
 NODE = "node-a"
@@ -27,34 +27,34 @@ PORTS = [6700, 6701]  # a supervisor's slots as it registers them: numbers only,
 
 
 @pytest.fixture
-def nimbus(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[NimbusService]:
+def nimbus(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[TopologyControl]:
     conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, **keyring_conf(tmp_path)})
     client = start_client(conf)
     state = ClusterState(client, conf["storm.zookeeper.root"])
     state.setup()
     state.register_supervisor(NODE, {"node": NODE, "host": "127.0.0.1", "ports": PORTS, "time": 0})
     try:
-        yield NimbusService(state, conf)
+        yield TopologyControl(state, conf)
     finally:
         client.stop()
         client.close()
 
 
-def add_topology(service: NimbusService, topology_id: str, workers: int = 2) -> None:
+def add_topology(control: TopologyControl, topology_id: str, workers: int = 2) -> None:
     """A topology as submit records it, then reconciled as submit does."""
-    service.state.put_topology({
+    control.state.put_topology({
         "id": topology_id, "name": topology_id.split("-")[0], "status": "active",
         "definition": IdlePipeline.definition().to_dict(), "conf": {"topology.workers": workers},
         "submitted": 0, "num_workers": workers, "owner": None})
-    service.reconcile(topology_id)
+    control.reconcile(topology_id)
 
 
-def slots(service: NimbusService, topology_id: str) -> list[tuple[str, int]]:
-    assignment = service.state.assignment(topology_id) or {"workers": []}
+def slots(control: TopologyControl, topology_id: str) -> list[tuple[str, int]]:
+    assignment = control.state.assignment(topology_id) or {"workers": []}
     return sorted((w["node"], w["port"]) for w in assignment["workers"])
 
 
-def test_a_kill_during_the_monitors_pass_leaves_no_assignment_behind(nimbus: NimbusService) -> None:
+def test_a_kill_during_the_monitors_pass_leaves_no_assignment_behind(nimbus: TopologyControl) -> None:
     # Given a running topology on both slots
     add_topology(nimbus, "first-1")
     assert slots(nimbus, "first-1") == [(NODE, p) for p in PORTS]
@@ -90,7 +90,8 @@ def test_a_kill_during_the_monitors_pass_leaves_no_assignment_behind(nimbus: Nim
     assert slots(nimbus, "second-2") == [(NODE, p) for p in PORTS]
 
 
-def test_an_orphan_assignment_is_removed_and_its_slots_serve_the_next_topology(nimbus: NimbusService) -> None:
+def test_an_orphan_assignment_is_removed_and_its_slots_serve_the_next_topology(
+        nimbus: TopologyControl) -> None:
     # Given an assignment left behind by a topology that no longer exists, on both slots
     workers = [{"node": NODE, "port": p, "executors": [[1, 1]], "since": 0} for p in PORTS]
     nimbus.state.put_assignment("gone-1", {"version": 1, "time": 0, "hosts": {NODE: "127.0.0.1"},

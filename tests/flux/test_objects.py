@@ -111,9 +111,9 @@ def test_a_file_written_for_storm_runs() -> None:
 def test_recipes_travel_as_json_as_a_submitted_topology_does(tmp_path: Path) -> None:
     import json
 
+    from squall.topology.class_check import verify_loadable
     from squall.topology.loading import instantiate
     from squall.topology.topology import definition_from_dict
-    from squall.topology.verify import verify_loadable
 
     defn = squall.flux.load(str(write(tmp_path, OBJECTS))).definition()
     received = definition_from_dict(json.loads(json.dumps(defn.to_dict())))  # what nimbus rebuilds

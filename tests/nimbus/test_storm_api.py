@@ -19,7 +19,7 @@ from squall.cli.client import credentials
 from squall.cli.devcluster import DevCluster
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import WINDOW_IDS
-from squall.nimbus.service import NimbusService
+from squall.nimbus.views import TopologyViews
 from squall.testing import poll_for
 from squall.ui import storm_api as api
 
@@ -125,7 +125,7 @@ def test_the_topology_page_has_storms_fields() -> None:
 
 
 class _Beats:
-    """What NimbusService.ingest_stats reads of ClusterState: the topologies and the beats."""
+    """What TopologyViews.ingest_stats reads of ClusterState: the topologies and the beats."""
 
     def __init__(self) -> None:
         self.beats: dict[str, dict[str, dict[str, Any]]] = {}
@@ -139,20 +139,20 @@ class _Beats:
 
 def test_nimbus_keeps_each_workers_last_two_samples() -> None:
     state = _Beats()
-    service = NimbusService(state, {}, now=lambda: 1000.0)  # type: ignore[arg-type] - a stand-in
+    views = TopologyViews(state, now=lambda: 1000.0)  # type: ignore[arg-type] - a stand-in
 
     def beat(time: float, cpu: float, pid: int = 1, tid: str = TID) -> None:
         state.beats = {"n1": {"6700": {"time": time, "pid": pid, "topology_id": tid,
                                        "system": {"cpu_secs": cpu}, "executor_stats": [
                                            {"component": "split", "executor": [2, 2], "queue_depth": 2},
                                            {"component": "split", "executor": [3, 3], "queue_depth": 3}]}}}
-        service.ingest_stats()
+        views.ingest_stats()
 
     def cpu() -> Any:
-        return api.worker_system(*service.samples(TID)[("n1", 6700)])["cpuPercent"]
+        return api.worker_system(*views.samples(TID)[("n1", 6700)])["cpuPercent"]
 
     beat(10.0, 1.0)
-    assert cpu() is None and service.samples(TID)[("n1", 6700)][1]["queue_depth"] == 5
+    assert cpu() is None and views.samples(TID)[("n1", 6700)][1]["queue_depth"] == 5
     beat(12.0, 2.0)
     assert cpu() == 50.0
     beat(12.0, 2.0)  # the same beat read again: the rate stays
@@ -160,10 +160,10 @@ def test_nimbus_keeps_each_workers_last_two_samples() -> None:
     beat(13.0, 0.1, pid=2)  # a restarted worker: no rate across the two processes
     assert cpu() is None
     beat(14.0, 0.2, pid=2, tid="other")  # another topology's worker (a dead one's)
-    assert service.samples(TID) == {}
+    assert views.samples(TID) == {}
     state.beats = {}
-    service.ingest_stats()
-    assert service.worker_samples == {}
+    views.ingest_stats()
+    assert views.worker_samples == {}
 
 
 def test_the_component_page_lists_executors_and_streams() -> None:

@@ -18,9 +18,10 @@ import pytest
 
 from squall import Bolt, CustomGrouping, Grouping, Spout, Stream, Topology
 from squall.errors import ComponentError
+from squall.nimbus.placement import spread
 from squall.testing import CompletedTopology, complete_topology, poll_for
 from squall.worker import routing
-from squall.worker.plan import plan_topology, spread
+from squall.worker.plan import plan_topology
 
 # -- components ---------------------------------------------------------------
 

@@ -11,8 +11,8 @@ of the developer who ran it, and so is within reach of every page that browser o
   HttpOnly, SameSite=Strict cookie and the browser is sent on to the same page without it,
   so the token leaves the address bar and never rides in a Referer.
 
-Who may is the app's Guard (squall.ui.app) with a RunToken gate (squall.ui.auth): the cookie
-or a bearer token, 401 without.  The UI's own static files load without either; their
+Who may is the app's Guard (squall.httpd.guard) with a RunToken gate (squall.httpd.auth):
+the cookie or a bearer token, 401 without.  The UI's own static files load without either; their
 API calls then get the 401 and the page says how to sign in.
 """
 
@@ -25,11 +25,11 @@ from starlette.datastructures import Headers
 from starlette.responses import RedirectResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from squall.ui.answers import refusal
-from squall.ui.app import audit, public
-from squall.ui.auth import RunToken
+from squall.httpd.answers import refusal
+from squall.httpd.auth import RunToken
+from squall.httpd.guard import audit, public
 
-log = structlog.get_logger("squall.ui.loopback")
+log = structlog.get_logger("squall.httpd.loopback")
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost")
 SAFE_METHODS = ("GET", "HEAD")

@@ -1,4 +1,4 @@
-"""Nimbus's package verification (squall.nimbus.verifier) with real sandboxes: what a
+"""Nimbus's package verification (squall.nimbus.package_verifier) with real sandboxes: what a
 submitter is told, what only nimbus's log holds, a package that outlives its timeout,
 the uid pool, and the modes (auto / required / off) where no sandbox works."""
 
@@ -25,10 +25,11 @@ import structlog
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, start_client
-from squall.errors import ApiError, ConfigError
-from squall.nimbus import verifier as verifier_mod
-from squall.nimbus.service import NimbusService
-from squall.nimbus.verifier import Verifier
+from squall.errors import ConfigError, InvalidRequest, Refused, Unavailable
+from squall.nimbus import package_verifier as verifier_mod
+from squall.nimbus.control import TopologyControl
+from squall.nimbus.package_verifier import Verifier
+from squall.nimbus.submission import Submission
 from squall.runtime import sandbox
 from squall.testing import poll_for
 from tests.helpers import keyring_conf, processes_marked, sleeper_source
@@ -70,8 +71,8 @@ def verifier() -> Verifier:
     return v
 
 
-def refused(v: Verifier, cls: str, blob: bytes) -> tuple[ApiError, list[dict[str, Any]]]:
-    with structlog.testing.capture_logs() as logs, pytest.raises(ApiError) as caught:
+def refused(v: Verifier, cls: str, blob: bytes) -> tuple[Refused, list[dict[str, Any]]]:
+    with structlog.testing.capture_logs() as logs, pytest.raises(Refused) as caught:
         v.verify(definition(cls), blob)
     return caught.value, logs
 
@@ -105,7 +106,7 @@ def test_an_exception_at_import_is_named_and_its_message_only_logged(verifier: V
     # When it is verified
     error, logs = refused(verifier, "wc:Split", blob)
     # Then the submitter learns the component, the module and the exception's type
-    assert error.status == 400
+    assert isinstance(error, InvalidRequest)  # the API answers 400
     assert str(error).startswith("topology t: component 'split': importing module 'wc' raised ValueError ")
     assert "leaked-message-4711" not in str(error) and "printed-by-the-package" not in str(error)
     # and nimbus's log holds the rest, under the answer's reference.
@@ -176,13 +177,13 @@ processes = processes_marked  # not all of the pool's uids: another nimbus may v
 def verify_in_background(verifier: Verifier, marker: str,
                          name: str) -> tuple[threading.Thread, list[BaseException]]:
     """A verification of a package that leaves a sleeper (``marker``) and sleeps past the
-    timeout, started on a thread; the ApiError it ends with is appended to the list."""
+    timeout, started on a thread; the refusal it ends with is appended to the list."""
     answers: list[BaseException] = []
 
     def verify() -> None:
         try:
             verifier.verify(definition("wc:Split"), package(wc=sleeper_source(marker)))
-        except ApiError as e:
+        except Refused as e:
             answers.append(e)
 
     thread = threading.Thread(target=verify, name=name)
@@ -221,7 +222,7 @@ def test_verifications_at_once_run_as_different_users_and_the_pool_caps_them(ver
         held = verifier._take_uid()
         try:
             error, _ = refused(verifier, "wordcount:RandomSentences", package(wordcount=WORDCOUNT))
-            assert error.status == 503 and "too many verifications at once" in str(error)
+            assert isinstance(error, Unavailable) and "too many verifications at once" in str(error)  # 503
         finally:
             verifier._busy.discard(held)
     finally:
@@ -267,7 +268,7 @@ def test_auto_without_a_sandbox_warns_once_and_imports_nothing(tmp_path: Path,
     assert not marker.exists()
     assert [e["event"] for e in logs] == [OFF.format("bwrap is not installed (a test)")]
     # A package that does not even unzip is still refused: that needs no import.
-    with pytest.raises(ApiError, match="the code package is refused"):
+    with pytest.raises(InvalidRequest, match="the code package is refused"):
         v.verify(definition("mark:Split"), b"not a zip")
 
 
@@ -301,26 +302,27 @@ def test_a_nimbus_that_requires_a_sandbox_does_not_start_without_bwrap(tmp_path:
 
 
 @pytest.fixture
-def service(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[NimbusService]:
+def submission(zookeeper: DevZookeeper, tmp_path: Path) -> Iterator[Submission]:
     conf = config_mod.merge({"storm.zookeeper.port": zookeeper.port, **keyring_conf(tmp_path),
                              "nimbus.verify.sandbox": "off"})
     client = start_client(conf)
     state = ClusterState(client, conf["storm.zookeeper.root"])
     state.setup()
     try:
-        yield NimbusService(state, conf)
+        control = TopologyControl(state, conf)
+        yield Submission(state, conf, control.reconcile, control.put_topology)
     finally:
         client.stop()
         client.close()
 
 
 def test_a_nimbus_with_verification_off_takes_a_topology_without_running_its_code(
-        service: NimbusService, tmp_path: Path) -> None:
+        submission: Submission, tmp_path: Path) -> None:
     marker = tmp_path / "imported"
-    service.start()
+    submission.start()
     body = {"name": "marked", "conf": {}, "topology": definition("mark:Split", "marked"),
             "code": base64.b64encode(package(mark=marking(marker))).decode()}
-    answer = service.submit(body)
+    answer = submission.submit(body)
     assert answer["name"] == "marked"
-    assert [r["name"] for r in service.state.topologies()] == ["marked"]
+    assert [r["name"] for r in submission.state.topologies()] == ["marked"]
     assert not marker.exists()

@@ -3,8 +3,8 @@ local mode alike, so that a conf local mode accepts is one a cluster accepts,
 and a conf either refuses is refused at submit with a message naming the key,
 not by a worker crash-looping on it later.
 
-Nimbus also imports the topology's code in a sandbox (squall.nimbus.verifier),
-where local mode imports it in its own process (squall.topology.verify); both
+Nimbus also imports the topology's code in a sandbox (squall.nimbus.package_verifier),
+where local mode imports it in its own process (squall.topology.class_check); both
 then call :func:`plan_submission`.
 """
 
@@ -16,9 +16,10 @@ from typing import Any
 from squall import config as config_mod
 from squall import plugins
 from squall.errors import ConfigError, TopologyValidationError
+from squall.nimbus.placement import colocations
 from squall.security.admission import MAX_NAME, check_id
 from squall.topology.topology import TopologyDef
-from squall.worker.plan import TopologyPlan, colocations, plan_topology
+from squall.worker.plan import TopologyPlan, plan_topology
 
 # The caps a cluster puts on one submit (Storm's nimbus.slots.perTopology and
 # nimbus.executors.perTopology; tasks is Squall's).

@@ -1,18 +1,19 @@
-"""Nimbus's check that a submitted package's classes load, run where the
-package's code cannot reach nimbus's keys.
+"""Nimbus's side of the check that a submitted package's classes load: it unpacks the
+package, runs the import in a child where the package's code cannot reach nimbus's
+keys, and judges the child's verdict.
 
-Importing a module runs its code.  Nimbus does it in :mod:`squall.nimbus.verify`
-inside a strict sandbox (:mod:`squall.runtime.sandbox`): no network, nothing of
-the host's files but the system's and Python's, the unpacked package its only
-writable directory, a pid namespace of its own (no daemon's ``/proc/<pid>`` to
-read; killing the sandbox's bwrap takes every process it started with it), and
-resource limits.  Nimbus as root runs each verification as a uid of
-``nimbus.verify.uids`` of its own; not root, as its own user in a user
-namespace.
+Importing a module runs its code.  Nimbus does it in the child,
+:mod:`squall.nimbus.sandboxed_import`, inside a strict sandbox
+(:mod:`squall.runtime.sandbox`): no network, nothing of the host's files but the
+system's and Python's, the unpacked package its only writable directory, a pid
+namespace of its own (no daemon's ``/proc/<pid>`` to read; killing the sandbox's bwrap
+takes every process it started with it), and resource limits.  Nimbus as root runs each
+verification as a uid of ``nimbus.verify.uids`` of its own; not root, as its own user in
+a user namespace.
 
 What the child prints is for nimbus's log (redacted, its tail only) under a
 reference that the submitter's 400 answer names; the answer holds only the
-verdict :mod:`squall.nimbus.verify` wrote.
+verdict :mod:`squall.nimbus.sandboxed_import` wrote.
 
 Where no sandbox works (no bubblewrap, or it fails on this kernel) nimbus
 imports nothing (``nimbus.verify.sandbox: auto``) or refuses to start
@@ -39,13 +40,12 @@ from typing import Any
 import psutil
 import structlog
 
-from squall.errors import ConfigError
-from squall.nimbus.errors import ApiError, bad_request
+from squall.errors import ConfigError, InvalidRequest, Unavailable
 from squall.runtime import sandbox
 from squall.runtime.package import extract
 from squall.runtime.sandbox import Identity, Limits, Sandbox, can_switch_users, pick_uid, unavailable
 
-log = structlog.get_logger("squall.nimbus.verifier.Verifier")
+log = structlog.get_logger("squall.nimbus.package_verifier.Verifier")
 
 MODES = ("auto", "required", "off")
 # What one verification may use: constants, not config, as importing a package needs
@@ -57,10 +57,10 @@ ERROR_MAX = 1000  # characters of the verdict's error in the answer
 KILL_WAIT_SECS = 10
 ENV_PASSED = ("PATH", "LANG", "LC_ALL", "TZ", "PYTHONPATH")
 # The package's directory is the child's working directory but not on its import path
-# until squall.nimbus.verify is loaded (``-m`` would put it first): a package's own
+# until squall.nimbus.sandboxed_import is loaded (``-m`` would put it first): a package's own
 # squall/ shadows nothing of Squall's.
 ENTRY = ("import sys; sys.path = [p for p in sys.path if p]; "
-         "from squall.nimbus.verify import main; sys.exit(main(sys.argv[1:]))")
+         "from squall.nimbus.sandboxed_import import main; sys.exit(main(sys.argv[1:]))")
 
 
 class Verifier:
@@ -108,7 +108,8 @@ class Verifier:
 
     def verify(self, definition: dict[str, Any], blob: bytes, env: Path | None = None) -> None:
         """Unpack the package (a bad one is refused, even where nothing is imported), then
-        import every class the definition names; ApiError when the package is refused.
+        import every class the definition names; InvalidRequest when the package is refused
+        (Unavailable when it cannot be verified now).
         ``env``: the topology's environment (squall.runtime.envbuild), whose Python imports
         it, as its workers' will."""
         self.start()
@@ -120,7 +121,7 @@ class Verifier:
                     extract(blob, code, max_bytes=self.conf["nimbus.code.max.uncompressed.bytes"],
                             max_entries=self.conf["nimbus.code.max.entries"])
                 except Exception as e:  # noqa: BLE001 - a corrupt or oversized zip is bad input
-                    raise bad_request(f"the code package is refused: {e}") from e
+                    raise InvalidRequest(f"the code package is refused: {e}") from e
             if self.off is not None:
                 return
             uid = self._take_uid()
@@ -138,7 +139,7 @@ class Verifier:
             uid = pick_uid(self._busy, first, last)
             if uid is None:
                 msg = f"too many verifications at once ({last - first + 1}); submit again shortly"
-                raise ApiError(503, msg)
+                raise Unavailable(msg)
             self._busy.add(uid)
             return uid
 
@@ -170,7 +171,7 @@ class Verifier:
                     start_new_session=True)
             except OSError as e:
                 msg = f"the package could not be verified: {e}"
-                raise ApiError(503, msg) from e
+                raise Unavailable(msg) from e
             finally:
                 os.close(write_end)
             try:
@@ -181,14 +182,14 @@ class Verifier:
                             output=tail(output))
                 msg = (f"importing the topology's code did not finish in {timeout} s "
                        f"(nimbus log reference {reference})")
-                raise bad_request(msg) from None
+                raise InvalidRequest(msg) from None
             why = judge(read_verdict(read_end, nonce), proc.returncode)
             ms = round((self.now() - started) * 1000)
             if why is None:
                 log.info("package verified", reference=reference, ms=ms, output=tail(output))
                 return
             log.warning("package refused", reference=reference, reason=why, ms=ms, output=tail(output))
-            raise bad_request(f"{why} (nimbus log reference {reference})")
+            raise InvalidRequest(f"{why} (nimbus log reference {reference})")
 
 
 def child_env(code: str, identity: Identity | None) -> dict[str, str]:

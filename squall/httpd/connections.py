@@ -13,7 +13,7 @@ bounded three ways, all on the event loop (an idle socket costs no thread):
 * a stranger turned away after its handshake gets a busy answer (503, over TLS) first.
 
 Every request, a user's too, must send its headers within ``Limits.request_secs``
-(squall.ui.answers bounds its body to the same).  The TLS handshake runs on the event loop
+(squall.httpd.answers bounds its body to the same).  The TLS handshake runs on the event loop
 (``loop.start_tls``), with the stranger's deadline.
 """
 
@@ -34,7 +34,7 @@ from uvicorn.config import Config
 from uvicorn.protocols.http.h11_impl import H11Protocol
 from uvicorn.server import ServerState
 
-log = structlog.get_logger("squall.ui.connections")
+log = structlog.get_logger("squall.httpd.connections")
 
 CONNECTION = "squall.connection"  # the ASGI scope's extension naming a request's Door
 BUSY_BODY = json.dumps({"error": "nimbus is busy: too many open connections"}).encode()
@@ -214,7 +214,12 @@ def no_delay(transport: asyncio.BaseTransport) -> None:
 
 class GuardedH11(H11Protocol):
     """uvicorn's h11 protocol with a deadline for each request's headers, its refusals of
-    malformed requests in Storm's error shape, and the request's Door in the ASGI scope."""
+    malformed requests in Storm's error shape, and the request's Door in the ASGI scope.
+
+    H11Protocol is not uvicorn's public API, and none of its options (limit_concurrency,
+    timeout_keep_alive, h11_max_incomplete_event_size) bounds a request's headers in time or
+    an idle stranger: so pyproject.toml pins uvicorn to the releases tested, and
+    tests/httpd/test_uvicorn_seam.py names what a release changed of what this relies on."""
 
     def __init__(self, config: Config, server_state: ServerState, app_state: dict[str, Any],
                  _loop: asyncio.AbstractEventLoop | None = None, *, door: Door) -> None:

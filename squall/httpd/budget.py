@@ -5,7 +5,7 @@ slow reader (a log download read a byte at a time, a body dribbled in) keeps it 
 while.  With one bound for everyone, one user with a few slow connections holds the
 server for all; the per-user bound leaves the others their share.  Both refuse at once
 (503 busy in all, 429 for that user), never queue: a queue would only make the wait
-someone else's.  The shell (squall.ui.app.Guard, on the server's event loop) asks
+someone else's.  The shell (squall.httpd.guard.Guard, on the server's event loop) asks
 :meth:`RequestBudget.admit` and gives the place back with :meth:`RequestBudget.release`.
 """
 

@@ -1,6 +1,7 @@
-"""``python -c ... CODE_DIR VERDICT_FD`` (see squall.nimbus.verifier): load a
-submitted topology's classes in nimbus's sandbox, where user modules may do
-anything at import, and say what does not load.
+"""The child of a package verification, run inside nimbus's sandbox as ``python -c ...
+CODE_DIR VERDICT_FD`` (squall.nimbus.package_verifier starts it): load a submitted
+topology's classes in the sandbox, where user modules may do anything at import, and
+say what does not load.
 
 ``{"definition", "nonce", "limits"}`` arrives on stdin as JSON.  The verdict
 is one JSON line written to ``VERDICT_FD`` once every import is done:
@@ -29,8 +30,8 @@ from typing import Any
 from squall import plugins
 from squall.errors import SquallError
 from squall.runtime.sandbox import Limits
+from squall.topology.class_check import verify_loadable
 from squall.topology.topology import TopologyDef, definition_from_dict
-from squall.topology.verify import verify_loadable
 
 SQUALL_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DOTTED = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
@@ -120,7 +121,7 @@ def main(argv: list[str]) -> int:
     code_dir, verdict_fd = argv[0], int(argv[1])
     request = json.load(sys.stdin)
     # Limits that count per user are set here, inside the sandbox's user namespace
-    # (squall.nimbus.verifier); the rest were set before the sandbox started.
+    # (squall.nimbus.package_verifier); the rest were set before the sandbox started.
     Limits(**request.get("limits", {})).apply()
     plugins.add_import_roots()  # a streamparse project's ``streamparse``, as its workers have it
     sys.path.insert(0, code_dir)

@@ -1,9 +1,9 @@
-"""The request budget (squall.ui.budget): at most so many requests at once in all and per
+"""The request budget (squall.httpd.budget): at most so many requests at once in all and per
 user, refused at once past either, each place given back when its request ends."""
 
 from __future__ import annotations
 
-from squall.ui.budget import RequestBudget
+from squall.httpd.budget import RequestBudget
 
 
 def test_one_user_holds_at_most_their_share_and_the_others_are_served() -> None:

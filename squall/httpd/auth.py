@@ -4,7 +4,7 @@ when it changes on disk, so a rotated token works without a restart), Storm's au
 
 Local mode's ``--ui`` has no keyring: :class:`RunToken` is the same gate around one random
 token made for the run, which may also come as a cookie (the browser's, see
-squall.ui.loopback)."""
+squall.httpd.loopback)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,7 @@
 """The submit-time check that a topology's classes load: every component class,
-and every custom grouping, imports and has the right base."""
+and every custom grouping, imports and has the right base.  The client and local
+mode run it in their own process; nimbus runs it in a sandboxed child
+(squall.nimbus.sandboxed_import)."""
 
 from __future__ import annotations
 

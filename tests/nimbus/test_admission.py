@@ -1,4 +1,4 @@
-"""The checks a submitted topology passes (squall.worker.admission): local mode
+"""The checks a submitted topology passes (squall.nimbus.admission): local mode
 refuses at submit what nimbus refuses, with the same message, before any
 worker starts."""
 
@@ -12,8 +12,8 @@ import structlog
 from squall import Spout, Topology
 from squall.errors import ConfigError, TopologyValidationError
 from squall.local.cluster import LocalCluster
+from squall.nimbus.admission import plan_submission
 from squall.state import StatefulBolt
-from squall.worker.admission import plan_submission
 
 
 class Words(Spout):

@@ -1,6 +1,7 @@
-"""The HTTP server: uvicorn serving the app (squall.ui.app) on an event loop in a thread of
-its own, so that a threaded daemon (nimbus) or local mode runs it beside its other work.
-TLS and the connection limits are squall.ui.connections'."""
+"""The HTTP server: uvicorn serving an app (nimbus's and local mode's squall.ui.app, a DRPC
+server's, a logviewer's) on an event loop in a thread of its own, so that a threaded daemon
+(nimbus) or local mode runs it beside its other work.
+TLS and the connection limits are squall.httpd.connections'."""
 
 from __future__ import annotations
 
@@ -19,11 +20,11 @@ import uvicorn
 from starlette.types import ASGIApp
 
 from squall.errors import ConfigError
+from squall.httpd.connections import Door, Doorman, Limits
 from squall.security import tls
 from squall.security.keyring import KeyringWatch, keyring_path
-from squall.ui.connections import Door, Doorman, Limits
 
-log = structlog.get_logger("squall.ui.server")
+log = structlog.get_logger("squall.httpd.server")
 
 STOP_GRACE_SECS = 5.0  # requests being served when the server stops may finish within this
 BACKLOG = 128

@@ -1,4 +1,4 @@
-"""The HTTP server's connections (squall.ui.server, squall.ui.connections)."""
+"""The HTTP server's connections (squall.httpd.server, squall.httpd.connections)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from starlette.applications import Starlette
 from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
-from squall.ui.server import HttpServer
+from squall.httpd.server import HttpServer
 
 
 async def hello(request: object) -> PlainTextResponse:
