@@ -65,8 +65,6 @@ from squall.supervisor.workers import UMASK, error_record, private_dir
 
 log = structlog.get_logger("squall.supervisor.Supervisor")
 
-NO_OWNER = "-"  # the state folder of topologies with no owner (an insecure cluster): never a user's name
-
 
 def node_id(local_dir: Path) -> str:
     """Stable across restarts: kept in the local directory."""
