@@ -2,7 +2,8 @@
 ReadClusterState).
 
 Every ``supervisor.assignments.sync.secs``, and at once when the set of topologies,
-a topology's log levels or the ZooKeeper session changes, the supervisor reads the
+a topology's log levels or the ZooKeeper session changes, when an environment's build
+ends and when a slot turns out reassigned just before a launch, the supervisor reads the
 assignments nimbus wrote and, for each topology that puts a worker on this node,
 its record; has the localizer (squall.supervisor.localizer) make its code,
 environment and secrets ready; and keeps, port by port, what each slot's worker
