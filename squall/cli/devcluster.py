@@ -64,7 +64,8 @@ from squall.cli.client import credentials, http_client
 from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, seal_root, start_client
 from squall.config import DEFAULTS
 from squall.security.keyring import Keyring
-from squall.supervisor.workers import UMASK, Slot, private_dir, write_json
+from squall.supervisor.launcher import Slot
+from squall.supervisor.workers import UMASK, private_dir, write_json
 
 # Timers short enough that failures are noticed in seconds, not minutes.
 DEV_CONF: dict[str, Any] = {

@@ -4,8 +4,10 @@ A pure core, as dask-distributed's worker state machine is: the supervisor
 (:meth:`squall.supervisor.daemon.Supervisor.sync_processes`) looks at a slot
 (is its worker alive, what do its assignment file, heartbeat and pid record
 say), passes that in with what the slot should run and the time, and carries
-out the actions that come back, in order.  What each slot should run comes
-from the assignments by :func:`workers_of_node`, pure as well.
+out the actions that come back, in order (the launcher,
+:mod:`squall.supervisor.launcher`, does what they say).  What each slot should run
+comes from the assignments by :func:`squall.supervisor.assignments.workers_of_node`,
+pure as well.
 
 Storm's classification of a slot's worker:
 
@@ -136,28 +138,3 @@ class ProcessSync:
                   ("heartbeat_age_secs" if mine else "launch_age_secs"): round(age, 1)}
         return [*actions, Kill(slot.port, reason, detail), Launch(slot.port, want, reason)]
 
-
-def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],
-                    record: Mapping[str, Any], worker_conf: dict[str, Any],
-                    code_dir: str, log_levels: Mapping[str, Any] | None = None) -> dict[int, dict[str, Any]]:
-    """Port -> what its worker runs, for the workers of one topology's assignment that
-    ``node`` (reached at ``host``) runs: the worker's own address, its executors, and
-    where every task of the topology listens (Storm's worker reads the same from its
-    assignment), and the log levels set on the topology.  Empty when the assignment
-    puts nothing on ``node``."""
-    mine = [w for w in assignment["workers"] if w["node"] == node]
-    if not mine:
-        return {}
-    task_address = {}
-    for w in assignment["workers"]:
-        address = f"zmq+tcp://{assignment['hosts'][w['node']]}:{w['port']}"
-        for first, last in w["executors"]:
-            for task in range(first, last + 1):
-                task_address[str(task)] = address
-    return {w["port"]: {
-        "topology_id": topology_id, "topology": record["definition"], "conf": worker_conf,
-        "owner": record.get("owner"), "code_dir": code_dir, "address": f"zmq+tcp://{host}:{w['port']}",
-        "executors": w["executors"], "task_address": task_address,
-        "active": assignment["active"], "version": assignment["version"],
-        "log_levels": dict(log_levels or {}),
-    } for w in mine}

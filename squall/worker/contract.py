@@ -2,9 +2,18 @@
 
 The worker is ``python -m squall.worker --dir WORKER_DIR`` (:mod:`squall.worker.__main__`;
 its lifecycle is :mod:`squall.worker.process`).  The supervisor and its worker talk
-through files in WORKER_DIR only; the worker never talks to ZooKeeper.  Every
-JSON file is written whole to a temporary file in the same directory and moved
-into place with ``os.replace``, so a reader never sees half of one.
+through files in WORKER_DIR only (their names: :data:`ASSIGNMENT`, :data:`HEARTBEAT`,
+:data:`ERRORS`, :data:`SECRETS`, which the supervisor takes from here).  The worker
+never reads the cluster's state in ZooKeeper: its assignment, code and secrets come
+from the supervisor, and its heartbeats and errors go back through it.  It opens a
+ZooKeeper client of its own for one thing only: the state of its transactional
+components (Storm's TransactionalState, :mod:`squall.cluster.transactional_state`;
+the cluster's ZooKeeper unless ``transactional.zookeeper.servers`` names another),
+one client per worker process, made the first time such a component asks for it (a
+worker without one never connects), and authenticated with secrets.json's ZooKeeper
+credentials in a secure cluster.  Every JSON file is written whole to a temporary
+file in the same directory and moved into place with ``os.replace``, so a reader
+never sees half of one.
 
 ``assignment.json`` (supervisor -> worker; written before the launch, may be
 rewritten while the worker runs)::

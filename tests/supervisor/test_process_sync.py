@@ -15,7 +15,6 @@ from squall.supervisor.sync import (
     ProcessSync,
     SlotState,
     WriteAssignment,
-    workers_of_node,
 )
 
 PORT = 6700
@@ -149,23 +148,3 @@ def test_the_assignment_file_is_written_before_a_restart() -> None:
     stale = {**WANT, "version": 0}
     assert sync().slot(WANT, running(1000.0, assignment=stale), 1000.0 + START_TIMEOUT + 1) == [
         WriteAssignment(PORT, WANT), *restart(TIMED_OUT)]
-
-
-def test_a_node_runs_its_own_workers_of_an_assignment_knowing_where_every_task_listens() -> None:
-    assignment = {"workers": [{"node": "a", "port": 6700, "executors": [[1, 2]]},
-                              {"node": "b", "port": 6701, "executors": [[3, 3], [4, 5]]},
-                              {"node": "a", "port": 6702, "executors": [[6, 6]]}],
-                  "hosts": {"a": "10.0.0.1", "b": "10.0.0.2"}, "active": False, "version": 7}
-    record = {"definition": {"name": "t"}}
-    levels = {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1030.0}}
-    got = workers_of_node("a", "10.0.0.1", "t-1", assignment, record, {"k": 1}, "/code/t-1", levels)
-    assert sorted(got) == [6700, 6702]
-    assert got[6702]["log_levels"] == levels
-    first = got[6700]
-    assert first["address"] == "zmq+tcp://10.0.0.1:6700" and first["executors"] == [[1, 2]]
-    assert first["task_address"] == {"1": "zmq+tcp://10.0.0.1:6700", "2": "zmq+tcp://10.0.0.1:6700",
-                                     "3": "zmq+tcp://10.0.0.2:6701", "4": "zmq+tcp://10.0.0.2:6701",
-                                     "5": "zmq+tcp://10.0.0.2:6701", "6": "zmq+tcp://10.0.0.1:6702"}
-    assert (first["active"], first["version"], first["conf"], first["code_dir"]) == (False, 7, {"k": 1},
-                                                                                      "/code/t-1")
-    assert workers_of_node("c", "10.0.0.3", "t-1", assignment, record, {}, "/code/t-1") == {}

@@ -21,9 +21,11 @@ from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.errors import SquallError, TopologyValidationError
 from squall.security.keyring import Keyring
-from squall.supervisor import workers
+from squall.supervisor import launcher, workers
 from squall.supervisor.daemon import Supervisor
-from squall.supervisor.workers import worker_env, worker_secrets, write_json
+from squall.supervisor.launcher import worker_env
+from squall.supervisor.localizer import worker_secrets
+from squall.supervisor.workers import write_json
 
 CURVE = {"public": "cHVibGlj", "secret": "c2VjcmV0"}
 
@@ -130,7 +132,7 @@ class FakePopen:
 @pytest.fixture
 def fake_popen(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[FakePopen]]:
     FakePopen.launched = []
-    monkeypatch.setattr(workers.subprocess, "Popen", FakePopen)
+    monkeypatch.setattr(launcher.subprocess, "Popen", FakePopen)
     yield FakePopen.launched
     for fake in FakePopen.launched:
         fake.sleeper.kill()
@@ -155,10 +157,10 @@ def test_workers_are_pinned_to_the_supervisors_cores_slot_by_slot(tmp_path: Path
     sup = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "local"), "squall.secure": False,
                                        "supervisor.slots.ports": [6703, 6701, 6702],
                                        "supervisor.cpu.cores": [4, 5]}))
-    assert [sup.worker_cpu(p) for p in (6701, 6702, 6703, 9999)] == [4, 5, 4, None]
+    assert [sup.launcher.worker_cpu(p) for p in (6701, 6702, 6703, 9999)] == [4, 5, 4, None]
     off = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "off"), "squall.secure": False,
                                        "supervisor.worker.cpu.affinity": False}))
-    assert off.worker_cpu(6700) is None
+    assert off.launcher.worker_cpu(6700) is None
 
 
 def supervisor(tmp_path: Path, secrets: Any, **conf: Any) -> tuple[Supervisor, FakeState, int]:
@@ -166,7 +168,7 @@ def supervisor(tmp_path: Path, secrets: Any, **conf: Any) -> tuple[Supervisor, F
     sup = Supervisor(config_mod.merge({"storm.local.dir": str(tmp_path / "local"),
                                        "supervisor.slots.ports": [port],
                                        "supervisor.worker.env.allow": ["PATH"], **conf}))
-    sup.state = state = FakeState(sup.node, port, secrets)  # type: ignore[assignment]
+    sup.state = sup.assignments.state = state = FakeState(sup.node, port, secrets)  # type: ignore[assignment]
     return sup, state, port
 
 
@@ -194,7 +196,7 @@ def test_a_secure_supervisor_writes_the_workers_secrets_and_env(tmp_path: Path, 
     sup.sync_assignments()
     sup.sync_processes()
     # Then the worker's secrets file is 0600 and holds the keys and every ZooKeeper password
-    slot = sup.slots[port]
+    slot = sup.launcher.slots[port]
     assert mode(slot.secrets_file) == 0o600
     assert json.loads(slot.secrets_file.read_text()) == {
         "curve": CURVE, "zookeeper": {"user": "squall",
@@ -229,7 +231,7 @@ def test_a_secure_supervisor_refuses_a_topology_without_curve_keys(tmp_path: Pat
     sup.sync_processes()
     sup.sync_assignments()
     assert fake_popen == []
-    assert not sup.slots[port].secrets_file.exists()
+    assert not sup.launcher.slots[port].secrets_file.exists()
     ((topology_id, error),) = state.errors  # said once
     assert topology_id == "t-1" and error["component"] == "__supervisor"
     assert "t-1 has no CURVE keypair in ZooKeeper" in error["error"]
@@ -237,7 +239,7 @@ def test_a_secure_supervisor_refuses_a_topology_without_curve_keys(tmp_path: Pat
     state.secrets = {"curve": CURVE}
     sup.sync_assignments()
     sup.sync_processes()
-    assert len(fake_popen) == 1 and sup.slots[port].secrets_file.exists()
+    assert len(fake_popen) == 1 and sup.launcher.slots[port].secrets_file.exists()
 
 
 def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: list[FakePopen]) -> None:
@@ -245,10 +247,10 @@ def test_an_insecure_supervisor_writes_no_secrets(tmp_path: Path, fake_popen: li
                                                  "squall.keyring.path": str(tmp_path / "none.json")})
     sup.sync_assignments()
     sup.sync_processes()
-    assert len(fake_popen) == 1 and not sup.slots[port].secrets_file.exists()
+    assert len(fake_popen) == 1 and not sup.launcher.slots[port].secrets_file.exists()
     assert fake_popen[0].kwargs["env"] == {"PATH": os.environ["PATH"], "MY_SETTING": "on",
                                            "SQUALL_NODE": sup.node, **pinned_to_first_core()}
-    assert json.loads(sup.slots[port].assignment_file.read_text())["conf"]["squall.secure"] is False
+    assert json.loads(sup.launcher.slots[port].assignment_file.read_text())["conf"]["squall.secure"] is False
 
 
 def test_a_dead_worker_whose_slot_moved_since_the_last_sync_is_not_relaunched(
@@ -270,7 +272,7 @@ def test_a_dead_worker_whose_slot_moved_since_the_last_sync_is_not_relaunched(
     assert len(fake_popen) == 1
     sup.sync_assignments()
     sup.sync_processes()
-    assert len(fake_popen) == 1 and sup._desired == {}  # noqa: SLF001
+    assert len(fake_popen) == 1 and sup.assignments.desired == {}
     # while a worker that dies with its slot still assigned is relaunched at once
     state.moved = False
     sup.sync_assignments()
@@ -324,11 +326,12 @@ def test_workers_as_their_own_user_asked_for_and_impossible_refuse_to_start(
     base = {"storm.local.dir": str(tmp_path / "local"), "squall.secure": False}
     required = Supervisor(config_mod.merge({**base, "supervisor.run.worker.as.user": True}))
     with pytest.raises(ConfigError, match="bwrap is not installed"):
-        required._decide_run_as()
-    assert Supervisor(config_mod.merge(base))._decide_run_as() is False  # the default: said, not refused
+        required.launcher.run_as.decide()
+    # the default: said, not refused
+    assert Supervisor(config_mod.merge(base)).launcher.run_as.decide() is False
     sharing = Supervisor(config_mod.merge({**base, "supervisor.worker.shared.dirs": [str(tmp_path)]}))
     with pytest.raises(ConfigError, match=r"holds storm\.local\.dir"):
-        sharing._decide_run_as()
+        sharing.launcher.run_as.decide()
 
 
 def test_a_sandboxed_topologys_state_directory_is_its_owners_and_named_after_its_definition(
@@ -337,22 +340,22 @@ def test_a_sandboxed_topologys_state_directory_is_its_owners_and_named_after_its
     local = tmp_path / "local"
     local.mkdir()
     sup = Supervisor(config_mod.merge({"storm.local.dir": str(local), "squall.secure": False}))
-    sup.run_as_users = True
+    sup.launcher.run_as.enabled = True
     # When one definition of alice's runs as "wc", then again as "wc-2" (a new topology id, a new uid)
-    first = sup._run_as("wc-1-100", {"name": "WordCount"}, "alice")
-    second = sup._run_as("wc-2-200", {"name": "WordCount"}, "alice")
+    first = sup.launcher.run_as.for_topology("wc-1-100", {"name": "WordCount"}, "alice")
+    second = sup.launcher.run_as.for_topology("wc-2-200", {"name": "WordCount"}, "alice")
     # Then both get the definition's state directory, where the second finds the
     # first's SQLite state (checkpointed state is keyed by the definition's name)
     assert first is not None and second is not None
     assert first.state_dir == second.state_dir == local / "state" / "alice" / "WordCount"
     assert first.identity != second.identity
     # and bob's topology of the same class name gets a directory of its own
-    bobs = sup._run_as("wc-3-300", {"name": "WordCount"}, "bob")
+    bobs = sup.launcher.run_as.for_topology("wc-3-300", {"name": "WordCount"}, "bob")
     assert bobs is not None and bobs.state_dir == local / "state" / "bob" / "WordCount"
     # and a name that is a path is refused before any directory is made of it
     for name, owner in (("../../../etc", "alice"), ("WordCount", "../root"), (".", "alice")):
         with pytest.raises(TopologyValidationError, match="must be 1-128 letters"):
-            sup._run_as("wc-4-400", {"name": name}, owner)
+            sup.launcher.run_as.for_topology("wc-4-400", {"name": name}, owner)
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching users needs root (CI runs as root)")
@@ -362,8 +365,8 @@ def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Pat
     if sandbox.unavailable(sandbox.Identity(61300, 61300)) is not None:
         pytest.fail(f"no sandbox here: {sandbox.unavailable(sandbox.Identity(61300, 61300))}")
     local = tmp_path / "local"
-    slot = workers.Slot(6700, local / "workers" / "6700")
-    run_as = workers.RunAs(sandbox.Identity(61300, 61300), local / "state" / "t")
+    slot = launcher.Slot(6700, local / "workers" / "6700")
+    run_as = launcher.RunAs(sandbox.Identity(61300, 61300), local / "state" / "t")
     children: dict[int, Any] = {}
     # (an assignment the worker refuses: it starts, writes its error as its own user, exits)
     pid = slot.launch("node", {"topology_id": "t-1", "topology": {}, "conf": {}}, children,
@@ -408,7 +411,7 @@ def test_a_workers_error_lines_are_cut_to_their_fields_and_its_own_topology() ->
 
 
 def test_an_endless_error_line_is_skipped_not_waited_for(tmp_path: Path) -> None:
-    slot = workers.Slot(6700, tmp_path)
+    slot = launcher.Slot(6700, tmp_path)
     (tmp_path / "errors.jsonl").write_bytes(b"x" * (workers.ERRORS_READ_MAX + 10) + b"\n"
                                             + json.dumps({"error": "E: after"}).encode() + b"\n")
     offset, seen = 0, []
@@ -420,7 +423,7 @@ def test_an_endless_error_line_is_skipped_not_waited_for(tmp_path: Path) -> None
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root (CI runs as root)")
 def test_handing_state_over_never_follows_a_link_or_a_second_name(tmp_path: Path) -> None:
-    from squall.supervisor.workers import hand_over
+    from squall.supervisor.launcher import hand_over
 
     # Given a state directory a worker filled with links out of it, and a second name of a file
     outside = tmp_path / "outside"
