@@ -40,8 +40,9 @@ from squall.errors import SquallError
 from squall.runtime.envs import Requirements, from_record
 from squall.security.admission import check_id, cluster_only_removed
 from squall.supervisor import logfiles
-from squall.supervisor.launcher import Launcher, RunAs
+from squall.supervisor.launcher import Launcher
 from squall.supervisor.localizer import Localizer
+from squall.supervisor.run_as import RunAs
 
 log = structlog.get_logger("squall.supervisor.assignments")
 

@@ -16,7 +16,7 @@ from squall.supervisor.assignments import (
     worker_defaults,
     workers_of_node,
 )
-from squall.supervisor.launcher import RunAs, uids_kept
+from squall.supervisor.run_as import RunAs, uids_kept
 from squall.supervisor.sync import (
     DISALLOWED,
     NOT_RUNNING,

@@ -21,7 +21,7 @@ from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
 from squall.errors import SquallError, TopologyValidationError
 from squall.security.keyring import Keyring
-from squall.supervisor import launcher, workers
+from squall.supervisor import launcher, run_as, workers
 from squall.supervisor.daemon import Supervisor
 from squall.supervisor.launcher import worker_env
 from squall.supervisor.localizer import worker_secrets
@@ -366,11 +366,11 @@ def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Pat
         pytest.fail(f"no sandbox here: {sandbox.unavailable(sandbox.Identity(61300, 61300))}")
     local = tmp_path / "local"
     slot = launcher.Slot(6700, local / "workers" / "6700")
-    run_as = launcher.RunAs(sandbox.Identity(61300, 61300), local / "state" / "t")
+    as_user = run_as.RunAs(sandbox.Identity(61300, 61300), local / "state" / "t")
     children: dict[int, Any] = {}
     # (an assignment the worker refuses: it starts, writes its error as its own user, exits)
     pid = slot.launch("node", {"topology_id": "t-1", "topology": {}, "conf": {}}, children,
-                      secrets={"curve": CURVE, "zookeeper": None}, run_as=run_as)
+                      secrets={"curve": CURVE, "zookeeper": None}, run_as=as_user)
     try:
         errors = slot.dir / "errors.jsonl"
         from squall.testing import poll_for
@@ -380,7 +380,7 @@ def test_a_sandboxed_worker_owns_its_files_and_not_the_supervisors(tmp_path: Pat
         assert (os.stat(slot.dir).st_uid, os.stat(slot.dir).st_gid, mode(slot.dir)) == (0, 61300, 0o1770)
         assert (os.stat(slot.assignment_file).st_uid, mode(slot.assignment_file)) == (0, 0o640)
         assert (os.stat(slot.secrets_file).st_uid, mode(slot.secrets_file)) == (61300, 0o600)
-        assert os.stat(slot.dir / "pid").st_uid == 0 and os.stat(run_as.state_dir).st_uid == 61300
+        assert os.stat(slot.dir / "pid").st_uid == 0 and os.stat(as_user.state_dir).st_uid == 61300
         assert slot.pid_record()["pid"] == pid and slot.pid_record()["sandboxed"] is True
         # A link the worker plants where the supervisor reads is not followed (it could
         # name the supervisor's keyring, whose content would go to ZooKeeper as a heartbeat).
@@ -423,7 +423,7 @@ def test_an_endless_error_line_is_skipped_not_waited_for(tmp_path: Path) -> None
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="chown to another user needs root (CI runs as root)")
 def test_handing_state_over_never_follows_a_link_or_a_second_name(tmp_path: Path) -> None:
-    from squall.supervisor.launcher import hand_over
+    from squall.supervisor.run_as import hand_over
 
     # Given a state directory a worker filled with links out of it, and a second name of a file
     outside = tmp_path / "outside"
