@@ -61,8 +61,9 @@ import psutil
 import yaml
 
 from squall.cli.client import credentials, http_client
-from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, seal_root, start_client
+from squall.cluster.zookeeper import DevZookeeper, disconnect, seal_root, start_client
 from squall.config import DEFAULTS
+from squall.runtime.ports import free_port
 from squall.security.keyring import Keyring
 from squall.supervisor.workers import UMASK, Slot, private_dir, write_json
 

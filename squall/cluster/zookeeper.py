@@ -169,12 +169,6 @@ def zookeeper_classpath() -> str:
     return f"{jars}/*"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 class DevZookeeper:
     """One standalone ZooKeeper server in a child JVM, on one address only: ``host``
     (127.0.0.1 by default; a node's own address where the node is a network namespace).

@@ -54,6 +54,7 @@ import structlog
 from squall.affinity import release_child
 from squall.errors import SquallError
 from squall.runtime import sandbox
+from squall.runtime.ports import free_port
 from squall.runtime.processes import kill_tree
 from squall.runtime.status import Status
 
@@ -95,12 +96,6 @@ def spark_home() -> Path:
         msg = "pyspark is not installed: pip install 'squall[spark]'"
         raise ServerError(msg)
     return Path(next(iter(spec.submodule_search_locations)))
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
