@@ -15,7 +15,11 @@ from typing import Any
 
 def lazy_exports(package: str, namespace: dict[str, Any],
                  exports: Mapping[str, str]) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """``__getattr__`` and ``__dir__`` for ``package``: ``exports`` maps a name to its module."""
+    """``__getattr__`` and ``__dir__`` for ``package``: ``exports`` maps a name to its module.
+
+    That table is the package's one list of what it exports: its ``__all__`` is
+    ``sorted(exports)``, and tests/test_layers.py reads its module paths as imports.
+    """
 
     def __getattr__(name: str) -> Any:
         module = exports.get(name)

@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 
 from squall import FakeClock, LocalCluster
-from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.cluster.zookeeper import DevZookeeper
+from squall.runtime.ports import free_port
 from tests import leaks
 
 

@@ -12,13 +12,12 @@ from squall import config
 REPO = Path(__file__).resolve().parents[1]
 
 
-def test_every_key_has_a_one_line_description() -> None:
-    undescribed = sorted(set(config.DEFAULTS) - set(config.DESCRIPTIONS))
-    assert not undescribed, f"add a line to DESCRIPTIONS in squall/config.py for {undescribed}"
-    unknown = sorted(set(config.DESCRIPTIONS) - set(config.DEFAULTS))
-    assert not unknown, f"DESCRIPTIONS names keys squall/config.py does not have: {unknown}"
-    bad = [key for key, text in config.DESCRIPTIONS.items() if not text.strip() or "\n" in text]
-    assert not bad, f"descriptions must be one non-empty line: {bad}"
+def test_every_key_has_a_one_line_meaning() -> None:
+    # One table: a key's meaning stands beside its default, so none can be missing or stray
+    assert set(config.DEFAULTS) == set(config.KEYS)
+    bad = [key for key, spec in config.KEYS.items()
+           if not isinstance(spec.meaning, str) or not spec.meaning.strip() or "\n" in spec.meaning]
+    assert not bad, f"meanings in squall/config.py's KEYS must be one non-empty line: {bad}"
 
 
 def test_the_reference_page_is_what_the_generator_writes_now(tmp_path: Path) -> None:
@@ -37,7 +36,7 @@ def test_the_page_shows_each_key_with_its_default_and_meaning() -> None:
     for key in config.DEFAULTS:
         row = next((line for line in page.splitlines() if line.startswith(f"| `{key}` |")), None)
         assert row is not None, key
-        assert config.DESCRIPTIONS[key] in row.replace("\\|", "|"), row
+        assert config.KEYS[key].meaning in row.replace("\\|", "|"), row
     # a sample of defaults as a reader writes them in YAML
     assert "| `topology.message.timeout.secs` | `30` | number, >= 0.001 |" in page
     assert "| `topology.max.spout.pending` | `null` | int or null, >= 1 |" in page

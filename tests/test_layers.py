@@ -265,5 +265,6 @@ def test_the_reader_sees_the_kinds_of_import() -> None:
     assert "squall.topology.loading" in edges["squall.topology.component"]  # function-local
     assert "squall.windowing.stateful" not in edges.get("squall.state", {})  # an alias, left out
     assert "squall.tuning.autotune" in edges["squall.config"]  # a class path in a default
-    assert "squall.local" in edges["squall"]  # a lazy export and its TYPE_CHECKING import
+    assert "squall.local" in edges["squall"]  # a lazy export
+    assert "squall.worker.executor_host" in edges["squall.worker.executor"]  # under TYPE_CHECKING
     assert "kazoo" in edges["squall.cluster.zookeeper"]

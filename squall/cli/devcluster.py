@@ -61,8 +61,10 @@ import psutil
 import yaml
 
 from squall.cli.client import credentials, http_client
-from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, seal_root, start_client
+from squall.cluster.zookeeper import DevZookeeper, disconnect, seal_root, start_client
 from squall.config import DEFAULTS
+from squall.runtime.files import write_private
+from squall.runtime.ports import free_port
 from squall.security.keyring import Keyring
 from squall.supervisor.launcher import Slot
 from squall.supervisor.workers import UMASK, private_dir, write_json
@@ -222,7 +224,7 @@ class DevCluster:
         keyring.save()
         own = keyring.client_keyring(name, token).save(self.root / f"{name}.keyring.json")
         conf = {**self.conf, "squall.keyring.path": str(own)}
-        _write_private(self.root / f"{name}.yaml", yaml.safe_dump(conf))
+        write_private(self.root / f"{name}.yaml", yaml.safe_dump(conf))
         return token
 
     def request(self, method: str, url: str, body: bytes | None = None, *, token: Any = True,
@@ -267,7 +269,7 @@ class DevCluster:
                if self.with_drpc else {}),
             **self.extra,
         }
-        _write_private(self.config_file, yaml.safe_dump(self.conf))
+        write_private(self.config_file, yaml.safe_dump(self.conf))
         self.start_reaper()
         steps = [self.start_zookeeper, *(lambda i=i: self.start_nimbus(i) for i in range(self.n_nimbus)),
                  *([self.start_drpc] if self.with_drpc else []),
@@ -334,7 +336,7 @@ class DevCluster:
 
     def _daemon(self, key: str, command: str, conf: dict[str, Any]) -> subprocess.Popen[bytes]:
         path = self.root / f"{key}.yaml"
-        _write_private(path, yaml.safe_dump({**self.conf, "storm.local.hostname": self.host_of(key), **conf}))
+        write_private(path, yaml.safe_dump({**self.conf, "storm.local.hostname": self.host_of(key), **conf}))
         with open(self.root / "logs" / f"{key}.log", "ab", opener=_private) as log:
             # A session of its own: a ^C in the terminal reaches only the dev
             # cluster's owner, which stops everything in order.
@@ -382,7 +384,7 @@ class DevCluster:
                      else [self.new_port() for _ in range(self.n_slots)])
         self._ports.update(ports)
         private_dir(self.supervisor_dir(i))
-        _write_private(known, json.dumps(ports))
+        write_private(known, json.dumps(ports))
         return self._daemon(f"supervisor-{i}", "supervisor", {
             "storm.local.dir": str(self.supervisor_dir(i)), "supervisor.slots.ports": ports,
             "supervisor.cpu.cores": self.supervisor_cores(i),
@@ -507,11 +509,6 @@ def _private(path: str, flags: int) -> int:
     fd = os.open(path, flags, 0o600)
     os.fchmod(fd, 0o600)
     return fd
-
-
-def _write_private(path: Path, text: str) -> None:
-    with open(path, "w", opener=_private) as f:
-        f.write(text)
 
 
 _umask_lock = threading.Lock()

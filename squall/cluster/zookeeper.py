@@ -35,6 +35,7 @@ from kazoo.security import ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, Id, Permission
 
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, CoordinationError
+from squall.runtime.files import write_private
 
 log = structlog.get_logger("squall.cluster.zookeeper")
 
@@ -169,12 +170,6 @@ def zookeeper_classpath() -> str:
     return f"{jars}/*"
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket() as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
-
-
 class DevZookeeper:
     """One standalone ZooKeeper server in a child JVM, on one address only: ``host``
     (127.0.0.1 by default; a node's own address where the node is a network namespace).
@@ -231,11 +226,7 @@ class DevZookeeper:
         """The data directory (0700) and its zoo.cfg (0600)."""
         self.data_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
         os.chmod(self.data_dir, 0o700)
-        tmp = self.config_file.with_name("zoo.cfg.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(self.config())
-        os.replace(tmp, self.config_file)
+        write_private(self.config_file, self.config())
 
     def start(self, timeout: float = 30.0) -> None:
         self.prepare()

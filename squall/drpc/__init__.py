@@ -7,8 +7,6 @@ a spout of one's own fetches requests with (``DRPCInvocations``).  The server da
 (``squall drpc``) is squall.drpc_server.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -25,30 +23,4 @@ _EXPORTS: dict[str, str] = {
     "ReturnResults": "squall.drpc.returns",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "DRPCClient",
-    "DRPCExecutionError",
-    "DRPCInvocations",
-    "DRPCRequest",
-    "DRPCSpout",
-    "JoinResult",
-    "LinearDRPCInputDeclarer",
-    "LinearDRPCTopologyBuilder",
-    "LocalDRPC",
-    "PrepareRequest",
-    "ReturnResults",
-]
-
-if TYPE_CHECKING:
-    from squall.drpc.client import DRPCClient
-    from squall.drpc.invocations import DRPCInvocations, DRPCRequest
-    from squall.drpc.linear import (
-        JoinResult,
-        LinearDRPCInputDeclarer,
-        LinearDRPCTopologyBuilder,
-        PrepareRequest,
-    )
-    from squall.drpc.local import LocalDRPC
-    from squall.drpc.returns import ReturnResults
-    from squall.drpc.spout import DRPCSpout
-    from squall.errors import DRPCExecutionError
+__all__ = sorted(_EXPORTS)

@@ -1,4 +1,5 @@
-"""The bolt each user bolt of a linear DRPC topology runs inside (Storm's CoordinatedBolt):
+"""The bolt each user bolt of a linear DRPC topology runs inside (Storm's CoordinatedBolt,
+named here for what it completes: a request):
 it counts the request's tuples through the chain (squall.drpc.tracking decides), calls the
 bolt's ``finished_id(request_id)`` once this task has all of a request's tuples, and
 tells the tasks downstream how many it sent each.
@@ -16,8 +17,9 @@ from typing import Any
 
 from squall.drpc.tracking import RequestTrack, RequestTracker, Step
 from squall.errors import FailedException, SerializationError
-from squall.topology.component import DEFAULT_STREAM, Bolt
-from squall.topology.loading import resolve_class, wrapped_class
+from squall.topology.component import DEFAULT_STREAM
+from squall.topology.loading import resolve_class
+from squall.topology.wrapper import WrapperBolt
 
 COORD_STREAM = "$coord"  # a task -> each downstream task: [request id, tuples sent it], direct
 ID_STREAM = "id"  # PrepareRequest -> the last bolt, when it has a finished_id: [request id]
@@ -27,15 +29,8 @@ def has_finished_id(cls: Any) -> bool:
     return callable(getattr(cls, "finished_id", None))
 
 
-class CoordinatedBolt(Bolt):
+class RequestCoordinatedBolt(WrapperBolt):
     # This wrapper acks, anchors and fails; the user's bolt says when.
-    auto_ack = False
-    auto_anchor = False
-    auto_fail = False
-
-    @classmethod
-    def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        wrapped_class(options, "bolt", Bolt, "is not a Bolt", where)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options
@@ -172,9 +167,3 @@ class CoordinatedBolt(Bolt):
             self.ack(tup)
         self.tracker.forget(tr)
         return True
-
-    def process_tick(self, tup: Any) -> None:
-        self.user.process_tick(tup)
-
-    def cleanup(self) -> None:
-        self.user.cleanup()

@@ -17,7 +17,7 @@ client's ``execute`` raises DRPCExecutionError.
 
 What it builds is Storm's: ``spout`` (DRPCSpout) -> ``prepare-request`` (a random
 request id; the args, the return info and the id on three streams) -> ``bolt0`` ...
-(each user bolt in a CoordinatedBolt, counts on a direct stream between them) ->
+(each user bolt in a RequestCoordinatedBolt, counts on a direct stream between them) ->
 JoinResult (the last bolt's result joined with the return info, by request) ->
 ReturnResults.
 """
@@ -30,7 +30,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from squall.drpc.coordinated import COORD_STREAM, ID_STREAM, CoordinatedBolt, has_finished_id
+from squall.drpc.coordinated import COORD_STREAM, ID_STREAM, RequestCoordinatedBolt, has_finished_id
 from squall.drpc.returns import ReturnResults
 from squall.drpc.spout import DRPCSpout
 from squall.errors import TopologyValidationError
@@ -237,8 +237,8 @@ class LinearDRPCTopologyBuilder:
                 inputs[prepare[ID_STREAM]] = Grouping.fields("request")
             sources = {} if i == 0 else {f"bolt{i - 1}": "single" if i == 1 else "all"}
             spec = ComponentSpec(
-                CoordinatedBolt, "bolt", name=name, inputs=inputs, par=component.par, tasks=component.tasks,
-                config=component.config,
+                RequestCoordinatedBolt, "bolt", name=name, inputs=inputs, par=component.par,
+                tasks=component.tasks, config=component.config,
                 outputs=[*streams.values(), Stream(["id", "count"], name=COORD_STREAM, direct=True)],
                 options={"bolt": component.cls, "bolt_options": component.options, "sources": sources,
                          "id_source": PREPARE if needs_id else None})

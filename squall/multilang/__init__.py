@@ -13,8 +13,6 @@ Storm's own adapters and pystorm (streamparse) run unchanged as children;
 :mod:`squall.multilang.child` is Squall's own Python adapter.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -29,19 +27,4 @@ _EXPORTS = {
 }
 # Lazy: a Python child imports squall.multilang.child, which needs none of the parent side.
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "JSON_SERIALIZER",
-    "MSGPACK_SERIALIZER",
-    "ChildDied",
-    "MultilangError",
-    "ProtocolError",
-    "ShellBolt",
-    "ShellProcessError",
-    "ShellSpout",
-]
-
-if TYPE_CHECKING:
-    from squall.multilang.bolt import ShellBolt
-    from squall.multilang.codec import JSON_SERIALIZER, MSGPACK_SERIALIZER
-    from squall.multilang.errors import ChildDied, MultilangError, ProtocolError, ShellProcessError
-    from squall.multilang.spout import ShellSpout
+__all__ = sorted(_EXPORTS)

@@ -13,18 +13,28 @@ import os
 from pathlib import Path
 
 
-def write_private(path: str | os.PathLike[str], text: str, mode: int = 0o600, owner: int = -1,
-                  group: int = -1) -> None:
-    """``text`` as ``path``: 0600 while written, then ``mode`` (with ``owner``/``group``,
-    -1: unchanged), replacing whatever was there."""
+def write_private(path: str | os.PathLike[str], text: str, mode: int | None = 0o600, owner: int = -1,
+                  group: int = -1, tmp_per_process: bool = False) -> None:
+    """``text`` as ``path``, replacing whatever was there: 0600 while written, then
+    ``mode`` (with ``owner``/``group``, -1: unchanged).
+
+    ``mode=None``: what the umask leaves of 0666, as ``open()`` gives, for a file
+    other users read (a worker's heartbeat).  ``tmp_per_process``: a temporary
+    name of this process's own (``.<name>.<pid>.tmp``), where several processes
+    may write the same file at once and the last whole one should win; the
+    default single name means a writer that died leaves no litter.
+    """
     target = Path(path)
-    tmp = target.with_name(f"{target.name}.tmp")  # one name: a writer that died leaves no litter
+    if tmp_per_process:
+        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    else:
+        tmp = target.with_name(f"{target.name}.tmp")
     tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as f:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600 if mode is not None else 0o666)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
         if owner != -1 or group != -1:
             os.fchown(fd, owner, group)
-        if mode != 0o600:
+        if mode is not None and mode != 0o600:
             os.fchmod(fd, mode)
         f.write(text)
     os.replace(tmp, target)

@@ -101,7 +101,11 @@ class Keyring:
         return cls.load(keyring_path(conf))
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write whole, 0600 from the first byte, then move into place."""
+        """Write whole, 0600 from the first byte, then move into place.
+
+        As squall.runtime.files.write_private does; not through it, since runtime
+        stands on security (its logs are redacted here) and not the other way.
+        """
         target = Path(path or self.path or DEFAULT_PATH).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")

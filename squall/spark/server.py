@@ -54,6 +54,8 @@ import structlog
 from squall.affinity import release_child
 from squall.errors import SquallError
 from squall.runtime import sandbox
+from squall.runtime.files import write_private
+from squall.runtime.ports import free_port
 from squall.runtime.processes import kill_tree
 from squall.runtime.status import Status
 
@@ -97,12 +99,6 @@ def spark_home() -> Path:
     return Path(next(iter(spec.submodule_search_locations)))
 
 
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def port_open(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
@@ -114,14 +110,6 @@ def remote_url(port: int, token: str | None) -> str:
     if token:
         return f"sc://localhost:{port}/;token={token}"
     return f"sc://localhost:{port}"
-
-
-def write_private(path: Path, text: str) -> None:
-    """Write ``text`` to a file only its owner may read (0600, even if it existed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        os.fchmod(fd, 0o600)
-        f.write(text)
 
 
 def _properties_escape(text: str, key: bool) -> str:

@@ -13,8 +13,6 @@ and update a set of keys atomically; the maps and values stamp each value
 with the txid that wrote it, under Storm's "transactional" or "opaque" rule.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -31,24 +29,4 @@ _EXPORTS = {
     "TransactionalValue": "squall.state.values",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "CheckpointedSpout",
-    "KeyValueState",
-    "MemoryStore",
-    "OpaqueMap",
-    "OpaqueValue",
-    "SQLiteStore",
-    "StatefulBolt",
-    "StatefulWindowedBolt",
-    "Store",
-    "TransactionalMap",
-    "TransactionalValue",
-]
-
-if TYPE_CHECKING:
-    from squall.state.bolts import CheckpointedSpout, StatefulBolt
-    from squall.state.kv import KeyValueState
-    from squall.state.sqlite import SQLiteStore
-    from squall.state.store import MemoryStore, Store
-    from squall.state.values import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue
-    from squall.windowing.stateful import StatefulWindowedBolt
+__all__ = sorted(_EXPORTS)

@@ -20,18 +20,11 @@ from squall.state.alignment import BarrierAligner, Complete, Fail, Process, Rese
 from squall.state.checkpoint import CHECKPOINT_STREAM, COMMIT, PREPARE, RESETS
 from squall.state.providers import worker_store
 from squall.topology.component import DEFAULT_STREAM, Bolt
-from squall.topology.loading import resolve_class, wrapped_class
+from squall.topology.loading import resolve_class
+from squall.topology.wrapper import WrapperBolt
 
 
-class CheckpointedBolt(Bolt):
-    auto_ack = False
-    auto_anchor = False
-    auto_fail = False
-
-    @classmethod
-    def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        wrapped_class(options, "bolt", Bolt, "is not a Bolt", where)
-
+class CheckpointedBolt(WrapperBolt):
     @classmethod
     def check_definition(cls, cdef: Any, conf: Any, where: str) -> None:
         """The wrapped class checks its own settings (a window against the timeout)."""
@@ -215,9 +208,6 @@ class CheckpointedBolt(Bolt):
         self.emit([txid, action, done.barrier], anchors=done.items, stream=CHECKPOINT_STREAM)
         for tup in done.items:
             self.ack(tup)
-
-    def cleanup(self) -> None:
-        self.user.cleanup()
 
 
 class CheckpointedFlushingBolt(CheckpointedBolt):

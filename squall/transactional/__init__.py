@@ -4,8 +4,6 @@ See squall.transactional.topology for how a TransactionalTopology becomes
 an ordinary topology, and docs/transactional.md for users.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -20,25 +18,4 @@ _EXPORTS = {
     "TransactionalTopology": "squall.transactional.topology",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "BatchBolt",
-    "Committer",
-    "MemoryTransactionalSpout",
-    "OpaqueMemoryTransactionalSpout",
-    "OpaquePartitionedTransactionalSpout",
-    "PartitionedTransactionalSpout",
-    "TransactionAttempt",
-    "TransactionalSpout",
-    "TransactionalTopology",
-]
-
-if TYPE_CHECKING:
-    from squall.transactional.attempt import TransactionAttempt
-    from squall.transactional.bolts import BatchBolt, Committer
-    from squall.transactional.memory import MemoryTransactionalSpout, OpaqueMemoryTransactionalSpout
-    from squall.transactional.spouts import (
-        OpaquePartitionedTransactionalSpout,
-        PartitionedTransactionalSpout,
-        TransactionalSpout,
-    )
-    from squall.transactional.topology import TransactionalTopology
+__all__ = sorted(_EXPORTS)

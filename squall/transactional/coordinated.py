@@ -1,5 +1,6 @@
 """The bolt every user bolt of a transactional topology runs inside (Storm's
-CoordinatedBolt wrapped around a BatchBoltExecutor).
+CoordinatedBolt wrapped around a BatchBoltExecutor, in one class named for what it
+completes: a batch).
 
 It routes each arriving tuple: a batch tuple to the batch's own bolt
 instance (a fresh :class:`BatchBolt` per attempt, or the task's one plain
@@ -23,7 +24,8 @@ from squall.cluster.fence import Fence, FencedOut
 from squall.cluster.fenced_state import COORDINATOR
 from squall.errors import CoordinationError, FailedException, SerializationError
 from squall.topology.component import Bolt
-from squall.topology.loading import resolve_class, wrapped_class
+from squall.topology.loading import resolve_class
+from squall.topology.wrapper import WrapperBolt
 from squall.transactional.attempt import TransactionAttempt
 from squall.transactional.bolts import BatchBolt
 from squall.transactional.emitter import state_id
@@ -32,15 +34,13 @@ from squall.transactional.state import open_backend
 from squall.transactional.tracking import BatchTracker, Step, Track
 
 
-class CoordinatedBolt(Bolt):
+class BatchCoordinatedBolt(WrapperBolt):
     # Squall acks and anchors; user emits go out untracked and counted.
-    auto_ack = False
-    auto_anchor = False
-    auto_fail = False
+    wrapped_refusal = "is neither a BatchBolt nor a Bolt"
 
     @classmethod
-    def verify_options(cls, options: dict[str, Any], where: str) -> None:
-        wrapped_class(options, "bolt", (BatchBolt, Bolt), "is neither a BatchBolt nor a Bolt", where)
+    def wrapped_kinds(cls) -> tuple[type, ...]:
+        return (BatchBolt, Bolt)
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options
@@ -59,10 +59,9 @@ class CoordinatedBolt(Bolt):
         self.last: Track | None = None
         self.fence_state: Any = None  # the coordinator's state, opened at the first commit
         self.refused = self.metrics.counter("commits_refused") if self.tracker.committer else None
-        self.plain: Any = None
-        if not self.batch:
-            self.plain = self._make_user()
-            self.plain.initialize(conf, context)
+        if not self.batch:  # a plain bolt: one per task (a batch bolt: one per batch, on its track)
+            self.user = self._make_user()
+            self.user.initialize(conf, context)
 
     def _make_user(self) -> Any:
         user = self.build_inner(self.user_cls, self.user_options)
@@ -108,7 +107,7 @@ class CoordinatedBolt(Bolt):
                 if tr.bolt is not None:
                     tr.bolt.process(tup)
                 else:
-                    self.plain.process(tup)
+                    self.user.process(tup)
             except Exception as e:  # noqa: BLE001 - user code: the batch fails, the worker lives
                 self._failed(tr, e)
             finally:
@@ -216,13 +215,8 @@ class CoordinatedBolt(Bolt):
             return False
         return True
 
-    def process_tick(self, tup: Any) -> None:
-        if self.plain is not None:
-            self.plain.process_tick(tup)
-
     def cleanup(self) -> None:
-        if self.plain is not None:
-            self.plain.cleanup()
+        super().cleanup()
         # A batch bolt keeping what its task made across batches (Trident's states) lets it go.
         task_cleanup = getattr(self.user_cls, "task_cleanup", None)
         if self.batch and callable(task_cleanup):

@@ -28,8 +28,7 @@ from typing import Any
 from squall.cluster.fence import Fence, FencedOut
 from squall.cluster.fenced_state import decode_value, encode_value
 from squall.errors import CoordinationError, FailedException, SerializationError, TopologyValidationError
-from squall.topology.component import Bolt
-from squall.topology.loading import wrapped_class
+from squall.topology.wrapper import WrapperBolt
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, BatchOutput, count_targets
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
 from squall.transactional.state import open_backend
@@ -45,16 +44,15 @@ class _Batch:
         self.sent: dict[int, int] = {}
 
 
-class EmitterBolt(Bolt):
-    auto_ack = False
-    auto_anchor = False
-    auto_fail = False
+class EmitterBolt(WrapperBolt):
+    wrapped_option = "spout"  # on self.spout, not self.user: a spout takes no ticks
+    wrapped_refusal = "is not a transactional spout"
 
     @classmethod
-    def verify_options(cls, options: dict[str, Any], where: str) -> None:
+    def wrapped_kinds(cls) -> tuple[type, ...]:
         from squall.transactional.spouts import SPOUT_KINDS
 
-        wrapped_class(options, "spout", SPOUT_KINDS, "is not a transactional spout", where)
+        return SPOUT_KINDS
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options

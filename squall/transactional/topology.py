@@ -8,7 +8,7 @@ The rewrite is the seed's "Implementation" section, in Storm's own shape
   and ``S``, the emitter bolt with the user's parallelism, all-grouped to
   the coordinator's batch stream (and to its commit stream for an opaque
   spout, whose emitters store metadata on commit);
-- every bolt runs inside a :class:`CoordinatedBolt`, subscribed besides its
+- every bolt runs inside a :class:`BatchCoordinatedBolt`, subscribed besides its
   own inputs to a direct count stream from each component it reads;
   committers also to the coordinator's commit stream.
 
@@ -26,7 +26,7 @@ from squall.topology.component import Bolt, ComponentSpec, Spout, Stream, Stream
 from squall.topology.grouping import Grouping
 from squall.topology.topology import Topology, TopologyDef, _source_of, build_definition
 from squall.transactional.bolts import BatchBolt, Committer
-from squall.transactional.coordinated import CoordinatedBolt
+from squall.transactional.coordinated import BatchCoordinatedBolt
 from squall.transactional.coordinator_spout import CoordinatorSpout
 from squall.transactional.emitter import EmitterBolt
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, COUNT_STREAM, coordinator_name
@@ -135,7 +135,7 @@ def build_transactional(name: str, specs: Mapping[str, ComponentSpec], conf: dic
         if committer:
             wired[StreamRef(coordinator, COMMIT_STREAM)] = Grouping.all()
         out[cname] = ComponentSpec(
-            CoordinatedBolt, "bolt", name=cname, inputs=wired, par=spec.par, tasks=spec.tasks,
+            BatchCoordinatedBolt, "bolt", name=cname, inputs=wired, par=spec.par, tasks=spec.tasks,
             config=spec.config, outputs=streams[cname],
             options={"bolt": spec.cls, "bolt_options": dict(spec.options), "committer": committer,
                      "coordinator": coordinator, "transactional_id": tid,

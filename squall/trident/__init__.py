@@ -4,8 +4,6 @@ The API is pinned in the project's trident.md (Storm's names in snake_case); wha
 is lives in the module its entry below names.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS: dict[str, str] = {
@@ -62,68 +60,3 @@ _EXPORTS: dict[str, str] = {
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = sorted(_EXPORTS)
-
-if TYPE_CHECKING:
-    # F401: names re-exported through _EXPORTS (``__all__`` is built from it).
-    from squall.trident.operations import (  # noqa: F401
-        Aggregator,
-        Assembly,
-        CombinerAggregator,
-        Count,
-        Debug,
-        Equals,
-        Filter,
-        FilterNull,
-        FirstN,
-        Function,
-        MapGet,
-        Negate,
-        Operation,
-        QueryFunction,
-        ReducerAggregator,
-        SnapshotGet,
-        StateUpdater,
-        Sum,
-        TridentTuple,
-        TupleCollectionGet,
-    )
-    from squall.trident.spout import BatchSpout  # noqa: F401
-    from squall.trident.state.base import (  # noqa: F401
-        CombinerValueUpdater,
-        ITupleCollection,
-        ReadOnlyState,
-        ReducerValueUpdater,
-        Snapshottable,
-        StaleBatchError,
-        State,
-        StateFactory,
-        StateType,
-        ValueUpdater,
-    )
-    from squall.trident.state.map import (  # noqa: F401
-        CachedMap,
-        IBackingMap,
-        MapState,
-        NonTransactionalMap,
-        OpaqueMap,
-        SnapshottableMap,
-        TransactionalMap,
-    )
-    from squall.trident.state.memory import (  # noqa: F401
-        MemoryMapState,
-    )
-    from squall.trident.state.stores import (  # noqa: F401
-        SqliteMapState,
-        StoreMapState,
-    )
-    from squall.trident.state.values import (  # noqa: F401
-        OpaqueValue,
-        TransactionalValue,
-    )
-    from squall.trident.stream import (  # noqa: F401
-        ChainedAggregatorDeclarer,
-        GroupedStream,
-        Stream,
-        TridentState,
-        TridentTopology,
-    )

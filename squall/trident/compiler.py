@@ -2,7 +2,7 @@
 a coordinator and an emitter (squall.transactional's CoordinatorSpout and EmitterBolt, with
 the transactional spout squall.trident.sources makes of the user's: the user's own, or one
 carrying it), and for each group of operations (squall.trident.planner) one
-:class:`~squall.trident.bolt.TridentBolt` inside a CoordinatedBolt: batches complete by
+:class:`~squall.trident.bolt.TridentBolt` inside a BatchCoordinatedBolt: batches complete by
 per-task counts, state updates in the commit phase, in txid order.  What comes out is an
 ordinary topology class: ``LocalCluster.submit`` and ``squall submit`` take it.
 """
@@ -17,7 +17,7 @@ from squall.errors import TopologyValidationError
 from squall.topology.component import ComponentSpec, Stream, StreamRef
 from squall.topology.grouping import CustomGrouping, Grouping
 from squall.topology.topology import Topology, build_definition
-from squall.transactional.coordinated import CoordinatedBolt
+from squall.transactional.coordinated import BatchCoordinatedBolt
 from squall.transactional.coordinator_spout import CoordinatorSpout
 from squall.transactional.emitter import EmitterBolt
 from squall.transactional.output import BATCH_STREAM, COMMIT_STREAM, COUNT_STREAM, coordinator_name
@@ -180,7 +180,7 @@ def compile_topology(topology: Any, name: str = "TridentTopology") -> type[Topol
                       "exits": exits, "targets": sorted({e.target_group for e in g.outputs})}
         bolt = TridentCommitterBolt if g.committer else TridentBolt
         specs[g.name] = ComponentSpec(
-            CoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
+            BatchCoordinatedBolt, "bolt", name=g.name, inputs=inputs, par=g.parallelism, outputs=outputs,
             config={COLOCATE_WITH: g.colocate_with} if g.colocate_with else {},
             options={"bolt": bolt, "bolt_options": {"group": encode(group_data)}, "committer": g.committer,
                      "coordinator": coordinator, "transactional_id": tx_id,

@@ -15,8 +15,6 @@ in processing time or event time with watermarks.
 :mod:`~squall.windowing.bolt` is the shell that runs it as a bolt.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -32,21 +30,4 @@ _EXPORTS = {
     "WindowPolicy": "squall.windowing.policy",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "LATE_TUPLE_FIELD",
-    "Activation",
-    "Count",
-    "Duration",
-    "StatefulWindowedBolt",
-    "WatermarkTracker",
-    "Window",
-    "WindowCore",
-    "WindowPolicy",
-    "WindowedBolt",
-]
-
-if TYPE_CHECKING:
-    from squall.windowing.bolt import LATE_TUPLE_FIELD, WindowedBolt
-    from squall.windowing.core import Activation, WatermarkTracker, Window, WindowCore
-    from squall.windowing.policy import Count, Duration, WindowPolicy
-    from squall.windowing.stateful import StatefulWindowedBolt
+__all__ = sorted(_EXPORTS)

@@ -93,12 +93,12 @@ SIGKILL just kills it.
 from __future__ import annotations
 
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from squall.errors import SquallError
+from squall.runtime.files import write_private
 from squall.security import curve as curve_keys
 
 EXIT_OK = 0
@@ -204,9 +204,7 @@ def read_secrets(path: Path) -> WorkerSecrets | None:
 
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Write ``obj`` as JSON to ``path`` so that no reader sees a partial file."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(obj, separators=(",", ":")))
-    os.replace(tmp, path)
+    write_private(path, json.dumps(obj, separators=(",", ":")), mode=None, tmp_per_process=True)
 
 
 @dataclass(frozen=True)

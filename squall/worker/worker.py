@@ -367,7 +367,7 @@ def import_component_classes(plan: TopologyPlan, executors: list[ExecutorDef]) -
     """Import the class of every component this worker runs, before anything can arrive from
     the wire.  A feature registers its wire types when its modules are imported
     (squall.worker.wire_types), and a feature's values reach only its own components (a
-    transactional topology runs every bolt inside its CoordinatedBolt), so the decoder knows
+    transactional topology runs every bolt inside its BatchCoordinatedBolt), so the decoder knows
     every type it may meet; a worker that runs none of a feature's components never imports it.
     A class that does not load is left to its executor, which fails with it as it always has."""
     for component in sorted({e.component for e in executors}):

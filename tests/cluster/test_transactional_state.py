@@ -14,8 +14,9 @@ import pytest
 
 from squall import config as config_mod
 from squall.cluster.transactional_state import ZooKeeperBackend
-from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.cluster.zookeeper import DevZookeeper
 from squall.errors import CoordinationError, SerializationError
+from squall.runtime.ports import free_port
 from squall.testing import poll_for
 from tests.helpers import keyring_conf
 

@@ -18,8 +18,9 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
 from squall.cluster.transactional_state import ZooKeeperBackend
-from squall.cluster.zookeeper import DevZookeeper, digest_acls, free_port, make_client, start_client
+from squall.cluster.zookeeper import DevZookeeper, digest_acls, make_client, start_client
 from squall.errors import ConfigError
+from squall.runtime.ports import free_port
 from squall.security.keyring import Keyring
 
 TOPOLOGY = {"id": "t-1", "name": "t", "status": "active", "definition": {}, "conf": {}}

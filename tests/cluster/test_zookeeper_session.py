@@ -14,8 +14,9 @@ from kazoo.client import KazooClient
 from squall import config as config_mod
 from squall.cluster.session import LOST
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
+from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.nimbus.daemon import Nimbus
+from squall.runtime.ports import free_port
 from squall.supervisor.daemon import Supervisor
 from squall.testing import poll_for
 from tests.helpers import keyring_conf

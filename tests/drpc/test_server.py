@@ -17,11 +17,12 @@ import pytest
 
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import DevZookeeper, disconnect, free_port, start_client
+from squall.cluster.zookeeper import DevZookeeper, disconnect, start_client
 from squall.drpc import DRPCClient, DRPCExecutionError
 from squall.drpc.invocations import HttpEndpoint
 from squall.drpc_server.daemon import DRPCServer
 from squall.drpc_server.invokers import Invokers
+from squall.runtime.ports import free_port
 from squall.security import tls
 from squall.security.keyring import Keyring
 from squall.testing import poll_for

@@ -39,7 +39,8 @@ from tests.partitions.history import History, Op
 from tests.partitions.leaders import Term, Write, audit
 from tests.partitions.nemesis import play
 
-TOPOLOGIES = Path(__file__).with_name("topologies")
+# Beside the cluster tests' topologies, whose parts they import as sibling modules.
+TOPOLOGIES = Path(__file__).resolve().parents[1] / "cluster" / "topologies"
 VOCAB = [f"w{i:02d}" for i in range(30)]
 # How often the client looks for completions: the resolution of the latencies it measures.
 OBSERVE_SECS = 0.02

@@ -11,6 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
+from squall.runtime.files import write_private
 from squall.spark import server as server_module
 from squall.spark.server import (
     TOKEN_ENV,
@@ -19,7 +20,6 @@ from squall.spark.server import (
     remote_url,
     server_call,
     warm_up_call,
-    write_private,
 )
 from squall.testing import poll_for
 

@@ -14,7 +14,8 @@ import psutil
 import pytest
 
 from squall.cli.devcluster import DevCluster
-from squall.spark.server import SERVER_CLASS, free_port
+from squall.runtime.ports import free_port
+from squall.spark.server import SERVER_CLASS
 from squall.testing import poll_for
 
 REPO = Path(__file__).resolve().parents[2]

@@ -18,8 +18,9 @@ import pytest
 
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
-from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
+from squall.cluster.zookeeper import DevZookeeper, start_client
 from squall.errors import SquallError, TopologyValidationError
+from squall.runtime.ports import free_port
 from squall.security.keyring import Keyring
 from squall.supervisor import launcher, run_as, workers
 from squall.supervisor.daemon import Supervisor

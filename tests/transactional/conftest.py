@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from squall.cluster.zookeeper import DevZookeeper, free_port
+from squall.cluster.zookeeper import DevZookeeper
+from squall.runtime.ports import free_port
 from tests.transactional.topologies import RUNS, Run
 
 _names = itertools.count()

@@ -16,7 +16,8 @@ from kazoo.client import KazooClient
 
 from squall import LocalCluster
 from squall import config as config_mod
-from squall.cluster.zookeeper import DevZookeeper, free_port, start_client
+from squall.cluster.zookeeper import DevZookeeper, start_client
+from squall.runtime.ports import free_port
 from squall.state import OpaqueValue
 from squall.testing import poll_for
 from tests.helpers import keyring_conf

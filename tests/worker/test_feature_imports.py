@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pytest
 
+from squall.runtime.ports import free_port
 from squall.testing import poll_for
 from squall.topology.component import ComponentSpec
 from squall.topology.topology import Topology
-from tests.worker.test_worker_process import ACKER, SINK, SOURCE, Workers, free_port, heartbeat
+from tests.worker.test_worker_process import ACKER, SINK, SOURCE, Workers, heartbeat
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -6,7 +6,6 @@ Each ``check_*`` states one property a worker relies on; the parametrized
 
 from __future__ import annotations
 
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -16,16 +15,11 @@ from typing import Any
 import pytest
 
 from squall.errors import TransportError
+from squall.runtime.ports import free_port
 from squall.testing import poll_for
 from squall.worker.transport import InprocTransport, Receiver, Sender, Transport
 from squall.worker.transport_schemes import transport_for
 from squall.worker.zmq_transport import ZmqTransport, endpoint
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @dataclass

@@ -12,7 +12,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ from typing import Any
 import psutil
 import pytest
 
+from squall.runtime.ports import free_port
 from squall.testing import poll_for
 from squall.topology.component import ComponentSpec
 from squall.topology.topology import Topology
@@ -115,12 +115,6 @@ def topology_dict(sink_class: str = "xtopo:Sink") -> dict[str, Any]:
 
 # Task ids (components sorted by name): 1 = __acker, 2 = sink, 3 = source.
 ACKER, SINK, SOURCE = [1, 1], [2, 2], [3, 3]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Workers:

@@ -11,8 +11,6 @@ Names are imported on first use, so importing this package does not need
 the ``redis`` client; using a connector without it says how to install it.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -36,42 +34,4 @@ _EXPORTS = {
     "RedisMapState": "squall.contrib.redis.trident",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "Backoff",
-    "DevRedis",
-    "MalformedEntry",
-    "RedisBackingMap",
-    "RedisKeysCommitter",
-    "RedisKeysSink",
-    "RedisMap",
-    "RedisMapState",
-    "RedisStore",
-    "RedisStreamCommitter",
-    "RedisStreamOpaqueSpout",
-    "RedisStreamPartitionedSpout",
-    "RedisStreamSink",
-    "RedisStreamSpout",
-    "RedisUnavailable",
-    "ReplayLost",
-    "connect",
-    "redact",
-]
-
-if TYPE_CHECKING:
-    from squall.contrib.redis.client import Backoff, RedisUnavailable, connect, redact
-    from squall.contrib.redis.devserver import DevRedis
-    from squall.contrib.redis.entries import MalformedEntry
-    from squall.contrib.redis.sink import (
-        RedisKeysCommitter,
-        RedisKeysSink,
-        RedisStreamCommitter,
-        RedisStreamSink,
-    )
-    from squall.contrib.redis.store import RedisMap, RedisStore
-    from squall.contrib.redis.stream_spout import RedisStreamSpout
-    from squall.contrib.redis.transactional import (
-        RedisStreamOpaqueSpout,
-        RedisStreamPartitionedSpout,
-        ReplayLost,
-    )
-    from squall.contrib.redis.trident import RedisBackingMap, RedisMapState
+__all__ = sorted(_EXPORTS)

@@ -18,12 +18,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from squall.errors import SquallError
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+from squall.runtime.ports import free_port
 
 
 class DevRedis:

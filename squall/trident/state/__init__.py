@@ -11,8 +11,6 @@ spout's (Trident-state.md): opaque state is exactly once under any replay,
 transactional state only when a replayed txid carries the same batch.
 """
 
-from typing import TYPE_CHECKING
-
 from squall.lazy import lazy_exports
 
 _EXPORTS = {
@@ -44,58 +42,4 @@ _EXPORTS = {
     "TransactionalValue": "squall.trident.state.values",
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
-__all__ = [
-    "CachedMap",
-    "CombinerValueUpdater",
-    "IBackingMap",
-    "ITupleCollection",
-    "MapState",
-    "MemoryBackingMap",
-    "MemoryMapState",
-    "MemoryMapStateFactory",
-    "NonTransactionalMap",
-    "OpaqueMap",
-    "OpaqueValue",
-    "ReadOnlyState",
-    "ReducerValueUpdater",
-    "Snapshottable",
-    "SnapshottableMap",
-    "SqliteMapState",
-    "StaleBatchError",
-    "State",
-    "StateFactory",
-    "StateType",
-    "StoreBackingMap",
-    "StoreMapState",
-    "TransactionalMap",
-    "TransactionalValue",
-    "ValueUpdater",
-    "build_map_state",
-]
-
-if TYPE_CHECKING:
-    from squall.trident.state.base import (
-        CombinerValueUpdater,
-        ITupleCollection,
-        ReadOnlyState,
-        ReducerValueUpdater,
-        Snapshottable,
-        StaleBatchError,
-        State,
-        StateFactory,
-        StateType,
-        ValueUpdater,
-    )
-    from squall.trident.state.map import (
-        CachedMap,
-        IBackingMap,
-        MapState,
-        NonTransactionalMap,
-        OpaqueMap,
-        SnapshottableMap,
-        TransactionalMap,
-        build_map_state,
-    )
-    from squall.trident.state.memory import MemoryBackingMap, MemoryMapState, MemoryMapStateFactory
-    from squall.trident.state.stores import SqliteMapState, StoreBackingMap, StoreMapState
-    from squall.trident.state.values import OpaqueValue, TransactionalValue
+__all__ = sorted(_EXPORTS)

@@ -4,7 +4,8 @@ The source is a file of sentences plus an append-only log of acked ids (a
 queue with committed offsets, as Kafka or Kestrel would be): a spout that
 restarts re-emits everything not yet acked, so killing any worker loses
 nothing.  The count bolt appends what it counted, with the (sentence,
-index) key that lets the test drop replays, one file per task.
+index) key that lets the test drop replays, one file per task.  Its parts are
+the partition tests' at-least-once count's too (queue_wordcount.py).
 """
 
 from __future__ import annotations
@@ -63,8 +64,15 @@ class CountWords(Bolt):
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         path = os.path.join(conf["squall.test.dir"], f"counted-{context.task_id}-{os.getpid()}.log")
         self.out = open(path, "a", buffering=1)  # noqa: SIM115
+        # squall.test.drop.every: N skips every Nth word and acks it anyway: the broken
+        # variant the partition tests' checker must catch.
+        self.drop_every = conf.get("squall.test.drop.every", 0)
+        self.seen = 0
 
     def process(self, tup: Any) -> None:
+        self.seen += 1
+        if self.drop_every and self.seen % self.drop_every == 0:
+            return  # the broken variant: dropped, and acked as if counted
         self.out.write(f"{tup.values.id} {tup.values.index} {tup.values.word}\n")
 
 

@@ -7,6 +7,8 @@ Transactions start at most ``squall.test.batches.per.sec`` a second, so a
 test has time to break things while they flow.  The committer adds each
 batch's word counts to ``counts.sqlite`` in the test directory, skipping a
 txid it already applied, and appends ``txid attempt`` to a log per process.
+Its counting bolts are the partition tests' transactional count's too
+(queue_wordcount.py).
 """
 
 from __future__ import annotations

@@ -77,15 +77,23 @@ class TxidSentences(BatchSpout):
             collector.emit([sentence])
 
 
+def count_words(topology: TridentTopology, sentences: Any, state: Any, parallelism: int) -> Any:
+    """The words of a stream of ``sentence`` counted exactly once into ``state``, and a DRPC
+    stream ``words`` summing the counts of the words asked (the partition tests' Trident
+    count, trident_queue.py, is this one over another source and state)."""
+    counts = (sentences.each(["sentence"], Split(), ["word"])
+              .group_by(["word"])
+              .persistent_aggregate(state, Count(), ["count"])
+              .parallelism_hint(parallelism))
+    (topology.new_drpc_stream("words")
+     .each(["args"], Split(), ["word"])
+     .group_by(["word"])
+     .state_query(counts, ["word"], MapGet(), ["count"])
+     .each(["count"], FilterNull())
+     .aggregate(["count"], Sum(), ["sum"]))
+    return counts
+
+
 topology = TridentTopology()
-counts = (topology.new_stream("chaos-sentences", TxidSentences()).parallelism_hint(2)
-          .each(["sentence"], Split(), ["word"])
-          .group_by(["word"])
-          .persistent_aggregate(RedisMapState.opaque(namespace=NAMESPACE), Count(), ["count"])
-          .parallelism_hint(3))
-(topology.new_drpc_stream("words")
- .each(["args"], Split(), ["word"])
- .group_by(["word"])
- .state_query(counts, ["word"], MapGet(), ["count"])
- .each(["count"], FilterNull())
- .aggregate(["count"], Sum(), ["sum"]))
+counts = count_words(topology, topology.new_stream("chaos-sentences", TxidSentences()).parallelism_hint(2),
+                     RedisMapState.opaque(namespace=NAMESPACE), 3)

@@ -7,7 +7,8 @@ import time
 import pytest
 
 from squall.contrib.redis.client import Backoff, RedisUnavailable, call_with_retry, client, connect, redact
-from squall.contrib.redis.devserver import DevRedis, free_port
+from squall.contrib.redis.devserver import DevRedis
+from squall.runtime.ports import free_port
 
 
 def test_redact_hides_only_the_password() -> None:

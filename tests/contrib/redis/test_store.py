@@ -9,9 +9,10 @@ from typing import Any
 import pytest
 
 from squall.contrib.redis.client import Backoff, RedisUnavailable
-from squall.contrib.redis.devserver import DevRedis, free_port
+from squall.contrib.redis.devserver import DevRedis
 from squall.contrib.redis.store import RedisMap, RedisStore
 from squall.errors import SerializationError
+from squall.runtime.ports import free_port
 from squall.state import OpaqueMap, OpaqueValue, TransactionalMap, TransactionalValue
 from squall.state.store import StoreError
 from tests.helpers import run_together

@@ -6,7 +6,9 @@ the counts while faults are played.
 A batch is a range of the queue's lines, chosen by the coordinator and stored with its
 txid, so a replay emits the same messages.  Each message adds a pseudo-word ``#<id>`` to
 the count, as the transactional count does: the committed ``#<id>`` keys say which
-messages committed.  The state's file is ``squall.state.dir``/<topology>.sqlite.
+messages committed.  The state's file is ``squall.state.dir``/<topology>.sqlite.  The
+counting and the DRPC stream are trident_wordcount.py's (``count_words``), imported as a
+sibling module (shipped with this file).
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from squall.trident import BatchSpout, Count, FilterNull, MapGet, SqliteMapState, Sum, TridentTopology
-from squall.trident.testing import Split
+from trident_wordcount import count_words
+
+from squall.trident import BatchSpout, SqliteMapState, TridentTopology
 
 NAMESPACE = "partitions"
 
@@ -49,14 +52,5 @@ class QueueBatches(BatchSpout):
 
 
 topology = TridentTopology()
-counts = (topology.new_stream("queue", QueueBatches()).parallelism_hint(2)
-          .each(["sentence"], Split(), ["word"])
-          .group_by(["word"])
-          .persistent_aggregate(SqliteMapState.opaque(namespace=NAMESPACE), Count(), ["count"])
-          .parallelism_hint(2))
-(topology.new_drpc_stream("words")
- .each(["args"], Split(), ["word"])
- .group_by(["word"])
- .state_query(counts, ["word"], MapGet(), ["count"])
- .each(["count"], FilterNull())
- .aggregate(["count"], Sum(), ["sum"]))
+counts = count_words(topology, topology.new_stream("queue", QueueBatches()).parallelism_hint(2),
+                     SqliteMapState.opaque(namespace=NAMESPACE), 2)

@@ -9,23 +9,26 @@ broker would be -- and reads back what the topologies say they did:
   fail (and, after a restart, every message not yet acked).  The count bolt
   appends ``id index word`` to a file of its own for each word it counts.
   ``squall.test.drop.every: N`` makes it skip every Nth word and ack it anyway:
-  the broken variant the checker must catch.
+  the broken variant the checker must catch.  The split and count bolts are
+  durable_wordcount.py's, imported as a sibling module (shipped with this file).
 * ``TransactionalWordCount``: a partitioned transactional spout over the same
   queue (partition = id mod 4, a batch a range of a partition's messages),
   counted exactly once into ``counts.sqlite``.  Each message adds one pseudo-word
   ``#<id>`` to the count as well: the committed ``#<id>`` keys are which
   messages committed, read by the client from the same table its counts live in.
+  The counting bolts are transactional_wordcount.py's (which also log each commit).
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter
 from typing import Any
 
+from durable_wordcount import CountWords, SplitWords
+from transactional_wordcount import CommitCounts, PartialCount
+
 from squall import Bolt, Grouping, Spout, Topology
-from squall.state import SQLiteStore, TransactionalMap
-from squall.transactional import BatchBolt, Committer, PartitionedTransactionalSpout, TransactionalTopology
+from squall.transactional import PartitionedTransactionalSpout, TransactionalTopology
 
 PARTITIONS = 4
 
@@ -86,28 +89,6 @@ class QueueSentences(Spout):
         self.todo.append(tup_id)
 
 
-class SplitWords(Bolt):
-    outputs = ["id", "index", "word"]
-
-    def process(self, tup: Any) -> None:
-        for i, word in enumerate(tup.values.sentence.split()):
-            self.emit([tup.values.id, i, word])
-
-
-class CountWords(Bolt):
-    def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        path = os.path.join(conf["squall.test.dir"], f"counted-{context.task_id}-{os.getpid()}.log")
-        self.out = open(path, "a", buffering=1)  # noqa: SIM115
-        self.drop_every = conf.get("squall.test.drop.every", 0)
-        self.seen = 0
-
-    def process(self, tup: Any) -> None:
-        self.seen += 1
-        if self.drop_every and self.seen % self.drop_every == 0:
-            return  # the broken variant: dropped, and acked as if counted
-        self.out.write(f"{tup.values.id} {tup.values.index} {tup.values.word}\n")
-
-
 class AtLeastOnceWordCount(Topology):
     config = {"topology.max.spout.pending": 100, "topology.message.timeout.secs": 8}
     sentences = QueueSentences.spec()
@@ -157,40 +138,6 @@ class SplitWithMarker(Bolt):
         for word in tup.values.sentence.split():
             self.emit([tup.values.tx, word])
         self.emit([tup.values.tx, f"#{tup.values.id}"])
-
-
-class PartialCount(BatchBolt):
-    outputs = ["tx", "word", "count"]
-
-    def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:
-        self.attempt = attempt
-        self.counts: Counter[str] = Counter()
-
-    def process(self, tup: Any) -> None:
-        self.counts[tup.values.word] += 1
-
-    def finish_batch(self) -> None:
-        for word, n in self.counts.items():
-            self.emit([self.attempt, word, n])
-
-
-class CommitCounts(Committer, BatchBolt):
-    outputs = []
-    stores: dict[str, TransactionalMap] = {}  # one SQLite connection per worker process
-
-    def initialize(self, conf: dict[str, Any], context: Any, attempt: Any) -> None:
-        self.attempt = attempt
-        self.counts: Counter[str] = Counter()
-        folder = conf["squall.test.dir"]
-        if folder not in self.stores:
-            self.stores[folder] = TransactionalMap(SQLiteStore(os.path.join(folder, "counts.sqlite")))
-        self.db = self.stores[folder]
-
-    def process(self, tup: Any) -> None:
-        self.counts[tup.values.word] += tup.values.count
-
-    def finish_batch(self) -> None:
-        self.db.increment(self.attempt.txid, dict(self.counts))
 
 
 class TransactionalWordCount(TransactionalTopology):
