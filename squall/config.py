@@ -170,7 +170,7 @@ KEYS: dict[str, Key] = {
         "A Trident stream read from a plain Spout: the least time between the starts of two new batches "
         "(empty or not; replays are not held back)."),
     # A component's own key (spec(config=...)): its executor j runs in the worker of
-    # executor j of the named component (squall.worker.plan.colocations).
+    # executor j of the named component (squall.nimbus.placement.colocations).
     "topology.colocate.with": Key(None, (str, type(None)), None,
         "A component's own setting: the name of another component with as many executors; executor j of "
         "both runs in one worker, also after a reschedule. Trident sets it on a state_query's bolt, so "
