@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))
 
 from squall.security import curve  # noqa: E402
 from squall.topology.tuple import Tuple, record_type  # noqa: E402
-from squall.worker import serialization  # noqa: E402
-from squall.worker.zmq_transport import ZmqTransport  # noqa: E402
+from squall.worker.wire import codec as serialization  # noqa: E402
+from squall.worker.wire.zmq_transport import ZmqTransport  # noqa: E402
 
 WORD = record_type(("word",))
 

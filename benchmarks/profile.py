@@ -18,15 +18,15 @@ the first stage that claims a frame, from the leaf up:
 
 =========  ==================================================================
 user       the topology's own code (spout next_tuple, split, count)
-emit       the collector: emit, anchoring, edge ids (collector.py, typed_core.pyx)
+emit       the collector: emit, anchoring, edge ids (executors/emit.py, typed_core.pyx)
 route      choosing the target tasks: groupings (routing.py)
 queue      the executors' queues and batches (queues.py)
 ack        acking, XOR bookkeeping in the executors (the collector's ack, executors)
-acker      the acker task and its ledger (acker/, acker_executor.py)
-crossing   leaving or entering the worker (transfer, transport, wire, serialization,
-           fastwire, zmq); none in one worker
+acker      the acker task and its ledger (acker/, executors/acker.py)
+crossing   leaving or entering the worker (worker/wire/: transfer, transport, frames,
+           codec, fastwire, zmq); none in one worker
 tuple      making tuples (topology/tuple.py, typed_tuple.pyx)
-executor   the executors' loops (executor.py, spout/bolt/component_executor.py)
+executor   the executors' loops (executors/: executor.py, spout.py, bolt.py, component.py)
 other      the rest (interpreter, threads, metrics...)
 =========  ==================================================================
 
@@ -56,14 +56,13 @@ sys.path.insert(0, str(HERE / "topologies"))
 # (stage, what a frame names: a Python file path or a Cython C name's module part)
 STAGES = [
     ("user", ("bench_wordcount", "sentences.py")),
-    ("acker", ("squall/acker/", "ledger.c", "rotating_map.c", "acker_executor")),
-    ("crossing", ("transfer", "transport", "squall/worker/wire", "_4wire_", "serialization",
-                  "fastwire", "zmq")),
+    ("acker", ("squall/acker/", "ledger.c", "rotating_map.c", "executors/acker", "executors_5acker")),
+    ("crossing", ("squall/worker/wire/", "_6worker_4wire_", "transfer", "transport", "fastwire", "zmq")),
     ("route", ("routing",)),
     ("queue", ("queues",)),
     ("tuple", ("topology/tuple", "(tuple.c:", "typed_tuple")),
     ("executor", ("run_batch",)),  # the bolt's loop, in the typed core
-    ("emit", ("collector", "typed_core")),
+    ("emit", ("executors/emit", "executors_4emit", "typed_core")),
     ("executor", ("executor",)),
 ]
 # A function of the collector or an executor that acks: its name (Python's, or the end of a

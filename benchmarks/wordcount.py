@@ -130,7 +130,7 @@ def pending_tree_bytes(n: int = 100_000) -> dict[str, float]:
     import tracemalloc
 
     from squall.acker import AckLedger
-    from squall.worker.collector import pending_trees
+    from squall.worker.executors.emit import pending_trees
 
     rng = random.Random(3)
     ids = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(n)]

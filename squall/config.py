@@ -114,7 +114,7 @@ KEYS: dict[str, Key] = {
     # The garbage collector's gen-0 threshold while workers run (see squall.worker.gc).
     "worker.gc.gen0.threshold": Key(50_000, (int,), 0,
         "The garbage collector's generation-0 threshold in workers; 0: Python's own, and no heap freeze."),
-    # Worker processes (squall.worker.process): heartbeat.json is rewritten this often,
+    # Worker processes (squall.worker.process.lifecycle): heartbeat.json is rewritten this often,
     "worker.heartbeat.frequency.secs": Key(1.0, (int, float), 0.01,
         "How often a worker process rewrites its heartbeat for its supervisor."),
     # assignment.json is checked for changes this often,

@@ -21,7 +21,7 @@ from squall.errors import ComponentError, SquallError
 from squall.local.cluster import LocalCluster, definition_of
 from squall.topology.component import DEFAULT_STREAM, Spout
 from squall.topology.topology import TopologyDef
-from squall.worker.reporting import ErrorRecord
+from squall.worker.executors.reporting import ErrorRecord
 
 
 def poll_for(predicate: Callable[[], Any], timeout: float = 10.0, message: str = "condition",

@@ -46,13 +46,13 @@ def test_the_bootstrap_built_every_hot_path_module_and_a_worker_runs_them() -> N
 def test_an_edited_module_runs_its_source_never_a_stale_build(tmp_path: Path) -> None:
     # Given a copy of the package with its builds, in which one module was edited
     shutil.copytree(REPO / "squall", tmp_path / "squall", ignore=shutil.ignore_patterns("__pycache__"))
-    routing = tmp_path / "squall/worker/routing.py"
+    routing = tmp_path / "squall/worker/executors/routing.py"
     routing.write_text(routing.read_text() + "\nEDITED = True\n")
     # Then that module is imported from its source, and the others from their builds
     status = status_in_child(path=tmp_path)
-    assert status["squall.worker.routing"] is False
-    assert all(v for m, v in status.items() if m != "squall.worker.routing")
-    probe = "import squall.worker.routing as r; print(r.EDITED, r.__file__)"
+    assert status["squall.worker.executors.routing"] is False
+    assert all(v for m, v in status.items() if m != "squall.worker.executors.routing")
+    probe = "import squall.worker.executors.routing as r; print(r.EDITED, r.__file__)"
     out = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "PYTHONPATH": str(tmp_path)},
                          cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60).stdout
     assert out.split() == ["True", str(routing)]

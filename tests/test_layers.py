@@ -53,7 +53,7 @@ ALIASES = {
 # Third-party packages that one place alone may import.
 WALLED = {
     "kazoo": ("squall.cluster",),  # coordination: ZooKeeper only through squall.cluster
-    "zmq": ("squall.worker.zmq_transport",),  # the wire: only the worker's transport
+    "zmq": ("squall.worker.wire.zmq_transport",),  # the wire: only the worker's transport
 }
 
 
@@ -266,5 +266,5 @@ def test_the_reader_sees_the_kinds_of_import() -> None:
     assert "squall.windowing.stateful" not in edges.get("squall.state", {})  # an alias, left out
     assert "squall.tuning.autotune" in edges["squall.config"]  # a class path in a default
     assert "squall.local" in edges["squall"]  # a lazy export
-    assert "squall.worker.executor_host" in edges["squall.worker.executor"]  # under TYPE_CHECKING
+    assert "squall.worker.executors.host" in edges["squall.worker.executors.executor"]  # under TYPE_CHECKING
     assert "kazoo" in edges["squall.cluster.zookeeper"]

@@ -1,5 +1,5 @@
 """Storm's XOR acker: the ledger and the rotating map, pure (its executor is the worker's:
-squall.worker.acker_executor)."""
+squall.worker.executors.acker)."""
 
 from squall.acker.ledger import AckLedger
 from squall.acker.rotating_map import RotatingMap

@@ -1,7 +1,7 @@
 # What the ledger declares for others: the packed acks' format, in C.  A bolt's acks
 # travel to an acker as (root, value) pairs of two unsigned 64-bit integers,
 # little-endian, back to back (squall.acker.ledger.PACKED_ACK, the pure twins' format).
-# Written by the bolts' AckTable (squall/worker/typed_core.pyx), read by the ledger.
+# Written by the bolts' AckTable (squall/worker/executors/typed_core.pyx), read by the ledger.
 from libc.stdint cimport uint64_t
 
 

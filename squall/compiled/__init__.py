@@ -8,7 +8,7 @@ not enforced) and lose most of the dispatch.
 
 The builds live in ``squall/_compiled/``, named by the SHA-256 of the source
 they were built from.  The import hook below loads a build only when its
-source is the one on disk: edit ``collector.py`` and the next import runs the
+source is the one on disk: edit ``worker/executors/emit.py`` and the next import runs the
 edited Python, never a stale build.  ``python -m squall.compiled build``
 (``build.py``; ``ops/bootstrap.sh`` runs it) brings the builds up to date.
 Without Cython or a C compiler nothing is built and Squall runs as pure Python.
@@ -37,27 +37,27 @@ MODULES = (
     "squall.acker.ledger",
     "squall.acker.rotating_map",
     "squall.topology.tuple",
-    "squall.worker.acker_executor",
-    "squall.worker.bolt_executor",
-    "squall.worker.collector",
-    "squall.worker.component_executor",
-    "squall.worker.executor",
-    "squall.worker.queues",
-    "squall.worker.routing",
-    "squall.worker.serialization",
-    "squall.worker.spout_executor",
-    "squall.worker.transfer",
-    "squall.worker.transport",
-    "squall.worker.wire",
+    "squall.worker.executors.acker",
+    "squall.worker.executors.bolt",
+    "squall.worker.executors.emit",
+    "squall.worker.executors.component",
+    "squall.worker.executors.executor",
+    "squall.worker.executors.queues",
+    "squall.worker.executors.routing",
+    "squall.worker.wire.codec",
+    "squall.worker.executors.spout",
+    "squall.worker.wire.transfer",
+    "squall.worker.wire.transport",
+    "squall.worker.wire.frames",
     "squall.worker.worker",
-    "squall.worker.zmq_transport",
+    "squall.worker.wire.zmq_transport",
 )
 
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.fastwire",
-                "squall.worker.typed_core", "squall.worker.typed_pending")
+ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.wire.fastwire",
+                "squall.worker.executors.typed_core", "squall.worker.executors.typed_pending")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an

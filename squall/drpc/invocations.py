@@ -16,7 +16,7 @@ process): a forged return info cannot send the topology's credential elsewhere.
 
 On a cluster a server is reached over HTTP(S) (squall.drpc_server), the worker
 authenticating with its topology's DRPC credential (``secrets.json``, in the worker's
-resources: squall.worker.contract.DRPC_RESOURCE) and trusting the cluster's CA that
+resources: squall.worker.process.contract.DRPC_RESOURCE) and trusting the cluster's CA that
 came with it; a fetch waits at the server (long polling) up to its ``timeout``, so a
 request reaches a waiting spout within milliseconds.  In local mode a
 :class:`~squall.drpc.LocalDRPC` of this process answers directly, found by its service id.
@@ -37,7 +37,7 @@ import httpx
 
 from squall.errors import ConfigError, DRPCExecutionError
 from squall.security import tls
-from squall.worker.contract import DRPC_RESOURCE
+from squall.worker.process.contract import DRPC_RESOURCE
 
 LOCAL_ID_PREFIX = "local-drpc-"  # a LocalDRPC's service id: local-drpc-<random>
 UNAVAILABLE = "UNAVAILABLE"  # no answer from the server (not one of Storm's types: Storm's TException)

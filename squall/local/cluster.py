@@ -20,7 +20,7 @@ from squall.local.runner import LocalTopology
 from squall.nimbus.admission import check_name, plan_submission
 from squall.topology.class_check import verify_loadable
 from squall.topology.topology import Topology, TopologyDef
-from squall.worker.reporting import ErrorRecord
+from squall.worker.executors.reporting import ErrorRecord
 
 log = structlog.get_logger("squall.local.LocalCluster")
 

@@ -18,10 +18,10 @@ import structlog
 from squall.clock import Clock
 from squall.metrics.book import StatsBook, window_id
 from squall.nimbus.placement import colocations, spread
+from squall.worker.executors.reporting import ErrorRecord
+from squall.worker.executors.spout import summarise_latencies
 from squall.worker.plan import TopologyPlan
-from squall.worker.reporting import ErrorRecord
-from squall.worker.spout_executor import summarise_latencies
-from squall.worker.transport import InprocTransport
+from squall.worker.wire.transport import InprocTransport
 from squall.worker.worker import Worker
 
 log = structlog.get_logger("squall.local.LocalTopology")

@@ -328,7 +328,7 @@ def unavailable(identity: Identity | None = None) -> str | None:
         return "switching users needs root"
     if not os.path.isabs(tool_path(SETPRIV)) and identity is not None:
         return f"{SETPRIV} (util-linux) is not installed in {FIXED_PATH}"
-    probe = [sys.executable, "-c", "import squall.worker.process"]
+    probe = [sys.executable, "-c", "import squall.worker.process.lifecycle"]
     cmd = command(Sandbox(cwd="/", identity=identity), probe)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
     if os.environ.get("PYTHONPATH"):  # where Squall may come from: the sandbox's users pass it on too

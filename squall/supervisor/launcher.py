@@ -1,7 +1,7 @@
 """The launcher: starting, inspecting and stopping the workers of one node's slots.
 
 Each slot (port) has a directory ``<local dir>/workers/<port>/`` holding the
-files the worker contract names (:mod:`squall.worker.contract`):
+files the worker contract names (:mod:`squall.worker.process.contract`):
 ``assignment.json`` (ours), ``heartbeat.json`` and ``errors.jsonl`` (the
 worker's), ``pid`` (ours: pid, process start time and launch time, so that a
 restarted supervisor can find and adopt the workers it left running) and, in a
@@ -58,7 +58,7 @@ from squall.supervisor.workers import (
     read_worker_file,
     write_json,
 )
-from squall.worker.contract import ASSIGNMENT, ERRORS, HEARTBEAT, SECRETS
+from squall.worker.process.contract import ASSIGNMENT, ERRORS, HEARTBEAT, SECRETS
 
 log = structlog.get_logger("squall.supervisor.launcher")
 

@@ -1,6 +1,6 @@
 """Stream groupings as plain, JSON-able data.
 
-The runtime turns each into a chooser (see ``squall.worker.routing``).
+The runtime turns each into a chooser (see ``squall.worker.executors.routing``).
 Both Storm-style factory functions (``Grouping.fields("word")``) and
 streamparse's constants (``Grouping.SHUFFLE``) are offered.
 """

@@ -1,5 +1,5 @@
 # The typed Tuple's fields and its values record, for the accelerators that read and
-# fill them in C (squall/worker/fastwire.pyx, squall/worker/typed_core.pyx).  See
+# fill them in C (squall/worker/wire/fastwire.pyx, squall/worker/executors/typed_core.pyx).  See
 # typed_tuple.pyx.
 from libc.stdint cimport uint64_t
 

@@ -2,7 +2,7 @@
 
 Every tuple of a transactional topology carries one as its first value.  It
 crosses workers as a msgpack extension type, registered with the worker's wire
-types below when this module is imported (see squall.worker.wire_types),
+types below when this module is imported (see squall.worker.wire.value_types),
 and a decoded frame hands every tuple of a batch the *same* object, so the
 batch bolts' per-tuple lookup is an identity test, not a hash.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from squall.worker.wire_types import register
+from squall.worker.wire.value_types import register
 
 # msgpack extension type code on the wire (0-127 are the application's).
 EXT_CODE = 17

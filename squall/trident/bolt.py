@@ -15,7 +15,7 @@ from typing import Any
 from squall.transactional.bolts import BatchBolt, Committer
 from squall.trident.execution import BatchRun, Program
 from squall.trident.spout import decode
-from squall.worker import routing
+from squall.worker.executors import routing
 
 # What each task made once: (component, task) -> its Program (operations prepared, states made).
 _PROGRAMS: dict[tuple[str, int], tuple[Program, dict[str, Any]]] = {}
@@ -33,7 +33,7 @@ def task_routes(group: dict[str, Any], context: Any) -> dict[int, list[tuple[str
 
 
 def chooser(kind: str, tasks: list[int], key: list[int], index: int) -> Any:
-    """An edge's grouping as squall.worker.routing's groupings pick (the same hash for fields,
+    """An edge's grouping as squall.worker.executors.routing's groupings pick (the same hash for fields,
     so a state's writer and its queries agree on partitions), given the row and the attempt."""
     if kind == "fields":
         pick = routing.fields(tasks, key)

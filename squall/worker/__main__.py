@@ -2,8 +2,8 @@
 
 Parses the command line, sets up logging and the core the supervisor chose,
 turns SIGTERM and SIGINT into an orderly stop, and runs a
-:class:`~squall.worker.process.WorkerProcess` until it exits with one of the
-contract's codes (:mod:`squall.worker.contract`, where the files in
+:class:`~squall.worker.process.lifecycle.WorkerProcess` until it exits with one of the
+contract's codes (:mod:`squall.worker.process.contract`, where the files in
 WORKER_DIR are described).
 """
 
@@ -22,7 +22,7 @@ import structlog
 from squall.affinity import pin_to
 from squall.runtime.log_levels import LogLevels
 from squall.runtime.logging import configure_logging
-from squall.worker.process import StartupError, WorkerProcess
+from squall.worker.process.lifecycle import StartupError, WorkerProcess
 
 log = structlog.get_logger("squall.worker.WorkerProcess")
 

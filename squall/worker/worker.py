@@ -26,17 +26,17 @@ from squall.metrics.registry import MetricsRegistry
 from squall.runtime.status import Status
 from squall.topology.loading import resolve_class
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
-from squall.worker.acker_executor import BUCKETS, AckerExecutor
-from squall.worker.bolt_executor import BoltExecutor
-from squall.worker.executor import Executor
-from squall.worker.gc_tuning import freeze_startup_objects, tune_gc
+from squall.worker.executors.acker import BUCKETS, AckerExecutor
+from squall.worker.executors.bolt import BoltExecutor
+from squall.worker.executors.executor import Executor
+from squall.worker.executors.queues import Backpressure, ExecutorQueue
+from squall.worker.executors.reporting import ErrorRecord, describe
+from squall.worker.executors.spout import AUTOTUNE, SpoutExecutor
+from squall.worker.executors.timer import SystemTimer
 from squall.worker.plan import ExecutorDef, TopologyPlan
-from squall.worker.queues import Backpressure, ExecutorQueue
-from squall.worker.reporting import ErrorRecord, describe
-from squall.worker.spout_executor import AUTOTUNE, SpoutExecutor
-from squall.worker.timer import SystemTimer
-from squall.worker.transfer import Transfer
-from squall.worker.transport import Transport
+from squall.worker.process.gc_tuning import freeze_startup_objects, tune_gc
+from squall.worker.wire.transfer import Transfer
+from squall.worker.wire.transport import Transport
 
 log = structlog.get_logger("squall.worker.Worker")
 
@@ -50,7 +50,7 @@ _EXECUTOR_TYPES: dict[str, type[Executor]] = {
 
 
 class Worker:
-    """Implements :class:`~squall.worker.executor_host.ExecutorHost`: all its executors see of it."""
+    """Implements :class:`~squall.worker.executors.host.ExecutorHost`: all its executors see of it."""
 
     def __init__(
         self,
@@ -358,7 +358,7 @@ class Worker:
                 s[key] += getattr(executor, key, 0)
             samples = getattr(executor, "latencies", None)
             if samples:
-                # The spout's own deque: whoever summarises copies it once (squall.worker.process).
+                # The spout's own deque: whoever summarises copies it once (squall.worker.process.lifecycle).
                 s["latencies"].append(samples)
         return out
 
@@ -366,7 +366,7 @@ class Worker:
 def import_component_classes(plan: TopologyPlan, executors: list[ExecutorDef]) -> None:
     """Import the class of every component this worker runs, before anything can arrive from
     the wire.  A feature registers its wire types when its modules are imported
-    (squall.worker.wire_types), and a feature's values reach only its own components (a
+    (squall.worker.wire.value_types), and a feature's values reach only its own components (a
     transactional topology runs every bolt inside its BatchCoordinatedBolt), so the decoder knows
     every type it may meet; a worker that runs none of a feature's components never imports it.
     A class that does not load is left to its executor, which fails with it as it always has."""

@@ -15,8 +15,8 @@ from squall.security import curve
 from squall.testing import poll_for
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import TopologyPlan, plan_topology
-from squall.worker.transfer import WORKER_TASK
-from squall.worker.zmq_transport import ZmqTransport
+from squall.worker.wire.transfer import WORKER_TASK
+from squall.worker.wire.zmq_transport import ZmqTransport
 from tests.cluster.conftest import WordCountRun
 
 MAX_MESSAGE_BYTES = 1 << 20

@@ -27,15 +27,15 @@ def test_the_most_specific_name_wins() -> None:
     levels = LogLevels(FakeClock(100.0).now)
     levels.apply({**wire(root=("ERROR", None), split=("DEBUG", None)),
                   "squall.worker": wire(x=("WARN", None))["x"],
-                  "squall.worker.transfer": wire(x=("DEBUG", None))["x"]})
-    assert set(levels.in_force()) == {"ROOT", "split", "squall.worker", "squall.worker.transfer"}
+                  "squall.worker.wire.transfer": wire(x=("DEBUG", None))["x"]})
+    assert set(levels.in_force()) == {"ROOT", "split", "squall.worker", "squall.worker.wire.transfer"}
     # A component's own line: its id first, whatever its logger's name says.
     assert levels.threshold("split", "squall.component.Split") == DEBUG
     # Another component's: no id of its own, no prefix of its logger's name: ROOT.
     assert levels.threshold("count", "squall.component.Count") == ERROR
     # Engine lines by the longest dotted prefix of their logger's name, never a component id.
-    assert levels.threshold(None, "squall.worker.transfer") == DEBUG
-    assert levels.threshold(None, "squall.worker.process.WorkerProcess") == WARNING
+    assert levels.threshold(None, "squall.worker.wire.transfer") == DEBUG
+    assert levels.threshold(None, "squall.worker.process.lifecycle.WorkerProcess") == WARNING
     assert levels.threshold(None, "squall.workers") == ERROR  # a prefix ends at a dot
     assert levels.threshold(None, "split") == DEBUG  # ...a logger may be named so, though
     assert levels.threshold(None, "") == ERROR
@@ -141,7 +141,7 @@ def test_a_components_logger_bound_before_the_change_follows_it(
     levels, clock, stream = levels_and_stream
     # As ComponentExecutor binds it, once, when the task starts.
     own = structlog.get_logger("squall.component.Split").bind(_user_code=True, component="split", task=3)
-    engine = structlog.get_logger("squall.worker.transfer")
+    engine = structlog.get_logger("squall.worker.wire.transfer")
     own.debug("before")
     own.info("shown anyway")
     engine.debug("engine before")

@@ -55,10 +55,11 @@ def test_every_field_reads_as_the_twin_reads_it(anchors: Any, tid: Any) -> None:
 @needs_build
 def test_an_id_that_is_the_edge_survives_new_anchors() -> None:
     # Given a tuple as the emitters make it: its id is its edge, kept once
-    from squall.worker import typed_core
+    from squall.worker.executors import typed_core
 
     batches: dict[int, list[Any]] = {1: []}
-    from squall.worker import collector, routing
+    from squall.worker.executors import emit as collector
+    from squall.worker.executors import routing
 
     so = collector.StreamOut("default", WORD, ("word", "n"), routing.all_tasks([1]), False)
     state = typed_core.TaskState()
@@ -134,9 +135,10 @@ def test_values_records_come_back_from_the_free_list_as_new_records_of_their_own
     import sys
 
     from squall.topology import typed_tuple
-    from squall.worker import collector, routing, typed_core
+    from squall.worker.executors import emit as collector
 
     # Types of fields no other test uses: no record of theirs lives on elsewhere
+    from squall.worker.executors import routing, typed_core
     one, other = record_type(("pooled_word",)), record_type(("pooled_sentence",))
     out: list[Any] = []
     emitters = {}
@@ -180,7 +182,8 @@ def test_a_record_that_could_be_in_a_cycle_is_tracked_and_its_cycle_collected() 
     import gc
     import weakref
 
-    from squall.worker import collector, routing, typed_core
+    from squall.worker.executors import emit as collector
+    from squall.worker.executors import routing, typed_core
 
     record = record_type(("cyclic_word", "cyclic_n"))
     out: list[Any] = []

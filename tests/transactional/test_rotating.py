@@ -1,6 +1,6 @@
 """Per-transaction values kept until committed (squall.transactional.rotating), and
 the TransactionAttempt every tuple of a transactional topology carries
-(squall.transactional.attempt, and its trip through squall.worker.serialization)."""
+(squall.transactional.attempt, and its trip through squall.worker.wire.codec)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt, pack, unpacker
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
-from squall.worker.serialization import decode, encode
+from squall.worker.wire.codec import decode, encode
 
 
 class Maker:

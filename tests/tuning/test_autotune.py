@@ -124,7 +124,7 @@ class OneArgTuner:
 def test_the_executor_makes_the_configured_tuner() -> None:
     from squall import config
     from squall.tuning.autotune import LatencyTargetTuner
-    from squall.worker.spout_executor import make_tuner
+    from squall.worker.executors.spout import make_tuner
 
     conf = {**config.DEFAULTS, "topology.max.spout.pending.autotune.tolerance": 0.2}
     paper = make_tuner(conf, None)
@@ -271,7 +271,7 @@ def test_a_tuner_that_fell_far_below_the_knee_climbs_back_under_the_target() -> 
 def test_the_tuner_is_handed_the_p99_of_the_period_s_trees_only() -> None:
     from collections import deque
 
-    from squall.worker.spout_executor import period_p99_ms
+    from squall.worker.executors.spout import period_p99_ms
 
     kept = deque([5.0] * 50 + [i / 1000 for i in range(1, 201)])  # an older period, then 200 trees
     assert period_p99_ms(kept, 200) == 0.198 * 1000  # the 99th percentile of 1..200 ms
@@ -365,7 +365,7 @@ def test_the_period_p99_survives_another_thread_clearing_the_samples() -> None:
     import threading
     from collections import deque
 
-    from squall.worker.spout_executor import period_p99_ms
+    from squall.worker.executors.spout import period_p99_ms
 
     samples: deque[float] = deque([i / 1000 for i in range(50_000)], maxlen=200_000)
     stop = threading.Event()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import random
 
-from squall.worker.collector import new_roots
+from squall.worker.executors.emit import new_roots
 
 
 def test_roots_pick_a_local_acker_and_stay_random_64_bit_ids() -> None:

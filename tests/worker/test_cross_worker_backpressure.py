@@ -12,10 +12,10 @@ import pytest
 
 from squall import Bolt, LocalCluster, Spout, Topology
 from squall.testing import poll_for
-from squall.worker import serialization
-from squall.worker.queues import Backpressure
-from squall.worker.transfer import TURN_MESSAGES, WORKER_TASK, Transfer
-from squall.worker.transport import InprocTransport, Sender
+from squall.worker.executors.queues import Backpressure
+from squall.worker.wire import codec as serialization
+from squall.worker.wire.transfer import TURN_MESSAGES, WORKER_TASK, Transfer
+from squall.worker.wire.transport import InprocTransport, Sender
 from tests.helpers import stay
 
 

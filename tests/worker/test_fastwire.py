@@ -1,4 +1,4 @@
-"""Frames in C (squall/worker/fastwire.pyx): the encoder writes the bytes msgpack
+"""Frames in C (squall/worker/wire/fastwire.pyx): the encoder writes the bytes msgpack
 writes and leaves to the generic encoder everything it does not handle; the
 decoder reads and refuses exactly what msgpack and WireValidator's checks do,
 leaving them every frame it does not read itself.
@@ -19,8 +19,10 @@ from squall import compiled
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt
-from squall.worker import collector, serialization, wire
-from squall.worker.wire import WireValidator
+from squall.worker.executors import emit as collector
+from squall.worker.wire import codec as serialization
+from squall.worker.wire import frames as wire
+from squall.worker.wire.frames import WireValidator
 from tests.worker.test_frame_fuzz import anything
 from tests.worker.test_frame_fuzz import messages as structures
 from tests.worker.wire_topology import PLAN
@@ -64,9 +66,10 @@ def test_the_bootstrap_built_the_encoder_and_frames_go_through_it() -> None:
     assert serialization.fast_encode is not None
     assert wire.fast_tuples is not None
     assert wire.fast_decode is not None
-    # and so are the typed Tuple and emitters (squall/topology/typed_tuple.pyx, squall/worker/typed_core.pyx)
+    # and so are the typed Tuple and emitters
+    # (squall/topology/typed_tuple.pyx, squall/worker/executors/typed_core.pyx)
     from squall.topology import typed_tuple
-    from squall.worker import typed_core
+    from squall.worker.executors import typed_core
 
     assert Tuple is typed_tuple.Tuple
     assert collector.bolt_emitter is typed_core.bolt_emitter

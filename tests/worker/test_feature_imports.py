@@ -2,7 +2,7 @@
 never imports it, and one that runs them can decode the feature's wire types.
 
 Features (transactional, ...) register the types their values cross as with
-squall.worker.wire_types when they are imported; a worker imports its
+squall.worker.wire.value_types when they are imported; a worker imports its
 components' classes before it receives anything.
 """
 
@@ -135,8 +135,8 @@ def test_a_worker_running_a_transactional_component_registers_its_wire_type_befo
 import json, sys
 from squall.topology.topology import definition_from_dict
 from squall.worker.plan import plan_topology
-from squall.worker.transport import InprocTransport
-from squall.worker.wire_types import registered
+from squall.worker.wire.transport import InprocTransport
+from squall.worker.wire.value_types import registered
 from squall.worker.worker import Worker
 from squall.clock import Clock
 

@@ -13,7 +13,7 @@ from squall.acker import AckLedger
 from squall.acker.ledger import PACKED_ACK
 from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE
-from squall.worker.wire import WIRE_KINDS, FrameRejected, WireValidator
+from squall.worker.wire.frames import WIRE_KINDS, FrameRejected, WireValidator
 from tests.worker.wire_topology import PLAN
 
 VALIDATOR = WireValidator(PLAN, PLAN.task_component)

@@ -12,7 +12,7 @@ import pytest
 from squall import LocalCluster, Topology
 from squall.local import runner as runner_module
 from squall.testing import poll_for
-from squall.worker.gc_tuning import CPYTHON_DEFAULT_GEN0, freeze_startup_objects, tune_gc
+from squall.worker.process.gc_tuning import CPYTHON_DEFAULT_GEN0, freeze_startup_objects, tune_gc
 from squall.worker.worker import Worker
 from tests.helpers import Journal, numbers_spout
 
@@ -59,7 +59,7 @@ def test_a_cluster_worker_freezes_its_heap_once_ready_and_local_mode_never(
     def run(owns_process: bool) -> int:
         gc.unfreeze()
         gc.set_threshold(CPYTHON_DEFAULT_GEN0, 10, 10)
-        if owns_process:  # what squall.worker.process builds: a worker alone in its process
+        if owns_process:  # what squall.worker.process.lifecycle builds: a worker alone in its process
             monkeypatch.setattr(runner_module, "Worker", functools.partial(Worker, owns_process=True))
         with LocalCluster() as cluster:
             runner = cluster.submit("t", T)

@@ -20,7 +20,7 @@ from squall import Bolt, CustomGrouping, Grouping, Spout, Stream, Topology
 from squall.errors import ComponentError
 from squall.nimbus.placement import spread
 from squall.testing import CompletedTopology, complete_topology, poll_for
-from squall.worker import routing
+from squall.worker.executors import routing
 from squall.worker.plan import plan_topology
 
 # -- components ---------------------------------------------------------------
@@ -233,7 +233,7 @@ def test_fields_grouping_on_several_fields_keys_on_all_of_them() -> None:
 
 _HASH_SCRIPT = """
 import json
-from squall.worker import routing
+from squall.worker.executors import routing
 choose = routing.fields([11, 12, 13, 14, 15], [0])
 words = ["hello", "world", "storm", "squall", "tuple", "bolt", "spout"]
 print(json.dumps({
@@ -261,7 +261,7 @@ def test_fields_hash_is_stable_across_processes() -> None:
     assert one["hello"] == two["hello"]
     assert one["pair"] == two["pair"]
     assert one["placement"] == two["placement"]
-    from squall.worker.routing import stable_hash
+    from squall.worker.executors.routing import stable_hash
 
     assert stable_hash("hello") == one["hello"]
 

@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt
-from squall.worker import serialization
-from squall.worker.wire import WireValidator
+from squall.worker.wire import codec as serialization
+from squall.worker.wire.frames import WireValidator
 from tests.worker.test_fastwire import RECORD, SETTINGS, needs_build, tuples
 from tests.worker.wire_topology import PLAN
 
 if serialization.PackedRows is not None:
-    from squall.worker.fastwire import PackedRows, RemoteBatch
+    from squall.worker.wire.fastwire import PackedRows, RemoteBatch
 
 # Now and then a row only the generic path packs (an extension type, a bytearray),
 # or one nobody packs (a lone surrogate), among rows the packer handles.

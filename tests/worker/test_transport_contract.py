@@ -17,9 +17,9 @@ import pytest
 from squall.errors import TransportError
 from squall.runtime.ports import free_port
 from squall.testing import poll_for
-from squall.worker.transport import InprocTransport, Receiver, Sender, Transport
-from squall.worker.transport_schemes import transport_for
-from squall.worker.zmq_transport import ZmqTransport, endpoint
+from squall.worker.wire.schemes import transport_for
+from squall.worker.wire.transport import InprocTransport, Receiver, Sender, Transport
+from squall.worker.wire.zmq_transport import ZmqTransport, endpoint
 
 
 @dataclass

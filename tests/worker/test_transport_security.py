@@ -22,11 +22,11 @@ from squall.acker.ledger import pack_acks
 from squall.security import curve
 from squall.testing import poll_for
 from squall.topology.tuple import Tuple, record_type
-from squall.worker.contract import SecretsError, read_secrets
 from squall.worker.plan import TopologyPlan
-from squall.worker.transfer import WORKER_TASK, Transfer
-from squall.worker.wire import WireValidator
-from squall.worker.zmq_transport import ZmqTransport
+from squall.worker.process.contract import SecretsError, read_secrets
+from squall.worker.wire.frames import WireValidator
+from squall.worker.wire.transfer import WORKER_TASK, Transfer
+from squall.worker.wire.zmq_transport import ZmqTransport
 from tests.worker.wire_topology import PLAN
 
 SPOUT = PLAN.component_tasks["words"][0]

@@ -1,5 +1,5 @@
-"""The typed emitters (squall/worker/typed_core.pyx) against their pure-Python twins
-(squall/worker/collector.py): the same inputs give the same tuples, anchors, ack
+"""The typed emitters (squall/worker/executors/typed_core.pyx) against their pure-Python twins
+(squall/worker/executors/emit.py): the same inputs give the same tuples, anchors, ack
 values, counts, pending trees and errors.
 
 Both draw ids from the same seeded sequence here, so their outputs are equal
@@ -19,9 +19,10 @@ from squall import compiled
 from squall.acker.ledger import PACKED_ACK
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
-from squall.worker import collector, routing
-from squall.worker.collector import SpoutTracker, StreamOut
-from squall.worker.serialization import check_values
+from squall.worker.executors import emit as collector
+from squall.worker.executors import routing
+from squall.worker.executors.emit import SpoutTracker, StreamOut
+from squall.worker.wire.codec import check_values
 
 needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
 
@@ -30,7 +31,7 @@ PAIR = record_type(("word", "n"))
 
 
 def typed() -> Any:
-    from squall.worker import typed_core
+    from squall.worker.executors import typed_core
 
     return typed_core
 
@@ -348,10 +349,10 @@ def test_acks_grouped_by_acker_are_the_drained_pairs_each_at_its_roots_acker() -
 
 @needs_build
 def test_an_emit_to_another_worker_packs_the_rows_its_tuples_would_give() -> None:
-    from squall.worker.fastwire import PackedRows, RemoteBatch
+    from squall.worker.wire.fastwire import PackedRows, RemoteBatch
 
     from squall.transactional.attempt import TransactionAttempt
-    from squall.worker import serialization
+    from squall.worker.wire import codec as serialization
 
     def unpack(frame: bytes) -> Any:
         return msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=msgpack.ExtType)

@@ -1,4 +1,4 @@
-"""A spout's pending trees in C (squall/worker/typed_pending.pyx) against the pure
+"""A spout's pending trees in C (squall/worker/executors/typed_pending.pyx) against the pure
 twin (collector.pure_pending_trees, a RotatingMap of two buckets, and
 collector.pure_settle): the same histories of emits, acks, fails and timeouts
 give the same outcomes, and a tree costs less memory.  CI runs these against
@@ -14,13 +14,13 @@ from typing import Any
 import pytest
 
 from squall import compiled
-from squall.worker import collector
+from squall.worker.executors import emit as collector
 
 needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
 
 
 def typed() -> Any:
-    from squall.worker import typed_pending
+    from squall.worker.executors import typed_pending
 
     return typed_pending
 

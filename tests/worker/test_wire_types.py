@@ -8,8 +8,10 @@ import pytest
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import EXT_CODE, TransactionAttempt
-from squall.worker import collector, serialization, wire_types
-from squall.worker.wire_types import PLAIN_TYPES, ext_hook, pack_ext, register
+from squall.worker.executors import emit as collector
+from squall.worker.wire import codec as serialization
+from squall.worker.wire import value_types as wire_types
+from squall.worker.wire.value_types import PLAIN_TYPES, ext_hook, pack_ext, register
 
 
 def test_a_registered_type_is_plain_for_the_emit_check_and_the_serializer() -> None:

@@ -26,7 +26,7 @@ from squall.runtime.ports import free_port
 from squall.testing import poll_for
 from squall.topology.component import ComponentSpec
 from squall.topology.topology import Topology
-from squall.worker.contract import (
+from squall.worker.process.contract import (
     EXIT_BAD_ASSIGNMENT,
     EXIT_OK,
     EXIT_REASSIGNED,
@@ -466,8 +466,8 @@ def test_a_streamparse_bolt_runs_in_a_worker_process(workers: Workers) -> None:
 def test_a_heartbeat_summarises_the_latency_samples_from_an_even_subsample() -> None:
     from collections import deque
 
-    from squall.worker.process import summarise_stats
-    from squall.worker.spout_executor import SUMMARY_SAMPLES
+    from squall.worker.executors.spout import SUMMARY_SAMPLES
+    from squall.worker.process.lifecycle import summarise_stats
 
     # Given two spout tasks' deques: latencies of 0 to 199,999 µs, odd and even between them
     a = deque((i * 1e-6 for i in range(0, 200_000, 2)), maxlen=200_000)

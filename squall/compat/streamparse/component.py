@@ -4,7 +4,7 @@ A pystorm component learns who it is from Storm's handshake and logs through
 a ``logging.Logger``; here the executor builds the component and calls its
 ``initialize``, so the instance's ``initialize`` is a wrapper (an instance
 attribute, set in ``__init__``) that first fills in pystorm's attributes from
-the task's :class:`~squall.worker.context.TopologyContext`, then calls the
+the task's :class:`~squall.worker.executors.context.TopologyContext`, then calls the
 class's ``initialize(storm_conf, context)`` with pystorm's arguments.
 
 The executor also installs its own ``emit`` (and a bolt's ``ack``/``fail``)

@@ -16,7 +16,7 @@ from typing import Any
 import msgpack
 
 from squall.topology.grouping import CustomGrouping, GroupingSpec
-from squall.worker.serialization import pack_ext
+from squall.worker.wire.codec import pack_ext
 
 Choose = Callable[[Any, Any], Sequence[int]]
 # Choosers return tuples: shared, so they must be immutable, and emit hands

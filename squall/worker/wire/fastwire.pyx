@@ -5,7 +5,7 @@ Encoding writes the bytes ``msgpack.packb`` writes, without its detour.
 
 Every tuple that crosses workers is packed on the send thread, and in a
 GIL'd worker that thread's time is time the executors do not get.  The
-generic path (``squall.worker.serialization.encode``) first builds a
+generic path (``squall.worker.wire.codec.encode``) first builds a
 5-tuple per data row and then hands the whole structure to msgpack; here
 the rows are read off the ``Tuple`` objects and written straight into one
 buffer.  The bytes are exactly those ``msgpack.packb(..., use_bin_type=True)``

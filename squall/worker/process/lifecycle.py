@@ -1,7 +1,7 @@
 """The worker process's lifecycle: build and start the :class:`Worker` of an assignment, then
 heartbeats, assignment changes, signals and death, until it exits with a code of the contract.
 
-What the files hold and what the exit codes mean is :mod:`squall.worker.contract`; the
+What the files hold and what the exit codes mean is :mod:`squall.worker.process.contract`; the
 command line is :mod:`squall.worker.__main__`.
 """
 
@@ -28,7 +28,10 @@ from squall.metrics.system import ProcessSampler
 from squall.runtime.log_levels import LogLevels
 from squall.runtime.status import Status
 from squall.topology.topology import definition_from_dict
-from squall.worker.contract import (
+from squall.worker.executors.reporting import ErrorRecord, describe
+from squall.worker.executors.spout import summarise_latencies
+from squall.worker.plan import TopologyPlan, plan_topology
+from squall.worker.process.contract import (
     ASSIGNMENT,
     DRPC_RESOURCE,
     ERRORS,
@@ -48,15 +51,12 @@ from squall.worker.contract import (
     read_secrets,
     write_json_atomic,
 )
-from squall.worker.plan import TopologyPlan, plan_topology
-from squall.worker.reporting import ErrorRecord, describe
-from squall.worker.spout_executor import summarise_latencies
-from squall.worker.transport import Transport
-from squall.worker.transport_schemes import transport_for
-from squall.worker.wire import WireValidator
+from squall.worker.wire.frames import WireValidator
+from squall.worker.wire.schemes import transport_for
+from squall.worker.wire.transport import Transport
+from squall.worker.wire.zmq_transport import SCHEME as ZMQ_SCHEME
+from squall.worker.wire.zmq_transport import ZmqTransport
 from squall.worker.worker import Worker
-from squall.worker.zmq_transport import SCHEME as ZMQ_SCHEME
-from squall.worker.zmq_transport import ZmqTransport
 
 log = structlog.get_logger("squall.worker.WorkerProcess")
 

@@ -31,11 +31,11 @@ import msgpack
 
 from squall.acker.ledger import PACKED_ACK
 from squall.topology.tuple import Tuple, record_type
-from squall.worker.wire_types import ext_hook
+from squall.worker.wire.value_types import ext_hook
 
-try:  # frames read in C (squall/worker/fastwire.pyx), where it was built
-    from squall.worker.fastwire import decode as fast_decode
-    from squall.worker.fastwire import tuples as fast_tuples
+try:  # frames read in C (squall/worker/wire/fastwire.pyx), where it was built
+    from squall.worker.wire.fastwire import decode as fast_decode
+    from squall.worker.wire.fastwire import tuples as fast_tuples
 except ImportError:
     fast_decode = fast_tuples = None
 

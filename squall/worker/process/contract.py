@@ -1,7 +1,7 @@
 """What a supervisor and its worker process exchange: files in WORKER_DIR, and exit codes.
 
 The worker is ``python -m squall.worker --dir WORKER_DIR`` (:mod:`squall.worker.__main__`;
-its lifecycle is :mod:`squall.worker.process`).  The supervisor and its worker talk
+its lifecycle is :mod:`squall.worker.process.lifecycle`).  The supervisor and its worker talk
 through files in WORKER_DIR only (their names: :data:`ASSIGNMENT`, :data:`HEARTBEAT`,
 :data:`ERRORS`, :data:`SECRETS`, which the supervisor takes from here).  The worker
 never reads the cluster's state in ZooKeeper: its assignment, code and secrets come

@@ -8,13 +8,13 @@ from squall.errors import TopologyValidationError
 from squall.topology.grouping import CustomGrouping
 from squall.topology.loading import instantiate, resolve_class
 from squall.topology.tuple import record_type
-from squall.worker import routing
-from squall.worker.collector import StreamOut, TaskState
-from squall.worker.context import TopologyContext
-from squall.worker.executor import Executor
+from squall.worker.executors import routing
+from squall.worker.executors.context import TopologyContext
+from squall.worker.executors.emit import StreamOut, TaskState
+from squall.worker.executors.executor import Executor
 
-try:  # rows for other workers packed as they are emitted (squall/worker/fastwire.pyx), where built
-    from squall.worker.fastwire import RemoteBatch
+try:  # rows for other workers packed as they are emitted (squall/worker/wire/fastwire.pyx), where built
+    from squall.worker.wire.fastwire import RemoteBatch
 except ImportError:
     RemoteBatch = None
 

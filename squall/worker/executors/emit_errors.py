@@ -1,5 +1,5 @@
 """What an emit that breaks its stream's declaration is told: the typed emitters'
-(typed_core.pyx) words and the pure ones' (collector.py), from one place."""
+(typed_core.pyx) words and the pure ones' (emit.py), from one place."""
 
 from __future__ import annotations
 

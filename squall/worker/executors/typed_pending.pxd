@@ -1,4 +1,4 @@
-# What squall/worker/typed_core.pyx reads of typed_pending.pyx: the spout emit adds a
+# What squall/worker/executors/typed_core.pyx reads of typed_pending.pyx: the spout emit adds a
 # tree to its executor's pending table in C, with no tuple or int made for it.
 from libc.stdint cimport uint32_t, uint64_t
 

@@ -30,7 +30,7 @@ without both, a spout that outruns the send thread grows one frame without
 end, which reaches the peer late, all at once, or (past
 ``zmq.max.message.bytes``) never.
 
-Nothing from the wire is trusted: with a :class:`~squall.worker.wire.WireValidator`
+Nothing from the wire is trusted: with a :class:`~squall.worker.wire.frames.WireValidator`
 (the worker process sets one) every frame is decoded and checked by it, and
 a message of a kind, task or shape this worker's executors would never have
 been sent is dropped and counted per reason in ``stats()["rejected"]``,
@@ -49,12 +49,12 @@ from typing import Any
 
 import structlog
 
-from squall.worker import serialization
-from squall.worker.queues import Backpressure
-from squall.worker.transport import Receiver, Sender, Transport
-from squall.worker.wire import REASONS, FrameRejected, WireValidator
+from squall.worker.executors.queues import Backpressure
+from squall.worker.wire import codec
+from squall.worker.wire.frames import REASONS, FrameRejected, WireValidator
+from squall.worker.wire.transport import Receiver, Sender, Transport
 
-log = structlog.get_logger("squall.worker.transfer")
+log = structlog.get_logger("squall.worker.wire.transfer")
 
 WORKER_TASK = -1  # the target of worker-level messages
 BP_EXPIRY_PERIODS = 3
@@ -168,7 +168,7 @@ class Transfer:
         }
 
     def rejected(self) -> dict[str, int]:
-        """Messages and frames dropped by the checks, per reason (see squall.worker.wire)."""
+        """Messages and frames dropped by the checks, per reason (see squall.worker.wire.frames)."""
         out = dict(self._rejected)
         if self.validator is not None:
             for reason, n in list(self.validator.rejected.items()):
@@ -218,7 +218,7 @@ class Transfer:
                         continue
                     by_peer.setdefault(address, []).append((kind, task, payload))
                 for address, messages in by_peer.items():
-                    frame = serialization.encode(messages)
+                    frame = codec.encode(messages)
                     self._sender(address).send(frame)
                     self.frames_sent += 1
                     self.bytes_sent += len(frame)
@@ -267,7 +267,7 @@ class Transfer:
                 return
         elif not self._bp_told:
             return  # peers assume no congestion until told otherwise
-        frame = serialization.encode([("bp", WORKER_TASK, [self.address, congested])])
+        frame = codec.encode([("bp", WORKER_TASK, [self.address, congested])])
         for address in self.peers:
             self._sender(address).send(frame)
         if congested != self._bp_told:
@@ -303,7 +303,7 @@ class Transfer:
                         self._log_rejected("messages dropped from a frame")
                 else:
                     try:
-                        messages = serialization.decode(frame, self._component_of, self._record_of)
+                        messages = codec.decode(frame, self._component_of, self._record_of)
                     except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us
                         self.undecodable += 1
                         if self.undecodable == 1 or self.undecodable % 1000 == 0:

@@ -6,7 +6,7 @@ peer that is not there is not an error: like ZeroMQ, the transport does not
 block the sender; the tuples are lost, time out at the acker and replay.
 
 An address's scheme names its backend (``transport_schemes.transport_for``):
-``inproc://`` here, ``zmq+tcp://`` in :mod:`squall.worker.zmq_transport`
+``inproc://`` here, ``zmq+tcp://`` in :mod:`squall.worker.wire.zmq_transport`
 (imported on first use, so local mode never loads ZeroMQ).  Every backend passes the contract suite in
 tests/worker/test_transport_contract.py.
 

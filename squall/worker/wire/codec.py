@@ -1,7 +1,7 @@
 """What may cross the wire, and how batches are encoded (msgpack, never pickle).
 
 msgpack's own types cross, and the types features register as extensions
-(:mod:`squall.worker.wire_types`: a TransactionAttempt).
+(:mod:`squall.worker.wire.value_types`: a TransactionAttempt).
 
 ``check_values`` runs on every emit: a type test per value, deep only for
 containers, so an unserializable value is caught where it was emitted, in
@@ -16,11 +16,11 @@ import msgpack
 
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple
-from squall.worker.wire_types import PLAIN_TYPES, ext_hook, pack_ext, registered
+from squall.worker.wire.value_types import PLAIN_TYPES, ext_hook, pack_ext, registered
 
-try:  # the same bytes from C (squall/worker/fastwire.pyx), where it was built
-    from squall.worker.fastwire import PackedRows
-    from squall.worker.fastwire import encode as fast_encode
+try:  # the same bytes from C (squall/worker/wire/fastwire.pyx), where it was built
+    from squall.worker.wire.fastwire import PackedRows
+    from squall.worker.wire.fastwire import encode as fast_encode
 except ImportError:
     fast_encode = None
     PackedRows = None

@@ -8,7 +8,7 @@ Storm exactly: every (child, anchor) pair gets its own random 64-bit edge id,
 XOR-ed into the anchor's ``ackval`` and into the child's ``{root: edge}`` map
 for each root of the anchor, so multi-anchoring inside one tree stays exact.
 
-These are the pure-Python twins: where squall/worker/typed_core.pyx is built,
+These are the pure-Python twins: where squall/worker/executors/typed_core.pyx is built,
 its typed emitters, task state, counters, ids and ack table take their names
 at the end of this module (tests/worker/test_typed_core.py holds them equal).
 """
@@ -25,8 +25,8 @@ from squall.acker.ledger import pack_acks
 from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
-from squall.worker.emit_errors import bad_emit
-from squall.worker.wire_types import PLAIN_TYPES
+from squall.worker.executors.emit_errors import bad_emit
+from squall.worker.wire.value_types import PLAIN_TYPES
 
 
 class StreamOut:
@@ -344,19 +344,19 @@ PureAckTable = AckTable
 pure_stream_counts, pure_random_ids = stream_counts, random_ids
 pure_pending_trees, pure_settle = pending_trees, settle
 
-try:  # the same, typed in C (squall/worker/typed_core.pyx), where it was built
-    from squall.worker.typed_core import (  # type: ignore[assignment]  # noqa: F811
+try:  # the same, typed in C (squall/worker/executors/typed_core.pyx), where it was built
+    from squall.worker.executors.typed_core import (  # type: ignore[assignment]  # noqa: F811
         AckTable,  # type: ignore[assignment]  # noqa: F811
         TaskState,  # type: ignore[assignment]  # noqa: F811
         bolt_emitter,
         spout_emitter,
     )
-    from squall.worker.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
-    from squall.worker.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.executors.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.executors.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
 except ImportError:
     pass
-try:  # and the spout's pending trees (squall/worker/typed_pending.pyx)
-    from squall.worker.typed_pending import PendingTrees as pending_trees  # type: ignore[assignment]  # noqa: F811
-    from squall.worker.typed_pending import settle  # type: ignore[assignment]  # noqa: F811
+try:  # and the spout's pending trees (squall/worker/executors/typed_pending.pyx)
+    from squall.worker.executors.typed_pending import PendingTrees as pending_trees  # type: ignore[assignment]  # noqa: F811
+    from squall.worker.executors.typed_pending import settle  # type: ignore[assignment]  # noqa: F811
 except ImportError:
     pass

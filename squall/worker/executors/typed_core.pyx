@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The emit and ack of one tuple, typed: the pure-Python twin is ``squall.worker.collector``
+"""The emit and ack of one tuple, typed: the pure-Python twin is ``squall.worker.executors.emit``
 (emitters, task state, counters, ids) and ``BoltExecutor.on_data`` (the acking loop).
 
 Compiled plain Python still makes and frees a Python object for every number
@@ -42,12 +42,12 @@ from squall.topology.typed_tuple cimport (
     set_anchors,
 )
 
-from squall.worker.fastwire cimport RemoteBatch
-from squall.worker.typed_pending cimport PendingTrees
+from squall.worker.wire.fastwire cimport RemoteBatch
+from squall.worker.executors.typed_pending cimport PendingTrees
 
 from squall.topology.component import DEFAULT_STREAM
-from squall.worker.emit_errors import bad_emit
-from squall.worker.wire_types import PLAIN_TYPES
+from squall.worker.executors.emit_errors import bad_emit
+from squall.worker.wire.value_types import PLAIN_TYPES
 
 cdef extern from "Python.h":
     ctypedef struct PyObject

@@ -35,8 +35,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from squall.topology.loading import resolve_class
-from squall.worker.collector import SpoutTracker, TaskState, settle, spout_emitter
-from squall.worker.component_executor import ComponentExecutor
+from squall.worker.executors.component import ComponentExecutor
+from squall.worker.executors.emit import SpoutTracker, TaskState, settle, spout_emitter
 
 LATENCY_SAMPLES = 200_000
 SUMMARY_SAMPLES = 10_000  # summarise_latencies' subsample

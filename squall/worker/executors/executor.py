@@ -16,13 +16,13 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
-from squall.worker.collector import random_ids
-from squall.worker.queues import ExecutorQueue
-from squall.worker.reporting import ErrorThrottle
-from squall.worker.serialization import check_values, try_serialize
+from squall.worker.executors.emit import random_ids
+from squall.worker.executors.queues import ExecutorQueue
+from squall.worker.executors.reporting import ErrorThrottle
+from squall.worker.wire.codec import check_values, try_serialize
 
 if TYPE_CHECKING:
-    from squall.worker.executor_host import ExecutorHost
+    from squall.worker.executors.host import ExecutorHost
     from squall.worker.plan import ExecutorDef
 
 MAX_TURN_TUPLES = 2048

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from squall.acker.ledger import AckLedger
-from squall.worker.executor import Executor
+from squall.worker.executors.executor import Executor
 
 BUCKETS = 3
 

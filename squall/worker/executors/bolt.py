@@ -13,11 +13,11 @@ from typing import Any
 from squall.errors import FailedException, SerializationError
 from squall.topology.component import Bolt
 from squall.topology.tuple import Tuple
-from squall.worker.collector import AckTable, TaskState, bolt_emitter
-from squall.worker.component_executor import ComponentExecutor
+from squall.worker.executors.component import ComponentExecutor
+from squall.worker.executors.emit import AckTable, TaskState, bolt_emitter
 
-try:  # the loop typed in C (squall/worker/typed_core.pyx), where it was built
-    from squall.worker.typed_core import run_batch
+try:  # the loop typed in C (squall/worker/executors/typed_core.pyx), where it was built
+    from squall.worker.executors.typed_core import run_batch
 except ImportError:
     run_batch = None
 

@@ -13,7 +13,7 @@ import structlog
 
 from squall.clock import Clock
 
-log = structlog.get_logger("squall.worker.timer")
+log = structlog.get_logger("squall.worker.executors.timer")
 
 
 class _Job:

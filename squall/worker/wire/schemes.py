@@ -10,11 +10,11 @@ import importlib
 from collections.abc import Callable
 
 from squall.errors import TransportError
-from squall.worker.transport import InprocTransport, Transport
+from squall.worker.wire.transport import InprocTransport, Transport
 
 _BACKENDS: dict[str, Callable[[], Transport]] = {"inproc": InprocTransport}
 # Backends living in modules of their own: scheme -> "module:factory", imported on first use.
-_LAZY_BACKENDS: dict[str, str] = {"zmq+tcp": "squall.worker.zmq_transport:ZmqTransport"}
+_LAZY_BACKENDS: dict[str, str] = {"zmq+tcp": "squall.worker.wire.zmq_transport:ZmqTransport"}
 
 
 def transport_for(address: str) -> Transport:

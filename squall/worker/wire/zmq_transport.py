@@ -55,7 +55,7 @@ from zmq.utils import z85
 from zmq.utils.monitor import parse_monitor_message
 
 from squall.errors import TransportError
-from squall.worker.transport import Receiver, Sender, Transport
+from squall.worker.wire.transport import Receiver, Sender, Transport
 
 log = structlog.get_logger("squall.worker.ZmqTransport")
 
