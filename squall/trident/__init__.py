@@ -5,6 +5,7 @@ is lives in the module its entry below names.
 """
 
 from squall.lazy import lazy_exports
+from squall.trident.state import _EXPORTS as STATE_EXPORTS
 
 _EXPORTS: dict[str, str] = {
     # The stream algebra (squall.trident.stream) and the operations (squall.trident.operations)
@@ -34,29 +35,8 @@ _EXPORTS: dict[str, str] = {
     "TridentTuple": "squall.trident.operations",
     "TupleCollectionGet": "squall.trident.operations",
     "BatchSpout": "squall.trident.spout",
-    # State (squall.trident.state)
-    "CombinerValueUpdater": "squall.trident.state.base",
-    "ITupleCollection": "squall.trident.state.base",
-    "ReadOnlyState": "squall.trident.state.base",
-    "ReducerValueUpdater": "squall.trident.state.base",
-    "Snapshottable": "squall.trident.state.base",
-    "StaleBatchError": "squall.trident.state.base",
-    "State": "squall.trident.state.base",
-    "StateFactory": "squall.trident.state.base",
-    "StateType": "squall.trident.state.base",
-    "ValueUpdater": "squall.trident.state.base",
-    "CachedMap": "squall.trident.state.map",
-    "IBackingMap": "squall.trident.state.map",
-    "MapState": "squall.trident.state.map",
-    "NonTransactionalMap": "squall.trident.state.map",
-    "OpaqueMap": "squall.trident.state.map",
-    "SnapshottableMap": "squall.trident.state.map",
-    "TransactionalMap": "squall.trident.state.map",
-    "MemoryMapState": "squall.trident.state.memory",
-    "SqliteMapState": "squall.trident.state.stores",
-    "StoreMapState": "squall.trident.state.stores",
-    "OpaqueValue": "squall.trident.state.values",
-    "TransactionalValue": "squall.trident.state.values",
+    # State: every name squall.trident.state exports, from its one table
+    **STATE_EXPORTS,
 }
 __getattr__, __dir__ = lazy_exports(__name__, globals(), _EXPORTS)
 __all__ = sorted(_EXPORTS)
