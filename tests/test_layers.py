@@ -243,4 +243,4 @@ def test_the_reader_sees_the_kinds_of_import() -> None:
     assert "squall.tuning.autotune" in edges["squall.config"]  # a class path in a default
     assert "squall.local" in edges["squall"]  # a lazy export and its TYPE_CHECKING import
     assert "kazoo" in edges["squall.cluster.zookeeper"]
-    assert "squall.worker.typed_pending" in edges["squall.worker.typed_core"]  # a .pyx's cimport
+    assert "squall.worker.pending" in edges["squall.worker.typed_core"]  # a .pyx's cimport

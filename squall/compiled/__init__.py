@@ -48,6 +48,7 @@ MODULES = (
     "squall.worker.collector",
     "squall.worker.component_executor",
     "squall.worker.executor",
+    "squall.worker.pending",
     "squall.worker.queues",
     "squall.worker.routing",
     "squall.worker.serialization",
@@ -62,8 +63,7 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.fastwire",
-                "squall.worker.typed_core", "squall.worker.typed_pending")
+ACCELERATORS = ("squall.topology.typed_tuple", "squall.worker.fastwire", "squall.worker.typed_core")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an

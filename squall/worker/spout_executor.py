@@ -35,8 +35,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from squall.topology.loading import resolve_class
-from squall.worker.collector import SpoutTracker, TaskState, settle, spout_emitter
+from squall.worker.collector import SpoutTracker, TaskState, spout_emitter
 from squall.worker.component_executor import ComponentExecutor
+from squall.worker.pending import settle
 
 LATENCY_SAMPLES = 200_000
 SUMMARY_SAMPLES = 10_000  # summarise_latencies' subsample
@@ -268,7 +269,6 @@ class SpoutExecutor(ComponentExecutor):
                          timeout_secs=self.conf["topology.message.timeout.secs"], likely=cause)
 
     def settle(self, roots: list[int], ok: bool) -> int:
-        # collector's settle is the loop of the table SpoutTracker made: both typed, or both pure.
         settled, waited = settle(self.tracker.pending, roots, ok, self.now(), self.latencies, self.by_task)
         self.tracker.count -= settled
         if ok:
