@@ -130,7 +130,7 @@ def pending_tree_bytes(n: int = 100_000) -> dict[str, float]:
     import tracemalloc
 
     from squall.acker import AckLedger
-    from squall.worker.executors.emit import pending_trees
+    from squall.worker.executors.pending import PendingTrees
 
     rng = random.Random(3)
     ids = [(rng.getrandbits(64), rng.getrandbits(64)) for _ in range(n)]
@@ -141,7 +141,7 @@ def pending_tree_bytes(n: int = 100_000) -> dict[str, float]:
         ledger.init(root, val, spout_task=3)
     acker = (tracemalloc.get_traced_memory()[0] - base) / n
     base = tracemalloc.get_traced_memory()[0]
-    pending = pending_trees()  # what a spout executor keeps: the typed table where it is built
+    pending = PendingTrees()  # what a spout executor keeps
     now = time.monotonic()
     for i, (root, _val) in enumerate(ids):
         pending.put_new(root, (3, i, now + i))

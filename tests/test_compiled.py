@@ -69,3 +69,33 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:]
     assert " passed" in run.stdout and "failed" not in run.stdout
+
+
+def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: Path) -> None:
+    # A module's build reads its own .pxd and those it cimports (theirs in turn), no other
+    pxd = compiled.PACKAGE_DIR / "topology/typed_tuple.pxd"
+    assert pxd in compiled.declarations_of("squall.worker.wire.fastwire")
+    assert pxd in compiled.declarations_of("squall.topology.typed_tuple")
+    # plain Python: its imports read no .pxd
+    assert compiled.declarations_of("squall.worker.executors.routing") == []
+    assert not {compiled.PACKAGE_DIR / "worker/wire/fastwire.pxd", pxd} & set(
+        compiled.declarations_of("squall.acker.ledger"))
+    # So a changed layout renames the builds of the modules that read it, and only theirs
+    shutil.copytree(REPO / "squall", tmp_path / "squall",
+                    ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
+    names = ("import json; from squall import compiled\n"
+             "print(json.dumps({m: compiled.build_path(m).name for m in compiled.BUILT}))")
+
+    def build_names() -> dict[str, str]:
+        out = subprocess.run([sys.executable, "-c", names], env={**os.environ, "PYTHONPATH": str(tmp_path)},
+                             cwd=tmp_path, capture_output=True, text=True, check=True, timeout=60).stdout
+        return json.loads(out)
+
+    before = build_names()
+    layout = tmp_path / "squall/topology/typed_tuple.pxd"
+    layout.write_text(layout.read_text() + "\n# edited\n")
+    after = build_names()
+    renamed = {m for m in compiled.BUILT if before[m] != after[m]}
+    assert renamed == {m for m in compiled.BUILT if pxd in compiled.declarations_of(m)}
+    assert "squall.worker.executors.typed_core" in renamed
+    assert "squall.worker.executors.routing" not in renamed

@@ -59,7 +59,8 @@ WALLED = {
 
 def modules() -> dict[str, Path]:
     found = {}
-    # .pyx: the modules written for Cython (squall/compiled ACCELERATORS), on their floors too
+    # .pyx: the modules written for Cython (squall/compiled ACCELERATORS), on their floors too;
+    # a .py typed in Cython's pure-Python mode has its .pxd beside it, read with it (imports)
     for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")]:
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
@@ -93,7 +94,8 @@ def target(name: str) -> str | None:
     return None
 
 
-# A Cython module's imports and cimports, read line by line (ast cannot parse it).
+# A Cython module's or declaration file's imports and cimports, read line by line (ast
+# cannot parse them).
 CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+([\w.]+)\s+c?import\s+(.+)|c?import\s+([\w.]+))")
 
 
@@ -115,6 +117,8 @@ def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     if path.suffix == ".pyx":
         yield from cython_imports(path)
         return
+    if path.with_suffix(".pxd").is_file():  # its C declarations, whose cimports it compiles with
+        yield from cython_imports(path.with_suffix(".pxd"))
     tree = ast.parse(path.read_text(), str(path))
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
     for node in ast.walk(tree):
@@ -123,6 +127,10 @@ def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
                 yield alias.name, node.lineno
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
+            if base.startswith("cython.cimports."):  # pure-Python mode's cimport
+                base = base.removeprefix("cython.cimports.")
+                if base.split(".")[0] in ("libc", "cpython"):
+                    continue  # C declarations Cython ships, not modules
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - (node.level - 1)]
                 base = ".".join([*anchor, *([base] if base else [])])
@@ -268,3 +276,5 @@ def test_the_reader_sees_the_kinds_of_import() -> None:
     assert "squall.local" in edges["squall"]  # a lazy export
     assert "squall.worker.executors.host" in edges["squall.worker.executors.executor"]  # under TYPE_CHECKING
     assert "kazoo" in edges["squall.cluster.zookeeper"]
+    # a .pyx's cimport
+    assert "squall.worker.executors.pending" in edges["squall.worker.executors.typed_core"]

@@ -13,6 +13,11 @@ edited Python, never a stale build.  ``python -m squall.compiled build``
 (``build.py``; ``ops/bootstrap.sh`` runs it) brings the builds up to date.
 Without Cython or a C compiler nothing is built and Squall runs as pure Python.
 ``SQUALL_PURE_PYTHON=1`` turns the builds off for a process and its workers.
+
+A hot-path module may keep C types in a ``.pxd`` beside it (Cython's
+pure-Python mode: one source that the interpreter runs as it is and Cython
+compiles typed).  A build's name hashes the declarations it reads too: its
+own ``.pxd`` and those it cimports.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -42,6 +48,7 @@ MODULES = (
     "squall.worker.executors.emit",
     "squall.worker.executors.component",
     "squall.worker.executors.executor",
+    "squall.worker.executors.pending",
     "squall.worker.executors.queues",
     "squall.worker.executors.routing",
     "squall.worker.wire.codec",
@@ -56,8 +63,8 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.acker.typed_ledger", "squall.topology.typed_tuple", "squall.worker.wire.fastwire",
-                "squall.worker.executors.typed_core", "squall.worker.executors.typed_pending")
+ACCELERATORS = ("squall.topology.typed_tuple", "squall.worker.wire.fastwire",
+                "squall.worker.executors.typed_core")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an
@@ -72,21 +79,46 @@ def source_of(module: str) -> Path:
 
 
 def declarations() -> list[Path]:
-    """The accelerators' ``.pxd`` files: the C layouts they share (the typed Tuple's)."""
+    """Every ``.pxd`` of the package: the C types of the modules typed in pure-Python mode
+    and the layouts the accelerators share (the typed Tuple's)."""
     return sorted(PACKAGE_DIR.rglob("*.pxd"))
+
+
+# A cimport of a squall module, as a .pyx or .pxd writes it, or as a .py does
+# (``from cython.cimports.squall.x import ...``); a plain import reads no .pxd.
+CIMPORT = re.compile(r"^\s*(?:from\s+(squall[\w.]*)\s+cimport\b|cimport\s+(squall[\w.]*)"
+                     r"|from\s+cython\.cimports\.(squall[\w.]*)\s+import\b)", re.MULTILINE)
+
+
+def declarations_of(module: str) -> list[Path]:
+    """The ``.pxd`` files a build of ``module`` reads: its own, beside its source, and
+    those it cimports, and theirs in turn; a changed one must rebuild it."""
+    found: list[Path] = []
+    todo = [source_of(module), source_of(module).with_suffix(".pxd")]
+    while todo:
+        path = todo.pop()
+        if not path.is_file():
+            continue
+        if path.suffix == ".pxd":
+            if path in found:
+                continue
+            found.append(path)
+        for m in CIMPORT.finditer(path.read_text()):
+            name = m[1] or m[2] or m[3]
+            todo.append(PACKAGE_DIR.parent.joinpath(*name.split(".")).with_suffix(".pxd"))
+    return sorted(found)
 
 
 def build_path(module: str) -> Path | None:
     """Where the build of ``module``'s current source is (it may not exist).
 
-    An accelerator's build also depends on the declarations it cimports: a
-    changed layout must rebuild every module that reads it, so their hash is in.
+    A build also depends on the declarations it reads (:func:`declarations_of`):
+    a changed layout must rebuild every module that reads it, so their hash is in.
     """
     try:
         digest = hashlib.sha256(source_of(module).read_bytes())
-        if module in ACCELERATORS:
-            for pxd in declarations():
-                digest.update(pxd.read_bytes())
+        for pxd in declarations_of(module):
+            digest.update(pxd.read_bytes())
     except OSError:
         return None
     return BUILD_DIR / f"{module}.{digest.hexdigest()[:16]}{SUFFIX}"

@@ -22,10 +22,10 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Any
 
 from squall.acker.ledger import pack_acks
-from squall.acker.rotating_map import RotatingMap
 from squall.topology.component import DEFAULT_STREAM
 from squall.topology.tuple import Tuple
 from squall.worker.executors.emit_errors import bad_emit
+from squall.worker.executors.pending import PendingTrees
 from squall.worker.wire.value_types import PLAIN_TYPES
 
 
@@ -196,44 +196,13 @@ def bolt_emitter(component: str, task: int, streams: dict[str, StreamOut],
     return emit
 
 
-def pending_trees() -> RotatingMap:
-    """A spout's pending trees: root id -> (task, message id, emit time), in two buckets
-    (a tree put between two rotations expires at the second)."""
-    return RotatingMap(2)
-
-
-def settle(pending: Any, roots: list[int], ok: bool, now: float, latencies: Any,
-           by_task: dict[int, Any]) -> tuple[int, float]:
-    """The trees ``roots`` settled (acked if ``ok``, else failed): each the spout's ack
-    or fail with its message id, its latency kept when acked.  Roots no longer pending
-    (timed out here already) are skipped.  Returns (trees settled, seconds they waited)."""
-    newest, older = pending.buckets  # two: RotatingMap.pop inlined (hot)
-    settled = 0
-    waited = 0.0
-    for root in roots:
-        entry = newest.pop(root, None)
-        if entry is None:
-            entry = older.pop(root, None)
-            if entry is None:
-                continue
-        settled += 1
-        task, msg_id, t0 = entry
-        if ok:
-            latencies.append(now - t0)
-            waited += now - t0
-            by_task[task].spout.ack(msg_id)
-        else:
-            by_task[task].spout.fail(msg_id)
-    return settled, waited
-
-
 class SpoutTracker:
     """A spout executor's pending trees: root id -> (task, message id, emit time)."""
 
     __slots__ = ("acker_tasks", "count", "immediate", "inits", "local_ackers", "pending")
 
     def __init__(self, acker_tasks: list[int], local_tasks: Collection[int] = ()) -> None:
-        self.pending = pending_trees()
+        self.pending = PendingTrees()
         self.count = 0
         self.acker_tasks = acker_tasks
         # Indices (into acker_tasks) of the ackers in this worker: see new_roots.
@@ -342,7 +311,6 @@ def random_ids() -> Callable[[], int]:
 PureTaskState, pure_bolt_emitter, pure_spout_emitter = TaskState, bolt_emitter, spout_emitter
 PureAckTable = AckTable
 pure_stream_counts, pure_random_ids = stream_counts, random_ids
-pure_pending_trees, pure_settle = pending_trees, settle
 
 try:  # the same, typed in C (squall/worker/executors/typed_core.pyx), where it was built
     from squall.worker.executors.typed_core import (  # type: ignore[assignment]  # noqa: F811
@@ -353,10 +321,5 @@ try:  # the same, typed in C (squall/worker/executors/typed_core.pyx), where it 
     )
     from squall.worker.executors.typed_core import RandomIds as random_ids  # type: ignore[assignment]  # noqa: F811
     from squall.worker.executors.typed_core import StreamCounts as stream_counts  # type: ignore[assignment]  # noqa: F811
-except ImportError:
-    pass
-try:  # and the spout's pending trees (squall/worker/executors/typed_pending.pyx)
-    from squall.worker.executors.typed_pending import PendingTrees as pending_trees  # type: ignore[assignment]  # noqa: F811
-    from squall.worker.executors.typed_pending import settle  # type: ignore[assignment]  # noqa: F811
 except ImportError:
     pass

@@ -36,7 +36,8 @@ from typing import Any
 
 from squall.topology.loading import resolve_class
 from squall.worker.executors.component import ComponentExecutor
-from squall.worker.executors.emit import SpoutTracker, TaskState, settle, spout_emitter
+from squall.worker.executors.emit import SpoutTracker, TaskState, spout_emitter
+from squall.worker.executors.pending import settle
 
 LATENCY_SAMPLES = 200_000
 SUMMARY_SAMPLES = 10_000  # summarise_latencies' subsample
@@ -268,7 +269,6 @@ class SpoutExecutor(ComponentExecutor):
                          timeout_secs=self.conf["topology.message.timeout.secs"], likely=cause)
 
     def settle(self, roots: list[int], ok: bool) -> int:
-        # collector's settle is the loop of the table SpoutTracker made: both typed, or both pure.
         settled, waited = settle(self.tracker.pending, roots, ok, self.now(), self.latencies, self.by_task)
         self.tracker.count -= settled
         if ok:

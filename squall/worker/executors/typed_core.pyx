@@ -30,7 +30,7 @@ from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
 from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint64_t
 
-from squall.acker.typed_ledger cimport PAIR_BYTES, put_le64
+from squall.acker.ledger cimport PAIR_BYTES, put_le64
 from squall.topology.typed_tuple cimport (
     ONE_ROOT,
     ROOT_MAP,
@@ -43,7 +43,7 @@ from squall.topology.typed_tuple cimport (
 )
 
 from squall.worker.wire.fastwire cimport RemoteBatch
-from squall.worker.executors.typed_pending cimport PendingTrees
+from squall.worker.executors.pending cimport PendingTrees
 
 from squall.topology.component import DEFAULT_STREAM
 from squall.worker.executors.emit_errors import bad_emit

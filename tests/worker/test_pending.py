@@ -1,8 +1,8 @@
-"""A spout's pending trees in C (squall/worker/executors/typed_pending.pyx) against the pure
-twin (collector.pure_pending_trees, a RotatingMap of two buckets, and
-collector.pure_settle): the same histories of emits, acks, fails and timeouts
-give the same outcomes, and a tree costs less memory.  CI runs these against
-the build (ops/bootstrap.sh makes it)."""
+"""A spout's pending trees (squall/worker/executors/pending.py, one source: typed by pending.pxd
+where it is compiled) against a model (a RotatingMap of two buckets, the dict of tuples
+it replaced): the same histories of emits, acks, fails and timeouts give the same
+outcomes, and a tree costs less memory.  These run on what this process loaded: the
+build, or under SQUALL_PURE_PYTHON=1 the Python it is built from."""
 
 from __future__ import annotations
 
@@ -11,18 +11,27 @@ import tracemalloc
 from collections import deque
 from typing import Any
 
-import pytest
-
-from squall import compiled
-from squall.worker.executors import emit as collector
-
-needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
+from squall.acker.rotating_map import RotatingMap
+from squall.worker.executors.pending import PendingTrees, settle
 
 
-def typed() -> Any:
-    from squall.worker.executors import typed_pending
-
-    return typed_pending
+def model_settle(pending: RotatingMap, roots: list[int], ok: bool, now: float, latencies: Any,
+                 by_task: dict[int, Any]) -> tuple[int, float]:
+    """What settle must do, over the model's RotatingMap."""
+    settled, waited = 0, 0.0
+    for root in roots:
+        entry = pending.pop(root)
+        if entry is None:
+            continue
+        settled += 1
+        task, msg_id, t0 = entry
+        if ok:
+            latencies.append(now - t0)
+            waited += now - t0
+            by_task[task].spout.ack(msg_id)
+        else:
+            by_task[task].spout.fail(msg_id)
+    return settled, waited
 
 
 class Spout:
@@ -42,17 +51,16 @@ class Spout:
 
 class Twin:
     def __init__(self, kind: str) -> None:
-        self.pending = collector.pure_pending_trees() if kind == "pure" else typed().PendingTrees()
-        self.settle = collector.pure_settle if kind == "pure" else typed().settle
+        self.pending: Any = RotatingMap(2) if kind == "model" else PendingTrees()
+        self.settle = model_settle if kind == "model" else settle
         self.calls: list[tuple[str, int, Any]] = []
         self.by_task = {t: Spout(t, self.calls) for t in (3, 4)}
         self.latencies: deque[float] = deque()
 
 
-@needs_build
-def test_a_random_history_gives_the_same_acks_fails_timeouts_and_latencies() -> None:
+def test_a_random_history_gives_the_model_s_acks_fails_timeouts_and_latencies() -> None:
     rng = random.Random(11)
-    twins = (Twin("pure"), Twin("typed"))
+    twins = (Twin("model"), Twin("table"))
     live: list[int] = []
     seen: set[int] = set()
     clock = 0.0
@@ -78,19 +86,18 @@ def test_a_random_history_gives_the_same_acks_fails_timeouts_and_latencies() -> 
             expired = [t.pending.rotate() for t in twins]
             assert expired[0] == expired[1]
             assert list(expired[1].values()) == sorted(expired[1].values(), key=lambda v: v[2])
-        else:  # a lookup by the pure API
+        else:  # a lookup
             root = rng.choice(live) if live else 0
             assert (root in twins[0].pending) == (root in twins[1].pending)
         assert len(twins[0].pending) == len(twins[1].pending)
-    pure_items = [(k, v) for bucket in twins[0].pending.buckets for k, v in bucket.items()]
-    assert sorted(twins[1].pending.items()) == sorted(pure_items)
+    model_items = [(k, v) for bucket in twins[0].pending.buckets for k, v in bucket.items()]
+    assert sorted(twins[1].pending.items()) == sorted(model_items)
     assert twins[0].calls == twins[1].calls and len(twins[1].calls) > 300
     assert list(twins[0].latencies) == list(twins[1].latencies)
 
 
-@needs_build
 def test_a_tree_pops_once_and_a_replaced_root_keeps_the_last_value() -> None:
-    table = typed().PendingTrees()
+    table = PendingTrees()
     table.put_new(7, (3, "a", 1.0))
     table.put_new(7, (4, "b", 2.0))
     assert len(table) == 1 and 7 in table
@@ -105,8 +112,7 @@ def test_a_tree_pops_once_and_a_replaced_root_keeps_the_last_value() -> None:
     assert len(table.rotate()) == 4_998 and len(table) == 0
 
 
-@needs_build
-def test_a_pending_tree_costs_less_than_in_the_pure_table() -> None:
+def test_a_pending_tree_costs_less_than_in_a_dict_of_tuples() -> None:
     def bytes_per_tree(make: Any) -> float:
         rng = random.Random(1)
         ids = list(range(20_000))  # the user's message ids exist either way
@@ -120,5 +126,5 @@ def test_a_pending_tree_costs_less_than_in_the_pure_table() -> None:
         assert len(table) == 20_000
         return used / 20_000
 
-    pure, fast = bytes_per_tree(collector.pure_pending_trees), bytes_per_tree(typed().PendingTrees)
-    assert fast < 0.6 * pure, (fast, pure)
+    model, table = bytes_per_tree(lambda: RotatingMap(2)), bytes_per_tree(PendingTrees)
+    assert table < 0.6 * model, (table, model)
