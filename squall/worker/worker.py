@@ -35,6 +35,7 @@ from squall.worker.executors.spout import AUTOTUNE, SpoutExecutor
 from squall.worker.executors.timer import SystemTimer
 from squall.worker.plan import ExecutorDef, TopologyPlan
 from squall.worker.process.gc_tuning import freeze_startup_objects, tune_gc
+from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.transfer import Transfer
 from squall.worker.wire.transport import Transport
 
@@ -107,8 +108,9 @@ class Worker:
             if transport is None:
                 msg = f"worker {address} has remote tasks but no transport"
                 raise ValueError(msg)
+            # Nothing from another worker reaches an executor unchecked, in local mode too.
             self.transfer = Transfer(transport, address, remote, self.deliver,
-                                     plan.task_component.__getitem__, self._record_of, self._transfer_died,
+                                     WireValidator(plan, self.local_tasks), self._transfer_died,
                                      backpressure=self.backpressure,
                                      bp_resend=self.conf["worker.backpressure.resend.secs"],
                                      capacity=self.conf["topology.transfer.buffer.size"])

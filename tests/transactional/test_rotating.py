@@ -15,7 +15,8 @@ from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import TransactionAttempt, pack, unpacker
 from squall.transactional.rotating import MetadataConflict, MissingPredecessor, RotatingState
-from squall.worker.wire.codec import decode, encode
+from squall.worker.wire.codec import encode
+from tests.worker.wire_topology import ATTEMPT_BOLTS, ATTEMPT_PLAN, ATTEMPT_SPOUT, decode
 
 
 class Maker:
@@ -345,20 +346,21 @@ def test_a_data_batch_carrying_attempts_decodes_to_shared_attempt_objects() -> N
     fields = ("tx", "word")
     record = record_type(fields)
     a1, a2 = TransactionAttempt(1, 1001), TransactionAttempt(2, 2002)
+    src, (b1, b2) = ATTEMPT_SPOUT, ATTEMPT_BOLTS
     frame = encode([
-        ("data", 7, [Tuple(None, "spout", "default", 3, record(a1, "x")),
-                     Tuple(None, "spout", "default", 3, record(a1, "y")),
-                     Tuple(None, "spout", "default", 3, record(a2, "z"))]),
-        ("data", 8, [Tuple(None, "spout", "default", 3, record(a1, "w"))]),
+        ("data", b1, [Tuple(None, "spout", "default", src, record(a1, "x")),
+                      Tuple(None, "spout", "default", src, record(a1, "y")),
+                      Tuple(None, "spout", "default", src, record(a2, "z"))]),
+        ("data", b2, [Tuple(None, "spout", "default", src, record(a1, "w"))]),
     ])
 
-    # When it is decoded
-    out = decode(frame, lambda task: "spout", lambda comp, stream: record)
+    # When a worker decodes it
+    out = decode(ATTEMPT_PLAN, frame)
 
     # Then every tuple's first value is a TransactionAttempt equal to what was sent,
     # and the tuples of one attempt share one object across the whole frame
     (_, task7, tuples7), (_, task8, tuples8) = out
-    assert (task7, task8) == (7, 8)
+    assert (task7, task8) == (b1, b2)
     txs = [t.values[0] for t in tuples7 + tuples8]
     assert all(type(tx) is TransactionAttempt for tx in txs)
     assert txs == [a1, a1, a2, a1]
@@ -366,9 +368,9 @@ def test_a_data_batch_carrying_attempts_decodes_to_shared_attempt_objects() -> N
     assert txs[2] is not txs[0]
     assert [t.values.word for t in tuples7 + tuples8] == ["x", "y", "z", "w"]
     assert tuples7[0]["tx"] is txs[0]
-    assert tuples7[0].component == "spout" and tuples7[0].task == 3
+    assert tuples7[0].component == "spout" and tuples7[0].task == src
 
     # and another frame gives equal but new objects
-    (_, _, again), _ = decode(frame, lambda task: "spout", lambda comp, stream: record)
+    (_, _, again), _ = decode(ATTEMPT_PLAN, frame)
     assert again[0].values[0] == a1
     assert again[0].values[0] is not txs[0]

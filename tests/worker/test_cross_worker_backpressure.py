@@ -14,9 +14,13 @@ from squall import Bolt, LocalCluster, Spout, Topology
 from squall.testing import poll_for
 from squall.worker.executors.queues import Backpressure
 from squall.worker.wire import codec as serialization
+from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.transfer import TURN_MESSAGES, WORKER_TASK, Transfer
 from squall.worker.wire.transport import InprocTransport, Sender
 from tests.helpers import stay
+from tests.worker.wire_topology import PLAN
+
+ACKER = PLAN.acker_tasks[0]
 
 
 class GatedTransport(InprocTransport):
@@ -50,8 +54,9 @@ class Peer:
                  capacity: int = 1024) -> None:
         self.backpressure = Backpressure()
         self.died: list[BaseException] = []
-        self.transfer = Transfer(transport, address, {i + 100: p for i, p in enumerate(peers)},
-                                 lambda *m: None, str, lambda c, s: tuple, self.died.append,
+        # Each peer is the one address of ACKER, which every peer runs (a plan's acker takes acks).
+        self.transfer = Transfer(transport, address, dict.fromkeys([ACKER], *peers),
+                                 lambda *m: None, WireValidator(PLAN, PLAN.task_component), self.died.append,
                                  backpressure=self.backpressure, bp_resend=resend, capacity=capacity)
         self.backpressure.on_change = self.transfer.local_congestion
 
@@ -131,15 +136,15 @@ def test_a_transfer_queue_over_capacity_congests_the_worker_until_half_is_sent(n
     a = start(peers, Peer(transport, f"{base}/a", [f"{base}/b"], resend=10.0, capacity=100))
     b = start(peers, Peer(transport, f"{base}/b", [f"{base}/a"], resend=10.0))
     # Given a send thread held up in a send
-    a.transfer.put("ack", 100, [1, 2])
+    a.transfer.put("ack", ACKER, [[1, 2]])
     assert transport.sending.wait(2)
     # When its executors queue more than the capacity, the worker is congested at once
     for _ in range(100):
-        a.transfer.put("ack", 100, [1, 2])
+        a.transfer.put("ack", ACKER, [[1, 2]])
     assert not a.backpressure.active
-    a.transfer.put("ack", 100, [1, 2])
+    a.transfer.put("ack", ACKER, [[1, 2]])
     assert a.backpressure.congested == 1 and a.transfer.stats()["outbox_congested"]
-    a.transfer.put("ack", 100, [1, 2])
+    a.transfer.put("ack", ACKER, [[1, 2]])
     assert a.backpressure.congested == 1, "raised once however full it gets"
     # And once the send thread catches up it is not, and the peer heard both
     transport.gate.set()
@@ -157,11 +162,11 @@ def test_a_backlog_goes_out_in_frames_of_bounded_size(net: Any) -> None:
     b.transfer._deliver = lambda kind, task, payload: received.append(task)
     start(peers, b)
     # Given a backlog three turns long behind a held-up send
-    a.transfer.put("ack", 100, [1, 2])
+    a.transfer.put("ack", ACKER, [[1, 2]])
     assert transport.sending.wait(2)
     backlog = 2 * TURN_MESSAGES + 10
     for _ in range(backlog):
-        a.transfer.put("ack", 100, [1, 2])
+        a.transfer.put("ack", ACKER, [[1, 2]])
     transport.gate.set()
     # Then every message arrives, in frames of at most TURN_MESSAGES messages
     poll_for(lambda: len(received) == backlog + 1, timeout=5, message="the backlog to arrive")

@@ -90,8 +90,7 @@ def receiving(keys: tuple[bytes, bytes] | None, plan: TopologyPlan = PLAN, peers
     routes = {1000 + i: p for i, p in enumerate(peers or [])}
     r = Receiving(transport, None, address)  # type: ignore[arg-type]
     r.transfer = Transfer(transport, address, routes, lambda *m: r.delivered.append(m),
-                          plan.task_component.__getitem__, lambda c, s: tuple, r.died.append,
-                          validator=WireValidator(plan, plan.task_component))
+                          WireValidator(plan, plan.task_component), r.died.append)
     r.transfer.start()
     return r
 
@@ -141,7 +140,7 @@ def test_workers_holding_the_topology_key_exchange_frames(keys: tuple[bytes, byt
     transport = ZmqTransport(curve=keys)
     closing.append(transport)
     peer = Transfer(transport, free_address(), {BOLT: receiver.address}, lambda *m: None,
-                    PLAN.task_component.__getitem__, lambda c, s: tuple, died.append)
+                    WireValidator(PLAN, ()), died.append)
     peer.start()
     try:
         # When it sends a batch of tuples

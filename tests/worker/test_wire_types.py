@@ -12,6 +12,7 @@ from squall.worker.executors import emit as collector
 from squall.worker.wire import codec as serialization
 from squall.worker.wire import value_types as wire_types
 from squall.worker.wire.value_types import PLAIN_TYPES, ext_hook, pack_ext, register
+from tests.worker.wire_topology import ATTEMPT_BOLTS, ATTEMPT_PLAN, ATTEMPT_SPOUT, decode
 
 
 def test_a_registered_type_is_plain_for_the_emit_check_and_the_serializer() -> None:
@@ -23,10 +24,10 @@ def test_a_registered_type_is_plain_for_the_emit_check_and_the_serializer() -> N
 
 def test_a_registered_type_round_trips_one_object_per_frame() -> None:
     a = TransactionAttempt(5, 77, 2)
-    record = record_type(("attempt", "n"))
-    rows = [Tuple(None, "c", "default", 1, record(a, i), None) for i in range(3)]
-    frame = serialization.encode([("data", 9, rows)])
-    [(_kind, _task, payload)] = serialization.decode(frame, lambda task: "c", lambda c, s: record)
+    record = record_type(("tx", "word"))
+    rows = [Tuple(None, "spout", "default", ATTEMPT_SPOUT, record(a, str(i)), None) for i in range(3)]
+    frame = serialization.encode([("data", ATTEMPT_BOLTS[0], rows)])
+    [(_kind, _task, payload)] = decode(ATTEMPT_PLAN, frame)
     got = [t.values[0] for t in payload]
     assert got == [a, a, a] and got[0] is got[1] is got[2]
 

@@ -51,7 +51,6 @@ from squall.worker.process.contract import (
     read_secrets,
     write_json_atomic,
 )
-from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.schemes import transport_for
 from squall.worker.wire.transport import Transport
 from squall.worker.wire.zmq_transport import SCHEME as ZMQ_SCHEME
@@ -210,9 +209,6 @@ class WorkerProcess:
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
                                  resources=resources, owns_process=True)
-            if self.worker.transfer is not None:
-                # Nothing from another worker reaches an executor unchecked.
-                self.worker.transfer.validator = WireValidator(plan, self.worker.local_tasks)
             self.worker.bind()
         except TransportError as e:
             raise StartupError(str(e), EXIT_BIND_FAILED) from e

@@ -15,8 +15,7 @@ from typing import Any
 import msgpack
 
 from squall.errors import SerializationError
-from squall.topology.tuple import Tuple
-from squall.worker.wire.value_types import PLAIN_TYPES, ext_hook, pack_ext, registered
+from squall.worker.wire.value_types import PLAIN_TYPES, pack_ext, registered
 
 try:  # the same bytes from C (squall/worker/wire/fastwire.pyx), where it was built
     from squall.worker.wire.fastwire import PackedRows
@@ -142,27 +141,3 @@ def _culprit(messages: list[tuple[str, int, Any]], error: Exception) -> Serializ
                 err.task = t.task
                 return err
     return SerializationError(f"cannot serialize a batch for the wire: {error}")
-
-
-def decode(frame: bytes, component_of: Any, record_of: Any) -> list[tuple[str, int, Any]]:
-    """Rebuild messages; ``component_of(task)`` and ``record_of(component, stream)``
-    restore what the wire leaves out."""
-    messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True,
-                               ext_hook=ext_hook(strict=False))
-    out: list[tuple[str, int, Any]] = []
-    for kind, task, payload in messages:
-        if kind == "data":
-            tuples = []
-            append = tuples.append
-            new = tuple.__new__
-            last_src = last_stream = component = record = None
-            for tid, src, stream, values, anchors in payload:
-                if src != last_src or stream != last_stream:
-                    # Rows of a batch mostly share their source and stream: look up once per run.
-                    component = component_of(src)
-                    record = record_of(component, stream)
-                    last_src, last_stream = src, stream
-                append(Tuple(tid, component, stream, src, new(record, values), anchors))
-            payload = tuples
-        out.append((kind, task, payload))
-    return out

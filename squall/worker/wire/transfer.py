@@ -30,13 +30,12 @@ without both, a spout that outruns the send thread grows one frame without
 end, which reaches the peer late, all at once, or (past
 ``zmq.max.message.bytes``) never.
 
-Nothing from the wire is trusted: with a :class:`~squall.worker.wire.frames.WireValidator`
-(the worker process sets one) every frame is decoded and checked by it, and
-a message of a kind, task or shape this worker's executors would never have
-been sent is dropped and counted per reason in ``stats()["rejected"]``,
-logged at most once per :data:`REJECT_LOG_SECS`.  A ``bp`` must name a known
-peer.  Without one (local mode, in-process frames only) frames are decoded
-as they are.
+Nothing from the wire is trusted: every frame is decoded and checked by the
+:class:`~squall.worker.wire.frames.WireValidator` the worker hands over (the one
+decoder of frames, in local mode too), and a message of a kind, task or shape
+this worker's executors would never have been sent is dropped and counted per
+reason in ``stats()["rejected"]``, logged at most once per
+:data:`REJECT_LOG_SECS`.  A ``bp`` must name a known peer.
 """
 
 from __future__ import annotations
@@ -65,18 +64,15 @@ REJECT_LOG_SECS = 10.0  # at most one warning about rejected frames per this man
 
 class Transfer:
     def __init__(self, transport: Transport, address: str, task_address: dict[int, str],
-                 deliver: Callable[[str, int, Any], None], component_of: Callable[[int], str],
-                 record_of: Callable[[str, str], type], die: Callable[[BaseException], None],
-                 *, backpressure: Backpressure | None = None, bp_resend: float = 1.0,
-                 validator: WireValidator | None = None, capacity: int = 1024,
+                 deliver: Callable[[str, int, Any], None], validator: WireValidator,
+                 die: Callable[[BaseException], None],
+                 *, backpressure: Backpressure | None = None, bp_resend: float = 1.0, capacity: int = 1024,
                  now: Callable[[], float] = time.monotonic) -> None:
         self.address = address
         self._transport = transport
         self._task_address = dict(task_address)
         self._routes_changed = False
         self._deliver = deliver
-        self._component_of = component_of
-        self._record_of = record_of
         self._die = die
         self._now = now
         self._outbox: deque[tuple[str, int, Any]] = deque()
@@ -95,8 +91,7 @@ class Transfer:
         self.bytes_sent = 0
         self.bytes_received = 0
         self.unroutable = 0
-        self.undecodable = 0
-        #: Decodes and checks received frames; set before start().
+        #: Decodes and checks every received frame: the one way in from the wire.
         self.validator = validator
         self._rejected: dict[str, int] = dict.fromkeys(REASONS, 0)  # what the shell itself refused
         self._reject_logged_at = float("-inf")
@@ -156,7 +151,6 @@ class Transfer:
             "bytes_received": self.bytes_received,
             "frames_dropped": self._transport.dropped,
             "unroutable": self.unroutable,
-            "undecodable": self.undecodable,
             "rejected": self.rejected(),
             "auth_rejected": getattr(self._transport, "auth_rejected", 0),
             "connections_dropped": getattr(self._transport, "connections_dropped", 0),
@@ -170,9 +164,8 @@ class Transfer:
     def rejected(self) -> dict[str, int]:
         """Messages and frames dropped by the checks, per reason (see squall.worker.wire.frames)."""
         out = dict(self._rejected)
-        if self.validator is not None:
-            for reason, n in list(self.validator.rejected.items()):
-                out[reason] = out.get(reason, 0) + n
+        for reason, n in list(self.validator.rejected.items()):
+            out[reason] = out.get(reason, 0) + n
         return out
 
     def stop(self) -> None:
@@ -292,24 +285,14 @@ class Transfer:
                 self.frames_received += 1
                 self.bytes_received += len(frame)
                 validator = self.validator
-                if validator is not None:
-                    before = validator.total_rejected
-                    try:
-                        messages = validator.decode(frame)
-                    except FrameRejected as e:
-                        self._log_rejected(str(e))
-                        continue
-                    if validator.total_rejected != before:
-                        self._log_rejected("messages dropped from a frame")
-                else:
-                    try:
-                        messages = codec.decode(frame, self._component_of, self._record_of)
-                    except Exception as e:  # noqa: BLE001 - a stray or stale sender must not kill us
-                        self.undecodable += 1
-                        if self.undecodable == 1 or self.undecodable % 1000 == 0:
-                            log.warning("dropping frames that do not decode", error=repr(e),
-                                        undecodable=self.undecodable)
-                        continue
+                before = validator.total_rejected
+                try:
+                    messages = validator.decode(frame)
+                except FrameRejected as e:
+                    self._log_rejected(str(e))
+                    continue
+                if validator.total_rejected != before:
+                    self._log_rejected("messages dropped from a frame")
                 for kind, task, payload in messages:
                     if task == WORKER_TASK:
                         self._on_worker_message(kind, payload)
