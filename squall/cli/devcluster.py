@@ -63,8 +63,8 @@ import yaml
 from squall.cli.client import credentials, http_client
 from squall.cluster.zookeeper import DevZookeeper, disconnect, seal_root, start_client
 from squall.config import DEFAULTS
-from squall.runtime.files import write_private
 from squall.runtime.ports import free_port
+from squall.security.files import write_private
 from squall.security.keyring import Keyring
 from squall.supervisor.launcher import Slot
 from squall.supervisor.workers import UMASK, private_dir, write_json

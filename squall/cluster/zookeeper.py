@@ -35,7 +35,7 @@ from kazoo.security import ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, Id, Permission
 
 from squall.config import DEFAULTS
 from squall.errors import ConfigError, CoordinationError
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 
 log = structlog.get_logger("squall.cluster.zookeeper")
 

@@ -44,7 +44,7 @@ from packaging.utils import canonicalize_name
 from squall.errors import SquallError
 from squall.runtime.buildbox import Builder
 from squall.runtime.envs import Requirements, pins
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 from squall.version import VERSION
 
 log = structlog.get_logger("squall.runtime.envbuild")

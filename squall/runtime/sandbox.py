@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from pathlib import PurePosixPath
 
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 
 TOOL = "bwrap"
 SETPRIV = "setpriv"

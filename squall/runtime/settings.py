@@ -18,7 +18,7 @@ import yaml
 
 from squall import config as config_mod
 from squall.errors import ConfigError
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 
 ENV_VAR = "SQUALL_CONF"
 

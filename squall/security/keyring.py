@@ -37,6 +37,7 @@ from typing import Any
 from squall.errors import ConfigError, SquallError
 from squall.security import tls
 from squall.security.admission import USER_RULE, is_user_name
+from squall.security.files import write_private
 
 FORMAT = 1
 LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
@@ -101,18 +102,10 @@ class Keyring:
         return cls.load(keyring_path(conf))
 
     def save(self, path: str | os.PathLike[str] | None = None) -> Path:
-        """Write whole, 0600 from the first byte, then move into place.
-
-        As squall.runtime.files.write_private does; not through it, since runtime
-        stands on security (its logs are redacted here) and not the other way.
-        """
+        """Write whole, 0600 from the first byte, then move into place."""
         target = Path(path or self.path or DEFAULT_PATH).expanduser()
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            json.dump(self.data, f, indent=1, sort_keys=True)
-        os.replace(tmp, target)
+        write_private(target, json.dumps(self.data, indent=1, sort_keys=True), tmp_per_process=True)
         self.path = target
         return target
 

@@ -54,10 +54,10 @@ import structlog
 from squall.affinity import release_child
 from squall.errors import SquallError
 from squall.runtime import sandbox
-from squall.runtime.files import write_private
 from squall.runtime.ports import free_port
 from squall.runtime.processes import kill_tree
 from squall.runtime.status import Status
+from squall.security.files import write_private
 
 log = structlog.get_logger("squall.spark.ConnectServer")
 

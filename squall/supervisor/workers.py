@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 
 UMASK = 0o077  # the supervisor's and its workers': files 0600, directories 0700
 ERRORS_READ_MAX = 1 << 20  # of a worker's errors.jsonl per heartbeat

@@ -11,7 +11,7 @@ from typing import Any
 import psutil
 import pytest
 
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 from squall.spark import server as server_module
 from squall.spark.server import (
     TOKEN_ENV,

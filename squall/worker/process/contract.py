@@ -98,8 +98,8 @@ from pathlib import Path
 from typing import Any
 
 from squall.errors import SquallError
-from squall.runtime.files import write_private
 from squall.security import curve as curve_keys
+from squall.security.files import write_private
 
 EXIT_OK = 0
 EXIT_WORKER_DIED = 20

@@ -6,7 +6,7 @@ import os
 import stat
 from pathlib import Path
 
-from squall.runtime.files import write_private
+from squall.security.files import write_private
 
 
 def test_a_link_planted_at_the_name_or_its_temporary_name_is_never_followed(tmp_path: Path) -> None:
