@@ -72,7 +72,7 @@ class DRPCExecutionError(SquallError):
 class Refused(SquallError):
     """A request a daemon will not carry out; its message, which the caller is shown, says
     why.  Which kind it is says what the caller may do about it; the HTTP edge maps each
-    kind to its status in one table (squall.ui.answers.REFUSED_STATUS)."""
+    kind to its status in one table (squall.httpd.answers.REFUSED_STATUS)."""
 
 
 class InvalidRequest(Refused):

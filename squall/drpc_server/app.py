@@ -64,8 +64,8 @@ from squall.drpc_server.invokers import TOPOLOGY
 from squall.drpc_server.limits import CallLimits
 from squall.drpc_server.owners import FunctionOwners
 from squall.drpc_server.ownership import Refuse
-from squall.errors import ApiError
-from squall.httpd.answers import JsonAnswer
+from squall.errors import ApiError, Refused
+from squall.httpd.answers import JsonAnswer, status_of
 from squall.httpd.auth import Gate
 from squall.httpd.guard import Guard
 
@@ -257,7 +257,7 @@ async def _may_serve(request: Request, function: str, claiming: bool) -> None:
         return
     verdict = await owners.verdict((_principal(request) or "")[len(TOPOLOGY):], function, claiming)
     if isinstance(verdict, Refuse):
-        raise ApiError(verdict.status, verdict.reason)
+        raise verdict.kind(verdict.reason)
 
 
 def _caller(request: Request) -> str:
@@ -300,7 +300,7 @@ async def _execute(request: Request, function: str, args: str) -> Response:
     ticket = service.limits.admit(_caller(request), function, service.clock.now(),
                                   waiting=function in service.core.fetchers)
     if isinstance(ticket, Refuse):
-        raise ApiError(ticket.status, ticket.reason)
+        raise ticket.kind(ticket.reason)
     try:
         async with Watching(request) as gone:
             settled = await service.execute(function, args, gone)
@@ -339,7 +339,7 @@ async def invocations(request: Request) -> Response:
 
 
 async def api_error(request: Request, exc: Exception) -> Response:
-    status = exc.status if isinstance(exc, ApiError) else 500
+    status = exc.status if isinstance(exc, ApiError) else status_of(exc) if isinstance(exc, Refused) else 500
     if status == 500:
         log.error("drpc request failed", path=request.url.path, error=repr(exc))
     return JsonAnswer({"error": str(exc)}, status, headers={"Connection": "close"})
@@ -355,7 +355,8 @@ ROUTES = [
 def create_app(service: DrpcService, conf: Mapping[str, Any], gate: Gate | None,
                owners: FunctionOwners | None = None) -> ASGIApp:
     """``owners``: who serves which function (None: any topology serves any, insecure)."""
-    app = Starlette(routes=ROUTES, exception_handlers={ApiError: api_error, Exception: api_error})
+    app = Starlette(routes=ROUTES,
+                    exception_handlers={ApiError: api_error, Refused: api_error, Exception: api_error})
     app.router.redirect_slashes = False
     state: Any = app.state
     state.service, state.conf, state.gate, state.owners = service, conf, gate, owners

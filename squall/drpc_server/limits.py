@@ -21,6 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 
 from squall.drpc_server.ownership import Refuse
+from squall.errors import TooBusy
 
 SERVED_SECS = 60.0  # a function fetched this recently counts as served
 
@@ -61,13 +62,13 @@ class CallLimits:
     def admit(self, user: str, function: str, now: float, waiting: bool = False) -> Ticket | Refuse:
         held = self.held.get(user, 0)
         if held >= self.per_user:
-            return Refuse(429, f"user {user!r} has {held} DRPC calls waiting already, the most "
-                               f"drpc.max.pending.per.user allows: call again when one is answered")
+            return Refuse(TooBusy, f"user {user!r} has {held} DRPC calls waiting already, the most "
+                                   f"drpc.max.pending.per.user allows: call again when one is answered")
         unserved = not self.served(function, now, waiting)
         if unserved and self.unserved_held >= self.unserved:
-            return Refuse(429, f"no topology serves DRPC function {function!r} now, and "
-                               f"{self.unserved_held} calls wait for such functions already, the most "
-                               "drpc.max.pending.unserved allows: call again once a topology serves it")
+            return Refuse(TooBusy, f"no topology serves DRPC function {function!r} now, and "
+                                   f"{self.unserved_held} calls wait for such functions already, the most "
+                                   "drpc.max.pending.unserved allows: call again once a topology serves it")
         self.held[user] = held + 1
         if unserved:
             self.unserved_held += 1

@@ -26,6 +26,7 @@ from squall.clock import Clock
 from squall.cluster.state import ClusterState
 from squall.drpc_server.invokers import Invokers
 from squall.drpc_server.ownership import NEW, Allow, Claim, Ownership, Refuse, Verdict, Write
+from squall.errors import Unavailable
 
 log = structlog.get_logger("squall.drpc_server.FunctionOwners")
 
@@ -78,8 +79,8 @@ class FunctionOwners:
         except Exception as e:  # noqa: BLE001 - ZooKeeper unreachable: the topology asks again
             log.warning("could not check who serves a drpc function", function=function,
                         topology=topology_id, error=repr(e))
-            return Refuse(503, "the DRPC server could not reach ZooKeeper to check who serves "
-                               f"function {function!r}: ask again")
+            return Refuse(Unavailable, "the DRPC server could not reach ZooKeeper to check who serves "
+                                       f"function {function!r}: ask again")
 
     def _check(self, topology_id: str, function: str, claiming: bool) -> Allow | Refuse:
         owner = self._owner(topology_id)
@@ -101,8 +102,8 @@ class FunctionOwners:
                          function=function, owner=owner, topology=topology_id)
                 return Allow()
             self._reread(function)  # another server wrote first: decide on what it wrote
-        return Refuse(503, f"the owner of DRPC function {function!r} kept changing while this "
-                           "topology fetched it: ask again")
+        return Refuse(Unavailable, f"the owner of DRPC function {function!r} kept changing while this "
+                                   "topology fetched it: ask again")
 
     def _owner(self, topology_id: str) -> str | None:
         with self._lock:

@@ -30,6 +30,8 @@ from collections.abc import Iterable, Mapping, Set
 from dataclasses import dataclass, field
 from typing import Any
 
+from squall.errors import Forbidden, Refused, TooBusy
+
 INVOCATION_USER = "invocation.user"  # Storm's key in a function's drpc.authorizer.acl entry
 NEW = -1  # the version of a claim not yet in ZooKeeper: the shell creates it
 
@@ -62,7 +64,7 @@ class Allow:
 
 @dataclass(frozen=True)
 class Refuse:
-    status: int
+    kind: type[Refused]  # what the caller may do about it (the HTTP edge gives it a status)
     reason: str
 
 
@@ -100,32 +102,37 @@ class Ownership:
         """May ``topology_id`` (of ``owner``; ``live``: the topologies that exist now) fetch
         (``claiming``) or answer a request of ``function``?"""
         if owner is None:
-            return Refuse(403, f"topology {topology_id} has no owner on record, so it may serve no "
-                               "DRPC function (was it submitted to an insecure nimbus?)")
+            return Refuse(Forbidden, f"topology {topology_id} has no owner on record, so it may serve no "
+                                     "DRPC function (was it submitted to an insecure nimbus?)")
         handed_to = invocation_user(self.acl, function)
         if handed_to == "":
-            return Refuse(403, f"drpc.authorizer.acl names no user as DRPC function {function!r}'s "
-                               "invocation.user (Storm's form: one user name), so no topology serves it")
+            return Refuse(Forbidden,
+                          f"drpc.authorizer.acl names no user as DRPC function {function!r}'s "
+                          "invocation.user (Storm's form: one user name), so no topology serves it")
         if handed_to is not None:
             if owner == handed_to:
                 return Allow()
-            return Refuse(403, f"DRPC function {function!r} is served by user {handed_to!r}'s topologies "
-                               f"(its invocation.user in drpc.authorizer.acl); topology {topology_id} is "
-                               f"{owner!r}'s")
+            return Refuse(Forbidden,
+                          f"DRPC function {function!r} is served by user {handed_to!r}'s topologies "
+                          f"(its invocation.user in drpc.authorizer.acl); topology {topology_id} is "
+                          f"{owner!r}'s")
         claim = self.claims.get(function)
         if claim is None:
             if not claiming:
-                return Refuse(403, f"DRPC function {function!r} is not served by user {owner!r}'s topologies "
-                                   f"(none fetched it), so topology {topology_id} may not answer it")
+                return Refuse(Forbidden,
+                              f"DRPC function {function!r} is not served by user {owner!r}'s topologies "
+                              f"(none fetched it), so topology {topology_id} may not answer it")
             held = sum(1 for c in self.claims.values() if c.owner == owner)
             if held >= self.max_functions:
-                return Refuse(429, f"user {owner!r}'s topologies serve {held} DRPC functions already, the "
-                                   f"most drpc.max.functions.per.user allows; {function!r} is not taken")
+                return Refuse(TooBusy,
+                              f"user {owner!r}'s topologies serve {held} DRPC functions already, the "
+                              f"most drpc.max.functions.per.user allows; {function!r} is not taken")
             return Write(Claim(function, owner, frozenset({topology_id})))
         if claim.owner != owner:
-            return Refuse(403, f"DRPC function {function!r} belongs to user {claim.owner!r}, whose topology "
-                               f"first served it; topology {topology_id} is {owner!r}'s (an admin may hand "
-                               "the function over with its invocation.user in drpc.authorizer.acl)")
+            return Refuse(Forbidden,
+                          f"DRPC function {function!r} belongs to user {claim.owner!r}, whose topology "
+                          f"first served it; topology {topology_id} is {owner!r}'s (an admin may hand "
+                          "the function over with its invocation.user in drpc.authorizer.acl)")
         if topology_id in claim.topologies:
             return Allow()
         # Another topology of the owner (a redeploy): it joins, and the gone ones leave the list.

@@ -13,7 +13,16 @@ import structlog
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
-from squall.errors import ApiError, Refused
+from squall.errors import (
+    ApiError,
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    Refused,
+    TooBusy,
+    Unavailable,
+)
 from squall.httpd.auth import Unauthorized
 from squall.security.redact import redact_answer
 
@@ -29,6 +38,23 @@ class JsonAnswer(Response):
 
     def render(self, content: Any) -> bytes:
         return json.dumps(redact_answer(content)).encode()
+
+
+# The HTTP status of each kind of refusal the services raise (squall.errors).
+REFUSED_STATUS: dict[type[Refused], int] = {
+    InvalidRequest: 400,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    TooBusy: 429,
+    Unavailable: 503,
+    Refused: 400,  # of no kind above: refused as it stands
+}
+
+
+def status_of(refused: Refused) -> int:
+    """The status of ``refused``'s kind, or of the nearest kind it derives from."""
+    return next(REFUSED_STATUS[kind] for kind in type(refused).__mro__ if kind in REFUSED_STATUS)
 
 
 def refusal(status: int, message: str, **extra: Any) -> JsonAnswer:

@@ -1,7 +1,8 @@
 """The app's refusals in Storm's error shape (``{"error": message}``): the services' own
-(squall.errors.Refused) given their status by :data:`REFUSED_STATUS`, the one table of
-them; the HTTP edge's own (ApiError, the router's 404 and 405, an unauthenticated request);
-a 503 names the leader, who can serve the request instead."""
+(squall.errors.Refused) given their status by squall.httpd.answers.REFUSED_STATUS, the
+one table of them, which every daemon's HTTP edge reads; the HTTP edge's own (ApiError,
+the router's 404 and 405, an unauthenticated request); a 503 names the leader, who can
+serve the request instead."""
 
 from __future__ import annotations
 
@@ -10,34 +11,9 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
-from squall.errors import (
-    ApiError,
-    Conflict,
-    Forbidden,
-    InvalidRequest,
-    NotFound,
-    Refused,
-    TooBusy,
-    Unavailable,
-)
-from squall.httpd.answers import refusal, target
+from squall.errors import ApiError, Refused
+from squall.httpd.answers import refusal, status_of, target
 from squall.httpd.auth import Unauthorized
-
-# The HTTP status of each kind of refusal the services raise (squall.errors).
-REFUSED_STATUS: dict[type[Refused], int] = {
-    InvalidRequest: 400,
-    Forbidden: 403,
-    NotFound: 404,
-    Conflict: 409,
-    TooBusy: 429,
-    Unavailable: 503,
-    Refused: 400,  # of no kind above: refused as it stands
-}
-
-
-def status_of(refused: Refused) -> int:
-    """The status of ``refused``'s kind, or of the nearest kind it derives from."""
-    return next(REFUSED_STATUS[kind] for kind in type(refused).__mro__ if kind in REFUSED_STATUS)
 
 
 async def on_api_error(request: Request, exc: Exception) -> Response:

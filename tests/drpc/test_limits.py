@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from squall.drpc_server.limits import CallLimits, Ticket
 from squall.drpc_server.ownership import Refuse
+from squall.errors import TooBusy
 
 T0 = 1000.0
 
@@ -14,7 +15,7 @@ def test_a_user_holds_at_most_per_user_calls_and_another_user_is_not_counted() -
     tickets = [limits.admit("alice", "f", T0, waiting=True) for _ in range(2)]
     assert all(isinstance(t, Ticket) for t in tickets)
     refused = limits.admit("alice", "f", T0, waiting=True)
-    assert isinstance(refused, Refuse) and refused.status == 429
+    assert isinstance(refused, Refuse) and refused.kind is TooBusy
     assert "drpc.max.pending.per.user" in refused.reason and "'alice'" in refused.reason
     assert isinstance(limits.admit("bob", "f", T0, waiting=True), Ticket)
     limits.release(tickets[0])  # one answered: room for the next
@@ -27,7 +28,7 @@ def test_calls_to_functions_nobody_serves_are_bounded_for_all_users_together() -
     assert isinstance(first, Ticket) and first.unserved
     assert isinstance(limits.admit("bob", "nobody-either", T0), Ticket)
     refused = limits.admit("carol", "nobody", T0)
-    assert isinstance(refused, Refuse) and refused.status == 429
+    assert isinstance(refused, Refuse) and refused.kind is TooBusy
     assert "drpc.max.pending.unserved" in refused.reason
     # a served function is still called, by anyone
     limits.fetching("f", T0)

@@ -4,6 +4,7 @@ for fetches and answers, Storm's invocation.user, and when a claim is let go."""
 from __future__ import annotations
 
 from squall.drpc_server.ownership import NEW, Allow, Claim, Ownership, Refuse, Write
+from squall.errors import Forbidden, TooBusy
 
 T0 = 1000.0
 LIVE = frozenset({"t-alice", "t-alice-2", "t-bob"})
@@ -35,7 +36,7 @@ def test_another_users_topology_is_refused_fetching_and_answering() -> None:
     written(o, o.decide("f", "t-alice", "alice", LIVE))
     for claiming in (True, False):
         verdict = o.decide("f", "t-bob", "bob", LIVE, claiming)
-        assert isinstance(verdict, Refuse) and verdict.status == 403
+        assert isinstance(verdict, Refuse) and verdict.kind is Forbidden
         assert "belongs to user 'alice'" in verdict.reason and "invocation.user" in verdict.reason
     assert o.claims["f"].owner == "alice"
 
@@ -51,7 +52,7 @@ def test_another_topology_of_the_owner_joins_and_dead_ones_leave_the_claim() -> 
 def test_answering_claims_nothing() -> None:
     o = core()
     verdict = o.decide("f", "t-bob", "bob", LIVE, claiming=False)
-    assert isinstance(verdict, Refuse) and verdict.status == 403 and "f" not in o.claims
+    assert isinstance(verdict, Refuse) and verdict.kind is Forbidden and "f" not in o.claims
 
 
 def test_the_acls_invocation_user_serves_the_function_and_nobody_else() -> None:
@@ -59,7 +60,7 @@ def test_the_acls_invocation_user_serves_the_function_and_nobody_else() -> None:
     written(o, Write(Claim("f", "alice", frozenset({"t-alice"}))))  # claimed before the ACL said so
     assert o.decide("f", "t-bob", "bob", LIVE) == Allow()
     verdict = o.decide("f", "t-alice", "alice", LIVE)
-    assert isinstance(verdict, Refuse) and verdict.status == 403 and "invocation.user" in verdict.reason
+    assert isinstance(verdict, Refuse) and verdict.kind is Forbidden and "invocation.user" in verdict.reason
     # client.users alone hands nothing over: the first to fetch claims it
     assert isinstance(o.decide("g", "t-alice", "alice", LIVE), Write)
 
@@ -68,12 +69,12 @@ def test_an_invocation_user_that_is_not_a_user_name_lets_no_topology_serve_the_f
     o = core(acl={"f": {"invocation.user": ["bob"]}, "g": {"invocation.user": ""}})
     for function in ("f", "g"):
         verdict = o.decide(function, "t-bob", "bob", LIVE)
-        assert isinstance(verdict, Refuse) and verdict.status == 403 and "one user name" in verdict.reason
+        assert isinstance(verdict, Refuse) and verdict.kind is Forbidden and "one user name" in verdict.reason
 
 
 def test_a_topology_without_an_owner_serves_nothing() -> None:
     verdict = core().decide("f", "t-x", None, LIVE)
-    assert isinstance(verdict, Refuse) and verdict.status == 403 and "no owner" in verdict.reason
+    assert isinstance(verdict, Refuse) and verdict.kind is Forbidden and "no owner" in verdict.reason
 
 
 def test_a_user_claims_at_most_max_functions() -> None:
@@ -81,7 +82,7 @@ def test_a_user_claims_at_most_max_functions() -> None:
     written(o, o.decide("a", "t-alice", "alice", LIVE))
     written(o, o.decide("b", "t-alice", "alice", LIVE))
     verdict = o.decide("c", "t-alice", "alice", LIVE)
-    assert isinstance(verdict, Refuse) and verdict.status == 429
+    assert isinstance(verdict, Refuse) and verdict.kind is TooBusy
     assert "drpc.max.functions.per.user" in verdict.reason
     assert isinstance(o.decide("c", "t-bob", "bob", LIVE), Write)  # another user's own count
 

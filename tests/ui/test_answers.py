@@ -8,7 +8,7 @@ import pytest
 
 from squall import errors
 from squall.errors import Conflict, Forbidden, InvalidRequest, NotFound, Refused, TooBusy, Unavailable
-from squall.ui.answers import REFUSED_STATUS, status_of
+from squall.httpd.answers import REFUSED_STATUS, status_of
 
 
 @pytest.mark.parametrize(("kind", "status"), [(InvalidRequest, 400), (Forbidden, 403), (NotFound, 404),
