@@ -43,6 +43,18 @@ FEATURE_STEPS: list[set[str]] = [
     {"contrib"},
 ]
 
+# The worker's own order (squall/worker/__init__.py): what every part shares (the plan, the
+# backpressure flag, gc tuning), then the wire, the executors over it, the Worker placing
+# them, and the OS process around it.  Lowest first; a part imports only parts below it.
+WORKER_STEPS: list[set[str]] = [
+    {"plan", "backpressure", "gc_tuning"},
+    {"wire"},
+    {"executors"},
+    {"worker"},
+    {"process"},
+    {"__main__"},
+]
+
 # Names a package re-exports from another for its users, resolved on first use,
 # that its own code never uses: not a dependency of the package, so not an arrow.
 ALIASES = {
@@ -198,6 +210,25 @@ def test_features_import_only_features_below_them() -> None:
                 sideways.append(f"{where(module, line)}: {module} (step {step_of(here) + 1}) imports "
                                 f"{found} (step {step_of(there) + 1})")
     assert not sideways, "features importing a feature not below them:\n" + "\n".join(sorted(sideways))
+
+
+def worker_part(module: str) -> str:
+    return module.split(".")[2]
+
+
+def test_the_worker_parts_import_only_parts_below_them() -> None:
+    parts = {worker_part(m) for m in MODULES if m.startswith("squall.worker.")}
+    assert parts == set().union(*WORKER_STEPS), "WORKER_STEPS and squall/worker/ differ"
+    step = {part: n for n, parts in enumerate(WORKER_STEPS) for part in parts}
+    upward = []
+    for module, targets in EDGES.items():
+        if not module.startswith("squall.worker."):
+            continue
+        for found, line in targets.items():
+            if (found.startswith("squall.worker.") and worker_part(found) != worker_part(module)
+                    and step[worker_part(found)] >= step[worker_part(module)]):
+                upward.append(f"{where(module, line)}: {module} imports {found}")
+    assert not upward, "worker parts importing a part not below them:\n" + "\n".join(sorted(upward))
 
 
 def circles(nodes: list[str], succ: dict[str, set[str]]) -> list[list[str]]:

@@ -43,6 +43,7 @@ MODULES = (
     "squall.acker.ledger",
     "squall.acker.rotating_map",
     "squall.topology.tuple",
+    "squall.worker.backpressure",
     "squall.worker.executors.acker",
     "squall.worker.executors.bolt",
     "squall.worker.executors.emit",

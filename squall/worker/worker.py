@@ -26,15 +26,16 @@ from squall.metrics.registry import MetricsRegistry
 from squall.runtime.status import Status
 from squall.topology.loading import resolve_class
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
+from squall.worker.backpressure import Backpressure
 from squall.worker.executors.acker import BUCKETS, AckerExecutor
 from squall.worker.executors.bolt import BoltExecutor
 from squall.worker.executors.executor import Executor
-from squall.worker.executors.queues import Backpressure, ExecutorQueue
+from squall.worker.executors.queues import ExecutorQueue
 from squall.worker.executors.reporting import ErrorRecord, describe
 from squall.worker.executors.spout import AUTOTUNE, SpoutExecutor
 from squall.worker.executors.timer import SystemTimer
+from squall.worker.gc_tuning import freeze_startup_objects, tune_gc
 from squall.worker.plan import ExecutorDef, TopologyPlan
-from squall.worker.process.gc_tuning import freeze_startup_objects, tune_gc
 from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.transfer import Transfer
 from squall.worker.wire.transport import Transport

@@ -12,7 +12,7 @@ import pytest
 
 from squall import Bolt, LocalCluster, Spout, Topology
 from squall.testing import poll_for
-from squall.worker.executors.queues import Backpressure
+from squall.worker.backpressure import Backpressure
 from squall.worker.wire import codec as serialization
 from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.transfer import TURN_MESSAGES, WORKER_TASK, Transfer

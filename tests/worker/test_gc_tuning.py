@@ -12,7 +12,7 @@ import pytest
 from squall import LocalCluster, Topology
 from squall.local import runner as runner_module
 from squall.testing import poll_for
-from squall.worker.process.gc_tuning import CPYTHON_DEFAULT_GEN0, freeze_startup_objects, tune_gc
+from squall.worker.gc_tuning import CPYTHON_DEFAULT_GEN0, freeze_startup_objects, tune_gc
 from squall.worker.worker import Worker
 from tests.helpers import Journal, numbers_spout
 

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from squall.clock import Clock
     from squall.metrics.registry import MetricsRegistry
-    from squall.worker.executors.queues import Backpressure, ExecutorQueue
+    from squall.worker.backpressure import Backpressure
+    from squall.worker.executors.queues import ExecutorQueue
     from squall.worker.plan import TopologyPlan
 
 

@@ -6,7 +6,7 @@ traffic, ticks, activate/deactivate) have a queue of their own that is
 always served first and never bounded: an acker <-> spout cycle cannot
 deadlock behind data.  Data is bounded softly: above the high watermark the
 queue raises the worker's backpressure and spouts stop calling next_tuple;
-below the low watermark it lowers it again.
+below the low watermark it lowers it again (squall.worker.backpressure).
 """
 
 from __future__ import annotations
@@ -14,40 +14,9 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable
 from typing import Any
 
-
-class Backpressure:
-    """How many queues of this worker are congested; spouts read ``active``.
-
-    ``on_change(congested)`` is called when the worker as a whole turns
-    congested or uncongested, in order, under a lock: it must only signal
-    (the transfer layer tells the peer workers from its own thread).
-    """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.congested = 0
-        # Set by the transfer layer when remote workers report congestion.
-        self.remote = False
-        self.on_change: Callable[[bool], None] | None = None
-
-    def raise_(self) -> None:
-        with self._lock:
-            self.congested += 1
-            if self.congested == 1 and self.on_change is not None:
-                self.on_change(True)
-
-    def lower(self) -> None:
-        with self._lock:
-            self.congested -= 1
-            if self.congested == 0 and self.on_change is not None:
-                self.on_change(False)
-
-    @property
-    def active(self) -> bool:
-        return self.congested > 0 or self.remote
+from squall.worker.backpressure import Backpressure
 
 
 class ExecutorQueue:

@@ -48,7 +48,7 @@ from typing import Any
 
 import structlog
 
-from squall.worker.executors.queues import Backpressure
+from squall.worker.backpressure import Backpressure
 from squall.worker.wire import codec
 from squall.worker.wire.frames import REASONS, FrameRejected, WireValidator
 from squall.worker.wire.transport import Receiver, Sender, Transport
