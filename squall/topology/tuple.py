@@ -57,7 +57,7 @@ class Tuple:
     if not cython.compiled:
         __slots__ = ("ackval", "anchors", "component", "id", "stream", "task", "values")
 
-    # Two of each: the interpreter would pay for testing ``cython.compiled`` on every tuple made.
+    # Two __init__s: one testing ``cython.compiled`` would cost the interpreter that test a tuple.
     if cython.compiled:
 
         def __init__(self, id, component, stream, task, values, anchors=None):  # noqa: A002
