@@ -25,7 +25,7 @@ ack        acking, XOR bookkeeping in the executors (the collector's ack, execut
 acker      the acker task and its ledger (acker/, executors/acker.py)
 crossing   leaving or entering the worker (worker/wire/: transfer, transport, frames,
            codec, fastwire, zmq); none in one worker
-tuple      making tuples (topology/tuple.py, typed_tuple.pyx)
+tuple      making tuples (topology/tuple.py, typed by tuple.pxd)
 executor   the executors' loops (executors/: executor.py, spout.py, bolt.py, component.py)
 other      the rest (interpreter, threads, metrics...)
 =========  ==================================================================
@@ -60,7 +60,7 @@ STAGES = [
     ("crossing", ("squall/worker/wire/", "_6worker_4wire_", "transfer", "transport", "fastwire", "zmq")),
     ("route", ("routing",)),
     ("queue", ("queues",)),
-    ("tuple", ("topology/tuple", "(tuple.c:", "typed_tuple")),
+    ("tuple", ("topology/tuple", "(tuple.c:", "_8topology_5tuple_")),
     ("executor", ("run_batch",)),  # the bolt's loop, in the typed core
     ("emit", ("executors/emit", "executors_4emit", "typed_core")),
     ("executor", ("executor",)),

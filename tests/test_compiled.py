@@ -73,9 +73,9 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
 
 def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: Path) -> None:
     # A module's build reads its own .pxd and those it cimports (theirs in turn), no other
-    pxd = compiled.PACKAGE_DIR / "topology/typed_tuple.pxd"
+    pxd = compiled.PACKAGE_DIR / "topology/tuple.pxd"
     assert pxd in compiled.declarations_of("squall.worker.wire.fastwire")
-    assert pxd in compiled.declarations_of("squall.topology.typed_tuple")
+    assert pxd in compiled.declarations_of("squall.topology.tuple")
     # plain Python: its imports read no .pxd
     assert compiled.declarations_of("squall.worker.executors.routing") == []
     assert not {compiled.PACKAGE_DIR / "worker/wire/fastwire.pxd", pxd} & set(
@@ -92,7 +92,7 @@ def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: 
         return json.loads(out)
 
     before = build_names()
-    layout = tmp_path / "squall/topology/typed_tuple.pxd"
+    layout = tmp_path / "squall/topology/tuple.pxd"
     layout.write_text(layout.read_text() + "\n# edited\n")
     after = build_names()
     renamed = {m for m in compiled.BUILT if before[m] != after[m]}

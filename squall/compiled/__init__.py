@@ -64,8 +64,7 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.topology.typed_tuple", "squall.worker.wire.fastwire",
-                "squall.worker.executors.typed_core")
+ACCELERATORS = ("squall.worker.wire.fastwire", "squall.worker.executors.typed_core")
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an

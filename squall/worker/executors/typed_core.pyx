@@ -10,7 +10,7 @@ an int per root and sum in the bolt's acks.  Here they are C integers:
   (:class:`RandomIds`), seeded from ``os.urandom``: random ids, as Storm's odds
   of a false completion need, at a few nanoseconds each, never a Python int;
 - a tuple of one tree (nearly every tuple) is a typed Tuple with its root and
-  edge inline (squall/topology/typed_tuple.pyx), from a free list;
+  edge inline (squall/topology/tuple.py, typed by tuple.pxd), from a free list;
 - the anchor's ack value is XOR-ed in C;
 - a bolt's acks of one batch are summed per root in :class:`AckTable`, an
   open-addressing table of C integers, and leave it as (root, value) pairs
@@ -31,7 +31,7 @@ from cpython.mem cimport PyMem_Calloc, PyMem_Free
 from libc.stdint cimport uint64_t
 
 from squall.acker.ledger cimport PAIR_BYTES, put_le64
-from squall.topology.typed_tuple cimport (
+from squall.topology.tuple cimport (
     ONE_ROOT,
     ROOT_MAP,
     Tuple,

@@ -43,7 +43,7 @@ from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.stdint cimport uint64_t
 from libc.string cimport memcmp, memcpy, memset
 
-from squall.topology.typed_tuple cimport (
+from squall.topology.tuple cimport (
     ONE_ROOT,
     Tuple,
     bare_tuple,

@@ -1,5 +1,6 @@
-"""The typed Tuple (squall/topology/typed_tuple.pyx) behaves as its pure-Python twin
-does, for everything a bolt, a feature or the wire reads and writes on it."""
+"""The Tuple (squall/topology/tuple.py, one source) behaves as a plain record of its
+fields does, for everything a bolt, a feature or the wire reads and writes on it: run
+both built and with SQUALL_PURE_PYTHON=1 (its C fields, then its plain slots)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,40 @@ import copy
 import dis
 import pickle
 import sys
+import types
 from typing import Any
 
 import pytest
 
 from squall import compiled
-from squall.topology.tuple import PureTuple, Tuple, record_type
+from squall.topology import tuple as tuple_module
+from squall.topology.tuple import Tuple, record_type
 
-needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
+BUILT = tuple_module.__file__.endswith(compiled.SUFFIX)  # this process runs the Tuple compiled
+needs_build = pytest.mark.skipif(not (BUILT and compiled.accelerated()),
+                                 reason="SQUALL_PURE_PYTHON=1: nothing is built")
 WORD = record_type(("word", "n"))
 TOP = (1 << 64) - 1
+
+
+class Model:
+    """What a Tuple is, as plain attributes: the reference both runs are compared with."""
+
+    def __init__(self, id: Any, component: str, stream: str, task: int, values: Any,  # noqa: A002
+                 anchors: Any = None) -> None:
+        self.id, self.component, self.stream, self.task = id, component, stream, task
+        self.values, self.anchors, self.ackval = values, anchors, 0
+
+    def __getitem__(self, field: str) -> Any:
+        return getattr(self.values, field)
+
+    @property
+    def is_tick(self) -> bool:
+        return self.stream == "__tick"
+
+    def __repr__(self) -> str:
+        return (f"Tuple(id={self.id!r}, component={self.component!r}, stream={self.stream!r}, "
+                f"task={self.task!r}, values={tuple(self.values)!r})")
 
 
 def fields(t: Any) -> tuple[Any, ...]:
@@ -24,20 +49,19 @@ def fields(t: Any) -> tuple[Any, ...]:
     return (t.id, t.component, t.stream, t.task, t.values, t.anchors, t.ackval, t.is_tick, repr(t), *named)
 
 
-@needs_build
 def test_the_build_is_the_tuple_every_module_gets() -> None:
     from squall import Tuple as exported
-    from squall.topology import typed_tuple
 
-    assert Tuple is typed_tuple.Tuple is exported and PureTuple is not Tuple
+    assert Tuple is exported
+    build = compiled.build_path("squall.topology.tuple")
+    assert (compiled.enabled() and build is not None and build.is_file()) == BUILT
 
 
-@needs_build
 @pytest.mark.parametrize("anchors", [None, {}, {5: 7}, {0: TOP}, {TOP: 0, 3: 4}, {1 << 64: 1}, {-1: 2},
                                      {"x": 1}, {5: None}])
 @pytest.mark.parametrize("tid", [None, 7, TOP, "msg-1"])
-def test_every_field_reads_as_the_twin_reads_it(anchors: Any, tid: Any) -> None:
-    made = [cls(tid, "split", "default", 3, WORD("cow", 2), anchors) for cls in (PureTuple, Tuple)]
+def test_every_field_reads_as_a_plain_record_of_them_reads_it(anchors: Any, tid: Any) -> None:
+    made = [cls(tid, "split", "default", 3, WORD("cow", 2), anchors) for cls in (Model, Tuple)]
     assert fields(made[0]) == fields(made[1])
     for t in made:  # and as they are written: the acking XOR, a new id, new anchors
         t.ackval ^= TOP
@@ -75,26 +99,23 @@ def test_an_id_that_is_the_edge_survives_new_anchors() -> None:
     assert child.id == edge and child.anchors is None
 
 
-@needs_build
-def test_it_pickles_copies_and_refuses_unknown_attributes_as_the_twin_does() -> None:
+def test_it_pickles_copies_and_refuses_unknown_attributes() -> None:
     t = Tuple(7, "split", "default", 3, ("cow", 2), {5: 7})  # a values record is a local class
     t.ackval = 9
     for back in (pickle.loads(pickle.dumps(t)), copy.copy(t), copy.deepcopy(t)):
         assert fields(back)[:9] == fields(t)[:9]
-    for cls in (PureTuple, Tuple):
-        with pytest.raises(AttributeError):
-            cls(1, "c", "s", 1, WORD("a", 1)).other = 1  # type: ignore[attr-defined]
-        with pytest.raises(AttributeError):
-            cls(1, "c", "s", 1, WORD("a", 1))["missing"]
+    with pytest.raises(AttributeError):
+        Tuple(1, "c", "s", 1, WORD("a", 1)).other = 1  # type: ignore[attr-defined]
+    with pytest.raises(AttributeError):
+        Tuple(1, "c", "s", 1, WORD("a", 1))["missing"]
 
 
-@needs_build
 def test_its_fields_are_slots_the_interpreter_reads_inline() -> None:
-    # Read and written as the twin's __slots__ are: member descriptors, not properties,
+    # Read and written as __slots__ are: member descriptors, not properties,
     # which CPython 3.11 specializes (LOAD_ATTR_SLOT) where a bolt reads tup.values
     t = Tuple(1, "c", "s", 1, WORD("a", 1))
     for name in ("component", "stream", "task", "values"):
-        assert type(vars(Tuple)[name]) is type(vars(PureTuple)[name])
+        assert type(vars(Tuple)[name]) is types.MemberDescriptorType
     t.values, t.task = WORD("b", 2), 4
     assert t["word"] == "b" and t.task == 4
 
@@ -108,7 +129,7 @@ def test_its_fields_are_slots_the_interpreter_reads_inline() -> None:
                 if i.argval == "values"] == ["LOAD_ATTR_SLOT"]
 
 
-@needs_build
+@pytest.mark.skipif(not BUILT, reason="SQUALL_PURE_PYTHON=1: a plain slot, read by no C code")
 def test_a_field_cannot_be_deleted_from_under_the_c_code_that_reads_it() -> None:
     t = Tuple(1, "c", "s", 1, WORD("a", 1))
     for name in ("values", "component", "stream", "task", "id", "anchors"):
@@ -117,7 +138,6 @@ def test_a_field_cannot_be_deleted_from_under_the_c_code_that_reads_it() -> None
     assert t["word"] == "a"
 
 
-@needs_build
 def test_a_subclass_is_still_a_tuple() -> None:
     class Marked(Tuple):  # type: ignore[misc, valid-type]
         __slots__ = ("mark",)
@@ -129,12 +149,11 @@ def test_a_subclass_is_still_a_tuple() -> None:
 
 @needs_build
 def test_values_records_come_back_from_the_free_list_as_new_records_of_their_own_type() -> None:
-    """typed_tuple's record free list: a freed record's memory is the next record of its
+    """The build's record free list (tuple.pxd): a freed record's memory is the next record of its
     length, of whichever stream's type, holding only what was emitted into it."""
     import gc
     import sys
 
-    from squall.topology import typed_tuple
     from squall.worker.executors import emit as collector
 
     # Types of fields no other test uses: no record of theirs lives on elsewhere
@@ -152,12 +171,12 @@ def test_values_records_come_back_from_the_free_list_as_new_records_of_their_own
     for i in range(100):
         emitters["word"]([f"w{i}"], stream="word")
     out.clear()
-    pooled = typed_tuple.pooled_records().get(1, 0)
+    pooled = tuple_module.pooled_records().get(1, 0)
     assert pooled >= 100
     # When records of another type of that length are made, they are taken from it
     for i in range(50):
         emitters["sentence"]([f"s{i}"], stream="sentence")
-    assert typed_tuple.pooled_records().get(1, 0) == pooled - 50
+    assert tuple_module.pooled_records().get(1, 0) == pooled - 50
     # Then each is a fresh record of its own type, its value read by index, name and field
     for i, t in enumerate(out):
         assert type(t.values) is other and tuple(t.values) == (f"s{i}",)
