@@ -339,7 +339,7 @@ async def invocations(request: Request) -> Response:
 
 
 async def api_error(request: Request, exc: Exception) -> Response:
-    status = exc.status if isinstance(exc, ApiError) else status_of(exc) if isinstance(exc, Refused) else 500
+    status = status_of(exc)
     if status == 500:
         log.error("drpc request failed", path=request.url.path, error=repr(exc))
     return JsonAnswer({"error": str(exc)}, status, headers={"Connection": "close"})

@@ -52,9 +52,14 @@ REFUSED_STATUS: dict[type[Refused], int] = {
 }
 
 
-def status_of(refused: Refused) -> int:
-    """The status of ``refused``'s kind, or of the nearest kind it derives from."""
-    return next(REFUSED_STATUS[kind] for kind in type(refused).__mro__ if kind in REFUSED_STATUS)
+def status_of(error: BaseException) -> int:
+    """The HTTP status a request that raised ``error`` is answered with: a Refused kind's
+    (or the nearest kind it derives from), an ApiError's own, else 500."""
+    if isinstance(error, ApiError):
+        return error.status
+    if isinstance(error, Refused):
+        return next(REFUSED_STATUS[kind] for kind in type(error).__mro__ if kind in REFUSED_STATUS)
+    return 500
 
 
 def refusal(status: int, message: str, **extra: Any) -> JsonAnswer:

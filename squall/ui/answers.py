@@ -19,7 +19,7 @@ from squall.httpd.auth import Unauthorized
 async def on_api_error(request: Request, exc: Exception) -> Response:
     """An ApiError (the edge's own status) or a Refused (its kind's status)."""
     assert isinstance(exc, (ApiError, Refused))
-    status = exc.status if isinstance(exc, ApiError) else status_of(exc)
+    status = status_of(exc)
     if status == 503:  # who can serve it instead
         leader = await anyio.to_thread.run_sync(request.app.state.backend.leadership.leader_url)
         return refusal(503, str(exc), leader=leader)

@@ -1,4 +1,4 @@
-"""The HTTP edge's one table of statuses for the services' refusals (squall.ui.answers)."""
+"""The HTTP edge's one table of statuses for the services' refusals (squall.httpd.answers)."""
 
 from __future__ import annotations
 
@@ -28,3 +28,8 @@ def test_a_kind_derived_from_one_in_the_table_takes_its_status() -> None:
         pass
 
     assert status_of(NoSuchLog("gone")) == 404
+
+
+def test_the_edge_own_errors_keep_their_status_and_anything_else_is_a_500() -> None:
+    assert status_of(errors.ApiError(413, "too big")) == 413
+    assert status_of(RuntimeError("a bug")) == 500
