@@ -18,7 +18,7 @@ the first stage that claims a frame, from the leaf up:
 
 =========  ==================================================================
 user       the topology's own code (spout next_tuple, split, count)
-emit       the collector: emit, anchoring, edge ids (executors/emit.py, typed_core.pyx)
+emit       the collector: emit, anchoring, edge ids (executors/emit.py, acks.py)
 route      choosing the target tasks: groupings (routing.py)
 queue      the executors' queues and batches (queues.py)
 ack        acking, XOR bookkeeping in the executors (the collector's ack, executors)
@@ -62,7 +62,7 @@ STAGES = [
     ("queue", ("queues",)),
     ("tuple", ("topology/tuple", "(tuple.c:", "_8topology_5tuple_")),
     ("executor", ("run_batch",)),  # the bolt's loop, in the typed core
-    ("emit", ("executors/emit", "executors_4emit", "typed_core")),
+    ("emit", ("executors/emit", "executors_4emit", "executors/acks", "executors_4acks")),
     ("executor", ("executor",)),
 ]
 # A function of the collector or an executor that acks: its name (Python's, or the end of a

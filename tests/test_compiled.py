@@ -62,9 +62,12 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
     # Given SQUALL_PURE_PYTHON=1, nothing is loaded from a build
     assert status_in_child({compiled.PURE_ENV: "1"}) == dict.fromkeys(compiled.MODULES, False)
     # and the message-flow guarantees (acks, fails, timeouts, replays, max spout pending)
-    # and the exact word count under random failures hold in pure Python too
+    # and the exact word count under random failures hold in pure Python too, and so does
+    # what the hot path's typed modules promise, their one source run by the interpreter
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
-                          "tests/test_message_flow.py", "tests/test_wordcount_failures.py"],
+                          "tests/test_message_flow.py", "tests/test_wordcount_failures.py",
+                          "tests/worker/test_emit.py", "tests/topology/test_tuple.py",
+                          "tests/worker/test_pending.py", "tests/acker/test_ledger.py"],
                          env={**os.environ, compiled.PURE_ENV: "1"}, cwd=REPO, capture_output=True,
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:]
@@ -95,7 +98,13 @@ def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: 
     layout = tmp_path / "squall/topology/tuple.pxd"
     layout.write_text(layout.read_text() + "\n# edited\n")
     after = build_names()
-    renamed = {m for m in compiled.BUILT if before[m] != after[m]}
-    assert renamed == {m for m in compiled.BUILT if pxd in compiled.declarations_of(m)}
-    assert "squall.worker.executors.typed_core" in renamed
-    assert "squall.worker.executors.routing" not in renamed
+    readers = {m for m in compiled.BUILT if pxd in compiled.declarations_of(m)}
+    assert {m for m in compiled.BUILT if before[m] != after[m]} == readers
+    assert "squall.worker.executors.emit" in readers and "squall.worker.executors.routing" not in readers
+    # And an edited source renames the builds of the modules that cimport it: the edited
+    # module runs from its source, and so must they (a build could not load beside it)
+    source = tmp_path / "squall/worker/executors/pending.py"
+    source.write_text(source.read_text() + "\n# edited\n")
+    edited = build_names()
+    assert {m for m in compiled.BUILT if after[m] != edited[m]} == {
+        "squall.worker.executors.pending", "squall.worker.executors.emit", "squall.worker.executors.acks"}

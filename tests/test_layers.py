@@ -307,5 +307,5 @@ def test_the_reader_sees_the_kinds_of_import() -> None:
     assert "squall.local" in edges["squall"]  # a lazy export
     assert "squall.worker.executors.host" in edges["squall.worker.executors.executor"]  # under TYPE_CHECKING
     assert "kazoo" in edges["squall.cluster.zookeeper"]
-    # a .pyx's cimport
-    assert "squall.worker.executors.pending" in edges["squall.worker.executors.typed_core"]
+    # a .pxd's cimport
+    assert "squall.worker.executors.pending" in edges["squall.worker.executors.emit"]

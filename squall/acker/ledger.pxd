@@ -6,18 +6,6 @@ cdef extern from "Python.h":
     int _PyLong_Sign(object v)
     size_t _PyLong_NumBits(object v) except? <size_t>-1
 
-# A bolt's acks as they travel (PACKED_ACK in ledger.py): written in C by the bolts'
-# AckTable (squall/worker/executors/typed_core.pyx), which cimports these.
-cdef enum:
-    PAIR_BYTES = 16  # a pair: root, then value
-
-
-cdef inline void put_le64(char* p, uint64_t v) noexcept:
-    cdef int k
-    for k in range(8):
-        p[k] = <char>((v >> (8 * k)) & 0xff)
-
-
 cdef uint64_t GOLDEN, USED, FAILED, TASK1, TOUCHED
 cdef int TOUCHED_SHIFT, FAILED_SHIFT
 cdef Py_ssize_t START, WORDS

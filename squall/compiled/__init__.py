@@ -45,6 +45,7 @@ MODULES = (
     "squall.topology.tuple",
     "squall.worker.backpressure",
     "squall.worker.executors.acker",
+    "squall.worker.executors.acks",
     "squall.worker.executors.bolt",
     "squall.worker.executors.emit",
     "squall.worker.executors.component",
@@ -64,7 +65,7 @@ MODULES = (
 # Modules written for Cython (``.pyx``, typed C), beside the plain-Python
 # ones above: each is an optional speed-up with a pure-Python path that does
 # the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.worker.wire.fastwire", "squall.worker.executors.typed_core")
+ACCELERATORS = ("squall.worker.wire.fastwire",)
 BUILT = MODULES + ACCELERATORS
 
 # Python semantics kept: functions bind and introspect like Python's, and an
@@ -109,16 +110,29 @@ def declarations_of(module: str) -> list[Path]:
     return sorted(found)
 
 
-def build_path(module: str) -> Path | None:
-    """Where the build of ``module``'s current source is (it may not exist).
+def module_of(pxd: Path) -> str:
+    return ".".join(pxd.relative_to(PACKAGE_DIR.parent).with_suffix("").parts)
 
-    A build also depends on the declarations it reads (:func:`declarations_of`):
-    a changed layout must rebuild every module that reads it, so their hash is in.
+
+def inputs_of(module: str) -> list[Path]:
+    """What a build of ``module`` depends on: its source, the declarations it reads
+    (:func:`declarations_of`) and the sources of the built modules it cimports.
+
+    A changed layout must rebuild every module that reads it; and a build whose
+    cimported module runs from its edited source (its own build stale) could not
+    load beside it, so it must run from its source too: both are in its name.
     """
+    pxds = declarations_of(module)
+    cimported = [source_of(m) for m in map(module_of, pxds) if m in BUILT and m != module]
+    return [source_of(module), *pxds, *sorted(cimported)]
+
+
+def build_path(module: str) -> Path | None:
+    """Where the build of ``module``'s current inputs is (it may not exist)."""
     try:
-        digest = hashlib.sha256(source_of(module).read_bytes())
-        for pxd in declarations_of(module):
-            digest.update(pxd.read_bytes())
+        digest = hashlib.sha256()
+        for path in inputs_of(module):
+            digest.update(path.read_bytes())
     except OSError:
         return None
     return BUILD_DIR / f"{module}.{digest.hexdigest()[:16]}{SUFFIX}"

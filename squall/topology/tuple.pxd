@@ -1,7 +1,7 @@
 # The Tuple's C declarations (Cython's pure-Python mode: tuple.py is the one source, this
 # file types it where it is compiled; the interpreter never reads it).  The accelerators
 # that read and fill a Tuple in C (squall/worker/wire/fastwire.pyx,
-# squall/worker/executors/typed_core.pyx) cimport its layout and the helpers below.
+# squall/worker/executors/emit.py and acks.py) cimport its layout and the helpers below.
 # Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
 # converts a multi-digit int byte by byte (_PyLong_AsByteArray).
 from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
@@ -125,6 +125,52 @@ cdef inline Tuple bare_tuple(object tid, object component, object stream, object
     t.form = NO_ANCHORS
     t.amap = None
     t.ack = 0
+    return t
+
+
+# -- what the emitters and the acking loop read and write of any tuple -----------------
+# (squall/worker/executors/emit.py; tuple.py defines the same names for the interpreter.)
+# A Tuple's C fields, or the ``anchors`` and ``ackval`` of any other object that has them.
+
+cdef inline bint one_tree(object t) except -1:
+    """A Tuple anchored in exactly one tree, kept as C integers (ONE_ROOT)."""
+    return type(t) is Tuple and (<Tuple>t).form == ONE_ROOT
+
+
+cdef inline uint64_t root_of(object t) noexcept:
+    return (<Tuple>t).root  # (only of a tuple one_tree)
+
+
+cdef inline uint64_t edge_of(object t) noexcept:
+    return (<Tuple>t).edge  # (only of a tuple one_tree)
+
+
+cdef inline object roots_of(object t):
+    return anchors_of(<Tuple>t) if type(t) is Tuple else t.anchors
+
+
+cdef inline uint64_t ack_of(object t) except? 0:
+    if type(t) is Tuple:
+        return (<Tuple>t).ack
+    return PyLong_AsUnsignedLong(t.ackval)
+
+
+cdef inline int add_ack(object t, uint64_t edge) except -1:
+    if type(t) is Tuple:
+        (<Tuple>t).ack ^= edge
+    else:
+        t.ackval ^= edge
+    return 0
+
+
+cdef inline Tuple tree_tuple(object component, object stream, object task, object values, uint64_t root,
+                             uint64_t edge):
+    """A tuple of one tree: its id is its edge."""
+    cdef Tuple t = bare_tuple(None, component, stream, task, values)
+    t.id_is_edge = True
+    t.form = ONE_ROOT
+    t.root = root
+    t.edge = edge
     return t
 
 

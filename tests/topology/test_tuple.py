@@ -79,17 +79,15 @@ def test_every_field_reads_as_a_plain_record_of_them_reads_it(anchors: Any, tid:
 @needs_build
 def test_an_id_that_is_the_edge_survives_new_anchors() -> None:
     # Given a tuple as the emitters make it: its id is its edge, kept once
-    from squall.worker.executors import typed_core
-
     batches: dict[int, list[Any]] = {1: []}
     from squall.worker.executors import emit as collector
     from squall.worker.executors import routing
 
     so = collector.StreamOut("default", WORD, ("word", "n"), routing.all_tasks([1]), False)
-    state = typed_core.TaskState()
+    state = collector.TaskState()
     state.current = Tuple(5, "spout", "default", 1, WORD("a", 1), {77: 5})
-    emit = typed_core.bolt_emitter("split", 2, {"default": so}, {1: batches[1].append}, True,
-                                   typed_core.RandomIds(), lambda *a: None, False, None, True, state)
+    emit = collector.bolt_emitter("split", 2, {"default": so}, {1: batches[1].append}, True,
+                                   collector.RandomIds(), lambda *a: None, False, None, True, state)
     emit(["cow", 1])
     (child,) = batches[1]
     edge = child.id
@@ -157,15 +155,15 @@ def test_values_records_come_back_from_the_free_list_as_new_records_of_their_own
     from squall.worker.executors import emit as collector
 
     # Types of fields no other test uses: no record of theirs lives on elsewhere
-    from squall.worker.executors import routing, typed_core
+    from squall.worker.executors import routing
     one, other = record_type(("pooled_word",)), record_type(("pooled_sentence",))
     out: list[Any] = []
     emitters = {}
     for record, name in ((one, "word"), (other, "sentence")):
         so = collector.StreamOut(name, record, record._fields, routing.all_tasks([1]), False)
-        emitters[name] = typed_core.bolt_emitter("split", 2, {name: so}, {1: out.append}, False,
-                                                 typed_core.RandomIds(), lambda *a: None, False, None, True,
-                                                 typed_core.TaskState())
+        emitters[name] = collector.bolt_emitter("split", 2, {name: so}, {1: out.append}, False,
+                                                 collector.RandomIds(), lambda *a: None, False, None, True,
+                                                 collector.TaskState())
     refs = sys.getrefcount(one)
     # Given records freed into the list
     for i in range(100):
@@ -202,13 +200,13 @@ def test_a_record_that_could_be_in_a_cycle_is_tracked_and_its_cycle_collected() 
     import weakref
 
     from squall.worker.executors import emit as collector
-    from squall.worker.executors import routing, typed_core
+    from squall.worker.executors import routing
 
     record = record_type(("cyclic_word", "cyclic_n"))
     out: list[Any] = []
     so = collector.StreamOut("s", record, record._fields, routing.all_tasks([1]), False)
-    emit = typed_core.bolt_emitter("split", 2, {"s": so}, {1: out.append}, False, typed_core.RandomIds(),
-                                   lambda *a: None, True, None, True, typed_core.TaskState())
+    emit = collector.bolt_emitter("split", 2, {"s": so}, {1: out.append}, False, collector.RandomIds(),
+                                   lambda *a: None, True, None, True, collector.TaskState())
     emit(["w", 1.5], stream="s")
     emit(["w", None], stream="s")
     assert not any(gc.is_tracked(t.values) for t in out)

@@ -9,6 +9,7 @@ from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
 from squall.transactional.attempt import EXT_CODE, TransactionAttempt
 from squall.worker.executors import emit as collector
+from squall.worker.executors import routing
 from squall.worker.wire import codec as serialization
 from squall.worker.wire import value_types as wire_types
 from squall.worker.wire.value_types import PLAIN_TYPES, ext_hook, pack_ext, register
@@ -16,10 +17,21 @@ from tests.worker.wire_topology import ATTEMPT_BOLTS, ATTEMPT_PLAN, ATTEMPT_SPOU
 
 
 def test_a_registered_type_is_plain_for_the_emit_check_and_the_serializer() -> None:
-    # The very set the emit closures and check_values hold, with TransactionAttempt in it.
-    assert collector._PLAIN is PLAIN_TYPES and serialization._SCALARS is PLAIN_TYPES
-    assert TransactionAttempt in PLAIN_TYPES
+    # The very set check_values holds, with TransactionAttempt in it
+    assert serialization._SCALARS is PLAIN_TYPES and TransactionAttempt in PLAIN_TYPES
     serialization.check_values([TransactionAttempt(1, 2, 3), "w"], ("attempt", "word"), "c", "s")
+
+    # and the emitters: an emit of one is not even sent to the deep check
+    def deep_check(*args: object) -> None:
+        raise AssertionError(f"checked {args}")
+
+    record = record_type(("attempt", "word"))
+    stream = collector.StreamOut("default", record, record._fields, routing.all_tasks([1]), False)
+    out: list[Tuple] = []
+    emit = collector.bolt_emitter("c", 2, {"default": stream}, {1: out.append}, False, collector.random_ids(),
+                                  deep_check, False, None, True, collector.TaskState())
+    emit([TransactionAttempt(1, 2, 3), "w"])
+    assert [tuple(t.values) for t in out] == [(TransactionAttempt(1, 2, 3), "w")]
 
 
 def test_a_registered_type_round_trips_one_object_per_frame() -> None:

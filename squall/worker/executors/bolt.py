@@ -13,13 +13,9 @@ from typing import Any
 from squall.errors import FailedException, SerializationError
 from squall.topology.component import Bolt
 from squall.topology.tuple import Tuple
+from squall.worker.executors.acks import AckTable, run_batch
 from squall.worker.executors.component import ComponentExecutor
-from squall.worker.executors.emit import AckTable, TaskState, bolt_emitter
-
-try:  # the loop typed in C (squall/worker/executors/typed_core.pyx), where it was built
-    from squall.worker.executors.typed_core import run_batch
-except ImportError:
-    run_batch = None
+from squall.worker.executors.emit import TaskState, bolt_emitter
 
 # A stopping executor notices within this many tuples of a long batch; a
 # check per tuple would cost ~10% of the word count's throughput.
@@ -87,63 +83,11 @@ class BoltExecutor(ComponentExecutor):
         bt = self.bolts[task]
         process = bt.process
         state = bt.state
-        if run_batch is not None:
-            acking = bt.auto_ack and self.tracking
-            errors = run_batch(self, bt, tuples, process, state, self.acks if acking else None,
-                               self.tracking, STOP_CHECK_EVERY)
-            if bt.auto_ack:
-                self.acked += len(tuples) - errors
-        elif bt.auto_ack and self.tracking:
-            acks = self.acks
-            errors = 0
-            for chunk in self.chunks(tuples):
-                if not self.running:
-                    break  # stopping: the rest times out and replays
-                for tup in chunk:
-                    state.current = tup
-                    try:
-                        process(tup)
-                    except Exception as e:  # noqa: BLE001 - user code: fail the tuple, keep going
-                        self.on_process_error(bt, tup, e)
-                        errors += 1
-                        continue
-                    am = tup.anchors
-                    if am:
-                        # XOR only what is there: a 64-bit int made for nothing costs
-                        # an allocation (a leaf bolt's ackval is 0; a root's first ack
-                        # in this batch has nothing to combine with).
-                        av = tup.ackval
-                        for root, edge in am.items():
-                            if av:
-                                edge ^= av
-                            prev = acks.get(root)
-                            acks[root] = edge if prev is None else prev ^ edge
+        acking = bt.auto_ack and self.tracking
+        errors = run_batch(self, bt, tuples, process, state, self.acks if acking else None, self.tracking,
+                           STOP_CHECK_EVERY)
+        if bt.auto_ack:
             self.acked += len(tuples) - errors
-        elif self.tracking:
-            # Acked by hand; auto-anchoring still needs the current tuple.
-            for chunk in self.chunks(tuples):
-                if not self.running:
-                    break  # stopping: the rest times out and replays
-                for tup in chunk:
-                    state.current = tup
-                    try:
-                        process(tup)
-                    except Exception as e:  # noqa: BLE001
-                        self.on_process_error(bt, tup, e)
-        else:
-            # Untracked: there is nothing to anchor to, so no current tuple either.
-            errors = 0
-            for chunk in self.chunks(tuples):
-                if not self.running:
-                    break  # stopping: the rest times out and replays
-                for tup in chunk:
-                    try:
-                        process(tup)
-                    except Exception as e:  # noqa: BLE001
-                        self.on_process_error(bt, tup, e)
-                        errors += 1
-            if bt.auto_ack:
-                self.acked += len(tuples) - errors
         state.current = None
         n = len(tuples)
         self.executed += n
@@ -164,12 +108,6 @@ class BoltExecutor(ComponentExecutor):
         out.update(executed=self.executed, acked=self.acked, failed=self.failed,
                    executed_by={f"{c}:{s}": n for (c, s), n in list(self.executed_by.items())})
         return out
-
-    @staticmethod
-    def chunks(tuples: list[Tuple]) -> list[list[Tuple]]:
-        if len(tuples) <= STOP_CHECK_EVERY:
-            return [tuples]
-        return [tuples[i:i + STOP_CHECK_EVERY] for i in range(0, len(tuples), STOP_CHECK_EVERY)]
 
     def on_process_error(self, bt: BoltTask, tup: Tuple, exc: Exception) -> None:
         if isinstance(exc, SerializationError):
@@ -197,7 +135,7 @@ class BoltExecutor(ComponentExecutor):
             super().on_control(kind, task, payload)
 
     def flush(self) -> None:
-        if self.acks:  # grouped by acker in one pass (in C, where the typed core is built)
+        if self.acks:  # grouped by acker in one pass
             ackers = self.acker_tasks
             for task, group in zip(ackers, self.acks.drain_by(len(ackers)), strict=True):
                 if group:

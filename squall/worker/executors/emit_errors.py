@@ -1,5 +1,5 @@
-"""What an emit that breaks its stream's declaration is told: the typed emitters'
-(typed_core.pyx) words and the pure ones' (emit.py), from one place."""
+"""What an emit that breaks its stream's declaration is told (the emitters of emit.py
+raise it): the cold path, kept out of the compiled module."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 # The pending trees' C declarations (Cython's pure-Python mode: pending.py is the one
-# source, this file types it where it is compiled).  squall/worker/executors/typed_core.pyx cimports
+# source, this file types it where it is compiled).  squall/worker/executors/emit.pxd cimports
 # PendingTrees: the spout emit adds a tree in C, with no tuple or int made for it.
 from libc.stdint cimport uint64_t
 

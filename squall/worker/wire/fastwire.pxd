@@ -1,4 +1,4 @@
-# What squall/worker/executors/typed_core.pyx reads of fastwire.pyx: the batch an executor packs
+# What squall/worker/executors/emit.py reads of fastwire.pyx: the batch an executor packs
 # its rows for a task of another worker into, so that an emit of one tree writes its
 # row there without making a Tuple first.  See fastwire.pyx.
 from libc.stdint cimport uint64_t
