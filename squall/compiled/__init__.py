@@ -58,6 +58,7 @@ MODULES = (
     "squall.worker.wire.transfer",
     "squall.worker.wire.transport",
     "squall.worker.wire.frames",
+    "squall.worker.wire.reader",
     "squall.worker.worker",
     "squall.worker.wire.zmq_transport",
 )

@@ -18,8 +18,10 @@ ints (``type(x) is int``: no bools, no floats; msgpack decodes no int above
 
 :meth:`WireValidator.decode` raises :class:`FrameRejected` for a frame it
 cannot read at all and drops (and counts in :attr:`WireValidator.rejected`)
-each message that fails; the rest of the frame is delivered.  The checks are
-inline, one ``type(...) is`` per field, on the hot path.
+each message that fails; the rest of the frame is delivered.  Frames are read
+by the wire's one decoder (squall/worker/wire/reader.py), which checks a data
+message's rows as it reads them into Tuples, one ``type(...) is`` per field;
+the other kinds are checked here.
 """
 
 from __future__ import annotations
@@ -27,17 +29,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-import msgpack
-
 from squall.acker.ledger import PACKED_ACK
-from squall.topology.tuple import Tuple, record_type
-from squall.worker.wire.value_types import ext_hook
-
-try:  # frames read in C (squall/worker/wire/fastwire.pyx), where it was built
-    from squall.worker.wire.fastwire import decode as fast_decode
-    from squall.worker.wire.fastwire import tuples as fast_tuples
-except ImportError:
-    fast_decode = fast_tuples = None
+from squall.topology.tuple import record_type
+from squall.worker.wire.reader import NotAFrame, RowsRefused, Undecodable, read_frame
 
 if TYPE_CHECKING:
     from squall.worker.plan import TopologyPlan
@@ -91,31 +85,21 @@ class WireValidator:
 
     def decode(self, frame: bytes) -> list[tuple[str, int, Any]]:
         """The valid messages of ``frame``; invalid ones are counted and left out."""
-        if fast_decode is not None:
-            parsed = fast_decode(frame, self.task_component, self.data_inputs)
-            if parsed is not None:
-                return self._checked(parsed)
         try:
-            # Extension types registered by features (a TransactionAttempt); any other is refused.
-            messages = msgpack.unpackb(frame, raw=False, strict_map_key=False, use_list=True,
-                                       ext_hook=ext_hook(strict=True))
-        except Exception as e:  # noqa: BLE001 - whatever msgpack makes of garbage
-            self.rejected["undecodable"] += 1
+            messages = read_frame(frame, self.task_component, self.data_inputs)
+        except (Undecodable, NotAFrame) as e:
+            reason = "undecodable" if type(e) is Undecodable else "frame"
+            self.rejected[reason] += 1
             self.total_rejected += 1
-            raise FrameRejected("undecodable", f"{type(e).__name__}: {e}") from None
-        if type(messages) is not list:
-            self.rejected["frame"] += 1
-            self.total_rejected += 1
-            raise FrameRejected("frame", f"a frame is a list of messages, got {type(messages).__name__}")
-        return self._checked(messages)
-
-    def _checked(self, messages: list[Any]) -> list[tuple[str, int, Any]]:
+            raise FrameRejected(reason, str(e)) from None
         out: list[tuple[str, int, Any]] = []
         for message in messages:
-            if type(message) is tuple:  # data the C decoder read and checked
+            if type(message) is tuple:  # data, its rows read and checked by the reader
                 out.append(message)
                 continue
             try:
+                if type(message) is RowsRefused:
+                    raise _Bad(message.reason)
                 out.append(self._message(message))
             except _Bad as bad:
                 self.rejected[bad.reason] += 1
@@ -139,16 +123,9 @@ class WireValidator:
         if type(payload) is not list:
             raise _Bad("shape")
         if kind == "data":
-            by_source = self.data_inputs.get(task)
-            if by_source is None:
-                raise _Bad("task")
-            if fast_tuples is not None:
-                got = fast_tuples(self.task_component, by_source, payload)
-                if type(got) is list:
-                    return kind, task, got
-                if got is not None:
-                    raise _Bad(got)
-            return kind, task, self._tuples(by_source, payload)
+            # The reader reads the rows of every data message to a task that takes some:
+            # one left here goes to a task that takes none.
+            raise _Bad("task")
         if kind == "ack":
             if task not in self.acker_tasks:
                 raise _Bad("task")
@@ -185,40 +162,3 @@ class WireValidator:
             if type(root) is not int or root < 0:
                 raise _Bad("shape")
         return kind, task, payload
-
-    def _tuples(self, by_source: dict[str, dict[str, tuple[type, int]]], rows: list[Any]) -> list[Tuple]:
-        """Rows -> Tuples: the hot path, so every check is inline."""
-        task_component = self.task_component
-        new = tuple.__new__
-        tuples = []
-        append = tuples.append
-        last_src = last_stream = None
-        component = record = None
-        nfields = 0
-        for row in rows:
-            if type(row) is not list or len(row) != 5:
-                raise _Bad("shape")
-            tid, src, stream, values, anchors = row
-            if src != last_src or stream != last_stream or type(src) is not int:
-                # Rows of a batch mostly share their source and stream: look up once per run.
-                if type(src) is not int or type(stream) is not str:
-                    raise _Bad("shape")
-                component = task_component.get(src)
-                streams = by_source.get(component) if component is not None else None
-                entry = streams.get(stream) if streams is not None else None
-                if entry is None:
-                    raise _Bad("source")
-                record, nfields = entry
-                last_src, last_stream = src, stream
-            if type(values) is not list or len(values) != nfields:
-                raise _Bad("shape")
-            if tid is not None and (type(tid) is not int or tid < 0):
-                raise _Bad("shape")
-            if anchors is not None:
-                if type(anchors) is not dict:
-                    raise _Bad("shape")
-                for root, edge in anchors.items():
-                    if type(root) is not int or type(edge) is not int or root < 0 or edge < 0:
-                        raise _Bad("shape")
-            append(Tuple(tid, component, stream, src, new(record, values), anchors))
-        return tuples
