@@ -47,6 +47,8 @@ cdef class Buf:
 
 
 cdef inline int grow(Buf b, Py_ssize_t need) except -1:
+    # Doubling from 4 KB: a RemoteBatch's buffer is made at its first row, and a turn of a
+    # few hundred rows fits in a few of them (the interpreter's bytearray grows itself).
     cdef Py_ssize_t cap = b.cap * 2 if b.cap else 4096
     while cap < b.size + need:
         cap *= 2
