@@ -67,7 +67,8 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
     run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider",
                           "tests/test_message_flow.py", "tests/test_wordcount_failures.py",
                           "tests/worker/test_emit.py", "tests/topology/test_tuple.py",
-                          "tests/worker/test_pending.py", "tests/acker/test_ledger.py"],
+                          "tests/worker/test_pending.py", "tests/acker/test_ledger.py",
+                          "tests/worker/test_codec.py", "tests/worker/test_remote_batch.py"],
                          env={**os.environ, compiled.PURE_ENV: "1"}, cwd=REPO, capture_output=True,
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:]

@@ -213,6 +213,20 @@ cdef inline object filled_record(type record, object values, Py_ssize_t n):
     return vals
 
 
+# -- what the wire's encoder reads of a tuple --------------------------------------------
+# (squall/worker/wire/codec.py; tuple.py defines the same names for the interpreter.)
+
+cdef inline bint row_in_fields(object t) noexcept:
+    """A Tuple of one tree (ONE_ROOT): the encoder writes its row from its C fields, with no
+    dict made for its anchors (nor an int for its id where it is its edge, ``id_is_edge``)."""
+    return type(t) is Tuple and (<Tuple>t).form == ONE_ROOT
+
+
+cdef inline bint id_is_edge(Tuple t) noexcept:
+    """Its id is its edge (an emit's tuple of one tree, ``tree_tuple``), kept only in C."""
+    return t.id_is_edge
+
+
 # -- values records from a free list ----------------------------------------------
 #
 # Every emit makes a values record, an instance of a namedtuple class: CPython

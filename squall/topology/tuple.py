@@ -190,6 +190,16 @@ else:
     def filled_record(record: type, values: Any, n: int) -> Any:
         return tuple.__new__(record, values)
 
+    # -- what the wire's encoder reads of a tuple (squall/worker/wire/codec.py)
+
+    def row_in_fields(t: Any) -> bool:
+        """Never here: the interpreter's Tuple keeps the objects it was given (its anchors a
+        dict), and the encoder writes them as they are."""
+        return False
+
+    def id_is_edge(t: Any) -> bool:
+        return False  # (asked only of a tuple row_in_fields)
+
 
 def new_record(record: type, n: int) -> Any:
     """An empty record of ``n`` values from the free list (tuple.pxd; built only): the

@@ -16,7 +16,6 @@ from typing import Any
 import msgpack
 import pytest
 
-from squall import compiled
 from squall.acker.ledger import PACKED_ACK
 from squall.errors import SerializationError
 from squall.topology.tuple import Tuple, record_type
@@ -32,8 +31,6 @@ from squall.worker.executors.emit import (
 )
 from squall.worker.executors.emit_errors import bad_emit
 from squall.worker.wire.codec import check_values
-
-needs_build = pytest.mark.skipif(not compiled.accelerated(), reason="SQUALL_PURE_PYTHON=1: nothing is built")
 
 WORD = record_type(("word",))
 PAIR = record_type(("word", "n"))
@@ -393,22 +390,18 @@ def test_acks_grouped_by_acker_are_the_sums_each_at_its_roots_acker() -> None:
         AckTable().drain_by(0)
 
 
-@needs_build
 def test_an_emit_to_another_worker_packs_the_rows_its_tuples_would_give() -> None:
-    from squall.worker.wire.fastwire import PackedRows, RemoteBatch
-
     from squall.transactional.attempt import TransactionAttempt
-    from squall.worker.wire import codec
-
-    def unpack(frame: bytes) -> Any:
-        return msgpack.unpackb(frame, raw=False, strict_map_key=False, ext_hook=msgpack.ExtType)
+    from squall.worker.wire.codec import PackedRows, RemoteBatch, encode
+    from squall.worker.wire.value_types import pack_ext
 
     def run(bolt: Bolt) -> None:
         bolt.state.current = Tuple(7, "spout", "default", 1, ("a b",), {TOP - 4: 7})
         for w in ("cow", "moon", "over", "jumps", "high", "low"):
             bolt.emit([w])  # fields grouped over tasks 5 and 6
-        # a value only the generic encoder packs, among rows the packer writes itself
-        for w in ("x", TransactionAttempt(4, 17), "y"):
+        # an extension type, packed as any value; then a value msgpack refuses (the emit's
+        # check lets a lone surrogate through), and one after it
+        for w in ("x", TransactionAttempt(4, 17), "y", "lone \udc80", "z"):
             bolt.emit([w], stream="direct", direct_task=6)
 
     local = Bolt()
@@ -421,16 +414,18 @@ def test_an_emit_to_another_worker_packs_the_rows_its_tuples_would_give() -> Non
     run(packing)
     assert [fields(t) for t in packing.batches[5]] == [fields(t) for t in local.batches[5]]
     assert fields(packing.state.current) == fields(local.state.current)  # every edge XOR-ed in
-    assert packing.counts() == local.counts() and packing.state.emitted == local.state.emitted == 9
-    # The peer gets the rows the Tuples themselves would have given, bit for bit
+    assert packing.counts() == local.counts() and packing.state.emitted == local.state.emitted == 11
+    # The rows before the one msgpack refuses were packed with no Tuple made; that one and
+    # the one after it kept their Tuples, in order
     payloads = remote.take()
-    frame = codec.encode([("data", 6, p) for p in payloads])
-    expected = codec.generic_encode([("data", 6, local.batches[6])])
-    rows = [msgpack.packb(row) for _, _, part in unpack(frame) for row in part]
-    assert rows == [msgpack.packb(row) for row in unpack(expected)[0][2]]
-    # The rows before the one the packer cannot write were packed with no Tuple made;
-    # that one and the one after it kept their Tuples, in order
     to_six = local.batches[6]
     assert [type(p) for p in payloads] == [PackedRows, list]
     assert payloads[0].count == len(to_six) - 2
     assert [fields(t) for t in payloads[1]] == [fields(t) for t in to_six[-2:]]
+    # The peer gets the rows the Tuples themselves would have given, bit for bit
+    rows = [(t.id, t.task, t.stream, t.values, t.anchors) for t in to_six[:-2]]
+    assert encode([("data", 6, payloads[0])]) == msgpack.packb([("data", 6, rows)], use_bin_type=True,
+                                                              default=pack_ext)
+    # and the refused one fails the frame, naming who emitted it
+    with pytest.raises(SerializationError, match=r"^component 'split' emitted values on stream 'direct'"):
+        encode([("data", 6, p) for p in payloads])

@@ -12,11 +12,7 @@ from squall.worker.executors import routing
 from squall.worker.executors.context import TopologyContext
 from squall.worker.executors.emit import StreamOut, TaskState
 from squall.worker.executors.executor import Executor
-
-try:  # rows for other workers packed as they are emitted (squall/worker/wire/fastwire.pyx), where built
-    from squall.worker.wire.fastwire import RemoteBatch
-except ImportError:
-    RemoteBatch = None
+from squall.worker.wire.codec import RemoteBatch
 
 
 class ComponentExecutor(Executor):
@@ -43,7 +39,7 @@ class ComponentExecutor(Executor):
     def new_batch(self, task: int) -> Any:
         """Where this executor's tuples for ``task`` wait for the end of the turn: a
         list, or for a task of another worker a batch that packs them as they come."""
-        if RemoteBatch is None or not self.host.is_remote(task):
+        if not self.host.is_remote(task):
             return []
         return RemoteBatch()
 

@@ -15,7 +15,7 @@ from squall.topology.tuple cimport (
     tree_tuple,
 )
 from squall.worker.executors.pending cimport PendingTrees
-from squall.worker.wire.fastwire cimport RemoteBatch
+from squall.worker.wire.codec cimport RemoteBatch
 
 cdef uint64_t MASK64
 

@@ -5,7 +5,7 @@ A component's ``emit`` is the bound method of an emitter made here for its
 task: it checks the values, makes the values record, asks the stream's router
 for the target tasks and appends a Tuple to each target's batch (``out`` maps a
 task to the bound ``append`` of the executor's list for it, or of a
-:class:`~squall.worker.wire.fastwire.RemoteBatch` that packs rows for another
+:class:`~squall.worker.wire.codec.RemoteBatch` that packs rows for another
 worker as they are emitted).  Anchoring follows Storm exactly: every (child,
 anchor) pair gets its own random 64-bit edge id, XOR-ed into the anchor's
 ``ackval`` and into the child's ``{root: edge}`` map for each root of the
@@ -49,10 +49,7 @@ if not cython.compiled:  # what emit.pxd cimports, in the interpreter
         set_anchors,
         tree_tuple,
     )
-
-    # The batch that packs rows for another worker exists only built (fastwire.pyx): in
-    # the interpreter every target is a list, and no type is this.
-    RemoteBatch = None
+    from squall.worker.wire.codec import RemoteBatch
 
 MASK64 = 0xFFFF_FFFF_FFFF_FFFF  # (built, the C integers wrap by themselves: a no-op)
 
@@ -322,7 +319,7 @@ class BoltEmit(Emitter):
             self.untracked(vals, tasks, stream)
         return tasks
 
-    @cython.locals(root=cython.ulonglong, e=cython.ulonglong)
+    @cython.locals(root=cython.ulonglong, e=cython.ulonglong, batch=RemoteBatch)
     def one_tree_children(self, a: Any, vals: Any, tasks: tuple, stream: Any) -> int:
         """A child per task anchored to ``a``, of one tree: its own edge, XOR-ed into ``a``."""
         root = root_of(a)
@@ -332,9 +329,11 @@ class BoltEmit(Emitter):
             target = self.targets[t]
             if type(target) is list:
                 target.append(tree_tuple(self.component, stream, self.task, vals, root, e))
-            elif type(target) is RemoteBatch and not cython.cast(RemoteBatch, target).put_tree(
-                    e, self.task, stream, vals, root):
-                pass  # packed for the other worker as it is, with no Tuple made
+            elif type(target) is RemoteBatch:
+                batch = target
+                # Packed for the other worker as it is, with no Tuple made, unless it cannot be
+                if batch.put_tree(e, self.task, stream, vals, root):
+                    batch.append(tree_tuple(self.component, stream, self.task, vals, root, e))
             else:
                 self.put_into(target, tree_tuple(self.component, stream, self.task, vals, root, e))
         return 0

@@ -43,7 +43,7 @@ class Executor:
         self.tracking = self.plan.tracking
         self.acker_tasks = self.plan.acker_tasks
         # Batches being built this turn, one per possible target task (a list, or
-        # for a task of another worker a RemoteBatch, when fastwire is built),
+        # for a task of another worker a RemoteBatch, its rows packed as they come),
         # and the bound appends the emit closures call.
         self.out: dict[int, Any] = {}
         self.appends: dict[int, Any] = {}

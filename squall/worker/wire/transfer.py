@@ -1,7 +1,7 @@
 """Tuples to and from other workers: a send thread and a receive thread.
 
 Executors hand remote batches to :meth:`Transfer.put` (their rows already
-packed, where fastwire is built: see ``fastwire.RemoteBatch``); the send
+packed as they were emitted: see ``codec.RemoteBatch``); the send
 thread drains them, packs one msgpack frame per peer worker and sends it.  The
 receive thread unpacks frames arriving at this worker's address and puts
 each message into the target executor's queue.  A frame that cannot be
