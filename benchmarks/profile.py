@@ -24,7 +24,7 @@ queue      the executors' queues and batches (queues.py)
 ack        acking, XOR bookkeeping in the executors (the collector's ack, executors)
 acker      the acker task and its ledger (acker/, executors/acker.py)
 crossing   leaving or entering the worker (worker/wire/: transfer, transport, frames,
-           codec, fastwire, zmq); none in one worker
+           codec, reader, zmq); none in one worker
 tuple      making tuples (topology/tuple.py, typed by tuple.pxd)
 executor   the executors' loops (executors/: executor.py, spout.py, bolt.py, component.py)
 other      the rest (interpreter, threads, metrics...)
@@ -57,11 +57,11 @@ sys.path.insert(0, str(HERE / "topologies"))
 STAGES = [
     ("user", ("bench_wordcount", "sentences.py")),
     ("acker", ("squall/acker/", "ledger.c", "rotating_map.c", "executors/acker", "executors_5acker")),
-    ("crossing", ("squall/worker/wire/", "_6worker_4wire_", "transfer", "transport", "fastwire", "zmq")),
+    ("crossing", ("squall/worker/wire/", "_6worker_4wire_", "transfer", "transport", "zmq")),
     ("route", ("routing",)),
     ("queue", ("queues",)),
     ("tuple", ("topology/tuple", "(tuple.c:", "_8topology_5tuple_")),
-    ("executor", ("run_batch",)),  # the bolt's loop, in the typed core
+    ("executor", ("run_batch",)),  # the bolt's loop (executors/acks.py)
     ("emit", ("executors/emit", "executors_4emit", "executors/acks", "executors_4acks")),
     ("executor", ("executor",)),
 ]

@@ -32,7 +32,7 @@ def status_in_child(env: dict[str, str] | None = None, path: Path = REPO) -> dic
 
 def test_the_bootstrap_built_every_hot_path_module_and_a_worker_runs_them() -> None:
     # Given the checkout ops/bootstrap.sh set up: every build is current
-    assert compiled.current() == len(compiled.BUILT), "run: python -m squall.compiled build"
+    assert compiled.current() == len(compiled.MODULES), "run: python -m squall.compiled build"
     # Then a new process imports every hot-path module from its build
     assert status_in_child() == dict.fromkeys(compiled.MODULES, True)
     # and a worker of `squall local` says so when it starts
@@ -58,6 +58,51 @@ def test_an_edited_module_runs_its_source_never_a_stale_build(tmp_path: Path) ->
     assert out.split() == ["True", str(routing)]
 
 
+# An emit of one tree, its rows framed and read back as the receiving worker reads them.
+ROUND_TRIP = """
+from squall.topology.tuple import Tuple, record_type
+from squall.worker.executors import emit, routing
+from squall.worker.executors.acks import AckTable
+from squall.worker.wire import codec
+from squall.worker.wire.frames import WireValidator
+from squall.worker.wire.codec import check_values
+from tests.worker.wire_topology import PLAN
+word = record_type(("word",))
+out = []
+state = emit.TaskState()
+state.current = Tuple(5, "spout", "default", 3, word("a b"), {77: 5})
+so = emit.StreamOut("default", word, ("word",), routing.all_tasks([2]), False)
+emit.bolt_emitter("words", 3, {"default": so}, {2: out.append}, True, emit.random_ids(), check_values,
+                  False, None, True, state)(["cow"])
+acks = AckTable()
+acks.add(state.current)
+[(kind, task, (got,))] = WireValidator(PLAN, [2]).decode(codec.encode([("data", 2, out)]))
+assert (got.values.word, got.anchors, got.id) == ("cow", {77: out[0].id}, out[0].id)
+assert acks.drain() == [(77, 5 ^ out[0].id)]
+print("ok")
+"""
+
+
+def test_typed_modules_edited_beside_built_ones_run_from_their_source(tmp_path: Path) -> None:
+    # Given a copy of the package with its builds, in which the typed modules that read a
+    # built Tuple's C fields were edited
+    shutil.copytree(REPO / "squall", tmp_path / "squall", ignore=shutil.ignore_patterns("__pycache__"))
+    edited = ("worker/executors/emit.py", "worker/executors/acks.py", "worker/wire/codec.py",
+              "worker/wire/reader.py")
+    for name in edited:
+        source = tmp_path / "squall" / name
+        source.write_text(source.read_text() + "\n# edited\n")
+    # Then they run from their source (and so does what cimports them), the Tuple from its build
+    status = status_in_child(path=tmp_path)
+    assert status["squall.topology.tuple"] is True
+    assert not any(status[f"squall.{n[:-3].replace('/', '.')}"] for n in edited)
+    # and an emit, its ack and a frame of it still do what they do
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"}
+    out = subprocess.run([sys.executable, "-c", ROUND_TRIP], env=env, cwd=tmp_path, capture_output=True,
+                         text=True, timeout=60, check=False)
+    assert out.stdout.split() == ["ok"], out.stderr[-2000:]
+
+
 def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_path: Path) -> None:
     # Given SQUALL_PURE_PYTHON=1, nothing is loaded from a build
     assert status_in_child({compiled.PURE_ENV: "1"}) == dict.fromkeys(compiled.MODULES, False)
@@ -68,7 +113,8 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
                           "tests/test_message_flow.py", "tests/test_wordcount_failures.py",
                           "tests/worker/test_emit.py", "tests/topology/test_tuple.py",
                           "tests/worker/test_pending.py", "tests/acker/test_ledger.py",
-                          "tests/worker/test_codec.py", "tests/worker/test_remote_batch.py"],
+                          "tests/worker/test_codec.py", "tests/worker/test_remote_batch.py",
+                          "tests/worker/test_reader.py", "tests/worker/test_frame_fuzz.py"],
                          env={**os.environ, compiled.PURE_ENV: "1"}, cwd=REPO, capture_output=True,
                          text=True, timeout=300, check=False)
     assert run.returncode == 0, run.stdout[-3000:]
@@ -78,17 +124,17 @@ def test_squall_pure_python_turns_the_builds_off_and_the_engine_still_holds(tmp_
 def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: Path) -> None:
     # A module's build reads its own .pxd and those it cimports (theirs in turn), no other
     pxd = compiled.PACKAGE_DIR / "topology/tuple.pxd"
-    assert pxd in compiled.declarations_of("squall.worker.wire.fastwire")
+    assert pxd in compiled.declarations_of("squall.worker.wire.reader")
     assert pxd in compiled.declarations_of("squall.topology.tuple")
     # plain Python: its imports read no .pxd
     assert compiled.declarations_of("squall.worker.executors.routing") == []
-    assert not {compiled.PACKAGE_DIR / "worker/wire/fastwire.pxd", pxd} & set(
+    assert not {compiled.PACKAGE_DIR / "worker/wire/reader.pxd", pxd} & set(
         compiled.declarations_of("squall.acker.ledger"))
     # So a changed layout renames the builds of the modules that read it, and only theirs
     shutil.copytree(REPO / "squall", tmp_path / "squall",
                     ignore=shutil.ignore_patterns("__pycache__", "_compiled"))
     names = ("import json; from squall import compiled\n"
-             "print(json.dumps({m: compiled.build_path(m).name for m in compiled.BUILT}))")
+             "print(json.dumps({m: compiled.build_path(m).name for m in compiled.MODULES}))")
 
     def build_names() -> dict[str, str]:
         out = subprocess.run([sys.executable, "-c", names], env={**os.environ, "PYTHONPATH": str(tmp_path)},
@@ -99,13 +145,23 @@ def test_a_build_is_named_by_its_source_and_the_declarations_it_reads(tmp_path: 
     layout = tmp_path / "squall/topology/tuple.pxd"
     layout.write_text(layout.read_text() + "\n# edited\n")
     after = build_names()
-    readers = {m for m in compiled.BUILT if pxd in compiled.declarations_of(m)}
-    assert {m for m in compiled.BUILT if before[m] != after[m]} == readers
+    readers = {m for m in compiled.MODULES if pxd in compiled.declarations_of(m)}
+    assert {m for m in compiled.MODULES if before[m] != after[m]} == readers
     assert "squall.worker.executors.emit" in readers and "squall.worker.executors.routing" not in readers
     # And an edited source renames the builds of the modules that cimport it: the edited
     # module runs from its source, and so must they (a build could not load beside it)
     source = tmp_path / "squall/worker/executors/pending.py"
     source.write_text(source.read_text() + "\n# edited\n")
     edited = build_names()
-    assert {m for m in compiled.BUILT if after[m] != edited[m]} == {
+    assert {m for m in compiled.MODULES if after[m] != edited[m]} == {
         "squall.worker.executors.pending", "squall.worker.executors.emit", "squall.worker.executors.acks"}
+
+
+def test_each_hot_path_module_has_one_source() -> None:
+    # No module is written twice: none for Cython alone (.pyx), and each .pxd types the .py beside it
+    assert not list(compiled.PACKAGE_DIR.rglob("*.pyx"))
+    typed = {compiled.module_of(p) for p in compiled.declarations()}
+    assert typed <= set(compiled.MODULES)
+    assert all(compiled.source_of(m).is_file() for m in typed)
+    assert {"squall.worker.executors.emit", "squall.worker.executors.acks", "squall.worker.wire.codec",
+            "squall.worker.wire.reader", "squall.topology.tuple"} <= typed

@@ -71,9 +71,8 @@ WALLED = {
 
 def modules() -> dict[str, Path]:
     found = {}
-    # .pyx: the modules written for Cython (squall/compiled ACCELERATORS), on their floors too;
     # a .py typed in Cython's pure-Python mode has its .pxd beside it, read with it (imports)
-    for path in [*PACKAGE.rglob("*.py"), *PACKAGE.rglob("*.pyx")]:
+    for path in PACKAGE.rglob("*.py"):
         parts = list(path.relative_to(ROOT).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts.pop()
@@ -126,9 +125,6 @@ def cython_imports(path: Path) -> Iterator[tuple[str, int]]:
 
 def imports(module: str, path: Path) -> Iterator[tuple[str, int]]:
     """(imported name, line) for every import in ``path``: squall modules and third-party tops."""
-    if path.suffix == ".pyx":
-        yield from cython_imports(path)
-        return
     if path.with_suffix(".pxd").is_file():  # its C declarations, whose cimports it compiles with
         yield from cython_imports(path.with_suffix(".pxd"))
     tree = ast.parse(path.read_text(), str(path))

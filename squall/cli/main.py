@@ -147,7 +147,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="squall", description="Storm's model, in Python.")
     from squall import compiled
 
-    hot = f"hot path compiled: {compiled.current()} of {len(compiled.BUILT)} modules"
+    hot = f"hot path compiled: {compiled.current()} of {len(compiled.MODULES)} modules"
     parser.add_argument("--version", action="version", version=f"squall {VERSION} ({hot})")
     parser.add_argument("--log-level", default="warning", help="debug, info, warning, error")
     parser.add_argument("--config", default=None,

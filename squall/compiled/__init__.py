@@ -16,8 +16,10 @@ Without Cython or a C compiler nothing is built and Squall runs as pure Python.
 
 A hot-path module may keep C types in a ``.pxd`` beside it (Cython's
 pure-Python mode: one source that the interpreter runs as it is and Cython
-compiles typed).  A build's name hashes the declarations it reads too: its
-own ``.pxd`` and those it cimports.
+compiles typed), and C primitives there that the ``.py`` defines in Python
+for the interpreter.  Every hot-path module has one source: no ``.pyx``.  A
+build's name hashes the declarations it reads too (its own ``.pxd`` and those
+it cimports) and the sources of the modules it cimports.
 """
 
 from __future__ import annotations
@@ -63,12 +65,6 @@ MODULES = (
     "squall.worker.wire.zmq_transport",
 )
 
-# Modules written for Cython (``.pyx``, typed C), beside the plain-Python
-# ones above: each is an optional speed-up with a pure-Python path that does
-# the same, so without a build importing it fails and its caller takes that path.
-ACCELERATORS = ("squall.worker.wire.fastwire",)
-BUILT = MODULES + ACCELERATORS
-
 # Python semantics kept: functions bind and introspect like Python's, and an
 # annotation is documentation, as in the interpreter (a subclass of dict
 # passed where ``dict`` is annotated must still be accepted).
@@ -76,13 +72,12 @@ DIRECTIVES = {"language_level": 3, "binding": True, "annotation_typing": False}
 
 
 def source_of(module: str) -> Path:
-    return PACKAGE_DIR.parent.joinpath(*module.split(".")).with_suffix(
-        ".pyx" if module in ACCELERATORS else ".py")
+    return PACKAGE_DIR.parent.joinpath(*module.split(".")).with_suffix(".py")
 
 
 def declarations() -> list[Path]:
     """Every ``.pxd`` of the package: the C types of the modules typed in pure-Python mode
-    and the layouts the accelerators share (the typed Tuple's)."""
+    and the layouts they share (the typed Tuple's)."""
     return sorted(PACKAGE_DIR.rglob("*.pxd"))
 
 
@@ -124,7 +119,7 @@ def inputs_of(module: str) -> list[Path]:
     load beside it, so it must run from its source too: both are in its name.
     """
     pxds = declarations_of(module)
-    cimported = [source_of(m) for m in map(module_of, pxds) if m in BUILT and m != module]
+    cimported = [source_of(m) for m in map(module_of, pxds) if m in MODULES and m != module]
     return [source_of(module), *pxds, *sorted(cimported)]
 
 
@@ -148,7 +143,7 @@ class CompiledFinder(importlib.abc.MetaPathFinder):
     stale or missing build, is left to the normal import system."""
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
-        if fullname not in BUILT:
+        if fullname not in MODULES:
             return None
         so = build_path(fullname)
         if so is None or not so.is_file():
@@ -181,12 +176,7 @@ def summary() -> str:
 
 
 def current() -> int:
-    """How many builds (hot-path modules and accelerators) a new process would load."""
+    """How many builds (of the hot-path modules) a new process would load."""
     if not enabled():
         return 0
-    return sum(1 for m in BUILT if (p := build_path(m)) is not None and p.is_file())
-
-
-def accelerated() -> bool:
-    """Whether a new process would load every accelerator's build."""
-    return enabled() and all((p := build_path(m)) is not None and p.is_file() for m in ACCELERATORS)
+    return sum(1 for m in MODULES if (p := build_path(m)) is not None and p.is_file())

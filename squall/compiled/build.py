@@ -10,8 +10,8 @@ from pathlib import Path
 
 from squall.compiled import (
     BUILD_DIR,
-    BUILT,
     DIRECTIVES,
+    MODULES,
     PACKAGE_DIR,
     PURE_ENV,
     SUFFIX,
@@ -23,7 +23,7 @@ from squall.compiled import (
 
 
 def stale() -> list[str]:
-    return [m for m in BUILT if (p := build_path(m)) is not None and not p.is_file()]
+    return [m for m in MODULES if (p := build_path(m)) is not None and not p.is_file()]
 
 
 def build(jobs: int = 2) -> list[str]:
@@ -41,7 +41,7 @@ def build(jobs: int = 2) -> list[str]:
         with tempfile.TemporaryDirectory(prefix="squall-compile-") as tmp:
             root = Path(tmp)
             sources = []
-            for pxd in declarations():  # what the accelerators cimport, where Cython looks for it
+            for pxd in declarations():  # what the typed modules cimport, where Cython looks for it
                 target = root / pxd.relative_to(PACKAGE_DIR.parent)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(pxd, target)
@@ -73,7 +73,7 @@ def build(jobs: int = 2) -> list[str]:
                 tmp_target = target.with_name(target.name + ".tmp")
                 shutil.copyfile(built, tmp_target)
                 tmp_target.replace(target)  # whole or not at all: a worker may be importing it
-    current = {build_path(m) for m in BUILT}
+    current = {build_path(m) for m in MODULES}
     for old in BUILD_DIR.glob(f"*{SUFFIX}"):
         if old not in current:
             old.unlink(missing_ok=True)
@@ -89,12 +89,12 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as e:
             print(f"squall.compiled: not building ({e}); Squall runs as pure Python", file=sys.stderr)
             return 1
-        print(f"squall.compiled: built {len(built)}, up to date {len(BUILT) - len(built)} "
-              f"of {len(BUILT)} hot-path modules")
+        print(f"squall.compiled: built {len(built)}, up to date {len(MODULES) - len(built)} "
+              f"of {len(MODULES)} hot-path modules")
         return 0
     if command == "status":
         missing = stale()
-        for module in BUILT:
+        for module in MODULES:
             print(f"{module:<40} {'stale or not built' if module in missing else 'built'}")
         print(f"pure Python forced by {PURE_ENV}" if not enabled() else "builds are used when current")
         return 0

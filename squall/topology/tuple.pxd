@@ -1,7 +1,8 @@
 # The Tuple's C declarations (Cython's pure-Python mode: tuple.py is the one source, this
-# file types it where it is compiled; the interpreter never reads it).  The accelerators
-# that read and fill a Tuple in C (squall/worker/wire/fastwire.pyx,
-# squall/worker/executors/emit.py and acks.py) cimport its layout and the helpers below.
+# file types it where it is compiled; the interpreter never reads it).  The hot-path modules
+# that read and fill a Tuple in C (squall/worker/executors/emit.py and acks.py,
+# squall/worker/wire/codec.py and reader.py) cimport its layout and the helpers below; in
+# the interpreter they import tuple_fields.py's of the same names.
 # Ids leave ints through PyLong_AsUnsignedLong (64 bits on LP64): 3.11's PyLong_AsUnsignedLongLong
 # converts a multi-digit int byte by byte (_PyLong_AsByteArray).
 from cpython.long cimport PyLong_AsUnsignedLong, PyLong_FromUnsignedLongLong
@@ -129,7 +130,7 @@ cdef inline Tuple bare_tuple(object tid, object component, object stream, object
 
 
 # -- what the emitters and the acking loop read and write of any tuple -----------------
-# (squall/worker/executors/emit.py; tuple.py defines the same names for the interpreter.)
+# (squall/worker/executors/emit.py; tuple_fields.py defines the same names for the interpreter.)
 # A Tuple's C fields, or the ``anchors`` and ``ackval`` of any other object that has them.
 
 cdef inline bint one_tree(object t) except -1:
@@ -214,7 +215,7 @@ cdef inline object filled_record(type record, object values, Py_ssize_t n):
 
 
 # -- what the wire's encoder reads of a tuple --------------------------------------------
-# (squall/worker/wire/codec.py; tuple.py defines the same names for the interpreter.)
+# (squall/worker/wire/codec.py; tuple_fields.py defines the same names for the interpreter.)
 
 cdef inline bint row_in_fields(object t) noexcept:
     """A Tuple of one tree (ONE_ROOT): the encoder writes its row from its C fields, with no

@@ -140,70 +140,11 @@ class Tuple:
 
 if cython.compiled:
     fields_as_slots()
-else:
-    # What the emitters and the acking loop read and write of a tuple (squall/worker/
-    # executors/emit.py), as the interpreter's Tuple keeps it: built, tuple.pxd's helpers of
-    # the same names read and fill the C fields instead.  Any object with the Tuple's
-    # ``anchors`` and ``ackval`` (a feature's own tuple) is read the same way.
-
-    def one_tree(t: Any) -> bool:
-        """Anchored in exactly one tree."""
-        am = t.anchors
-        return am is not None and len(am) == 1
-
-    def root_of(t: Any) -> int:
-        """The root of a tuple :func:`one_tree`."""
-        for root in t.anchors:
-            return root
-        raise ValueError("a tuple in no tree")
-
-    def edge_of(t: Any) -> int:
-        """Its edge in the tree of a tuple :func:`one_tree`."""
-        for edge in t.anchors.values():
-            return edge
-        raise ValueError("a tuple in no tree")
-
-    def roots_of(t: Any) -> Any:
-        return t.anchors
-
-    def ack_of(t: Any) -> int:
-        return t.ackval
-
-    def add_ack(t: Any, edge: int) -> None:
-        """XOR the edge of a child anchored to ``t`` into its ack value."""
-        t.ackval ^= edge
-
-    def set_anchors(t: Any, anchors: Any) -> None:
-        t.anchors = anchors
-
-    # A tuple without anchors: the class itself, called as (id, component, stream, task, values).
-    bare_tuple = Tuple
-
-    def tree_tuple(component: str, stream: str, task: int, values: Any, root: int, edge: int) -> Tuple:
-        """A tuple of one tree: its id is its edge."""
-        return Tuple(edge, component, stream, task, values, {root: edge})
-
-    def is_values_record(record: Any) -> bool:
-        """Only built are records allocated and filled as tuples (``filled_record``)."""
-        return False
-
-    def filled_record(record: type, values: Any, n: int) -> Any:
-        return tuple.__new__(record, values)
-
-    # -- what the wire's encoder reads of a tuple (squall/worker/wire/codec.py)
-
-    def row_in_fields(t: Any) -> bool:
-        """Never here: the interpreter's Tuple keeps the objects it was given (its anchors a
-        dict), and the encoder writes them as they are."""
-        return False
-
-    def id_is_edge(t: Any) -> bool:
-        return False  # (asked only of a tuple row_in_fields)
 
 
 def new_record(record: type, n: int) -> Any:
     """An empty record of ``n`` values from the free list (tuple.pxd; built only): the
-    accelerators' one way to it, so that all take from the list this module fills."""
+    typed modules' one way to it, so that all take from the list this module fills."""
     return pooled_record(record, n)
 
 

@@ -26,7 +26,7 @@ from squall.transactional.attempt import TransactionAttempt
 from squall.worker.wire.codec import PackedRows, RemoteBatch, encode
 from squall.worker.wire.value_types import pack_ext
 from tests.worker.test_emit import TOP, Bolt
-from tests.worker.test_fastwire import EDGES, RECORD, SETTINGS, messages
+from tests.worker.wire_values import EDGES, RECORD, SETTINGS, messages
 
 LENGTHS = [0, 1, 15, 16, 31, 32, 255, 256, 65535, 65536]
 # msgpack refuses an object nested deeper than 1024; the interpreter's recursion limit is

@@ -25,8 +25,8 @@ from squall.worker.wire.codec import PackedRows, RemoteBatch, encode
 from squall.worker.wire.frames import WireValidator
 from squall.worker.wire.value_types import pack_ext
 from tests.worker.test_codec import oracle, rows
-from tests.worker.test_fastwire import RECORD, SETTINGS, tuples
 from tests.worker.wire_topology import PLAN
+from tests.worker.wire_values import RECORD, SETTINGS, tuples
 
 # Now and then a row of an extension type or a bytearray (packed like any other), or one
 # msgpack refuses (a lone surrogate, an object of no registered type), among the others.

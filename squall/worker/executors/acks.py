@@ -24,7 +24,7 @@ import cython
 from squall.worker.executors.emit import TaskState
 
 if not cython.compiled:  # what acks.pxd cimports, in the interpreter
-    from squall.topology.tuple import ack_of, edge_of, one_tree, root_of, roots_of
+    from squall.topology.tuple_fields import ack_of, edge_of, one_tree, root_of, roots_of
 
 TABLE_START = 64  # index slots of a new table; it doubles as a turn's roots grow
 # Pairs travel little-endian (PACKED_ACK): an array of them is that, on such a machine.

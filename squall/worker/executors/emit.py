@@ -38,7 +38,7 @@ from squall.worker.executors.pending import PendingTrees
 from squall.worker.wire.value_types import PLAIN_TYPES
 
 if not cython.compiled:  # what emit.pxd cimports, in the interpreter
-    from squall.topology.tuple import (
+    from squall.topology.tuple_fields import (
         add_ack,
         bare_tuple,
         filled_record,

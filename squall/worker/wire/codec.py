@@ -114,8 +114,8 @@ BATCH_KEEP = 1 << 16  # a RemoteBatch's buffer grown past this is let go at take
 # a worker has a batch per executor and remote task, and a turn of a few hundred rows fits
 
 if not cython.compiled:  # codec.pxd's C primitives, in the interpreter: the buffer is a bytearray
-    # (id_of is tuple.pxd's alone: only a tuple row_in_fields is asked it, never one here)
-    from squall.topology.tuple import Tuple, edge_of, id_is_edge, id_of, root_of, roots_of, row_in_fields
+    from squall.topology.tuple import Tuple
+    from squall.topology.tuple_fields import edge_of, id_is_edge, id_of, root_of, roots_of, row_in_fields
 
     Buf = bytearray
     buffer_size = len

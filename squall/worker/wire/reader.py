@@ -34,7 +34,7 @@ import cython
 from squall.worker.wire.value_types import ext_hook
 
 if not cython.compiled:  # what reader.pxd defines in C, as the interpreter does it
-    from squall.topology.tuple import bare_tuple, set_anchors, tree_tuple
+    from squall.topology.tuple_fields import bare_tuple, set_anchors, tree_tuple
 
     _DOUBLE = struct.Struct(">d")
     _FLOAT = struct.Struct(">f")
