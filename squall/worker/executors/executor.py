@@ -44,7 +44,7 @@ class Executor:
         self.acker_tasks = self.plan.acker_tasks
         # Batches being built this turn, one per possible target task (a list, or
         # for a task of another worker a RemoteBatch, its rows packed as they come),
-        # and the bound appends the emit closures call.
+        # and the bound appends the emitters call.
         self.out: dict[int, Any] = {}
         self.appends: dict[int, Any] = {}
         self.control_out: list[tuple[str, int, Any]] = []
@@ -169,7 +169,7 @@ class Executor:
         for task, batch in out.items():
             if batch:
                 if type(batch) is list:
-                    # Copy and clear, keeping the list: emit closures hold its append.
+                    # Copy and clear, keeping the list: the emitters hold its append.
                     send_data(task, batch[:])
                     batch.clear()
                 else:  # a RemoteBatch, packed as it was emitted

@@ -431,7 +431,7 @@ class PackedRows:
 class RemoteBatch:
     """The rows one executor emits to one task of another worker, packed as they are emitted.
 
-    The executor's emit closures call :meth:`append` (a list's ``append`` for a
+    The executor's emitters call :meth:`append` (a list's ``append`` for a
     task in this worker).  Packing here, in the emitting thread, instead of on the
     send thread, means the Tuple is read while it is still in cache and freed at
     once, and the send thread only copies bytes: it used to spend a third of

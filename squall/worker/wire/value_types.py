@@ -28,7 +28,7 @@ class WireType(NamedTuple):
 
 
 # Values of these types need no deeper check to cross: msgpack's scalars and every
-# registered class.  A set grown in place, never replaced: the emit closures and
+# registered class.  A set grown in place, never replaced: the emitters and
 # check_values hold this very object, so a registration reaches them whenever it
 # happens and the hot path's check stays one set lookup, as with a frozenset.
 PLAIN_TYPES: set[type] = {str, float, bool, type(None), bytes}
