@@ -23,8 +23,11 @@ import cython
 
 from squall.worker.executors.emit import TaskState
 
-if not cython.compiled:  # what acks.pxd cimports, in the interpreter
+if not cython.compiled:  # what acks.pxd cimports or defines, in the interpreter
     from squall.topology.tuple_fields import ack_of, edge_of, one_tree, root_of, roots_of
+
+    def packed_bytes(words: array, a: int, b: int) -> bytes:
+        return words[a:b].tobytes()
 
 TABLE_START = 64  # index slots of a new table; it doubles as a turn's roots grow
 # Pairs travel little-endian (PACKED_ACK): an array of them is that, on such a machine.
@@ -51,6 +54,7 @@ class AckTable:
     def __init__(self) -> None:
         self.n = 0
         self.cap = 0
+        self.n_ackers = 0
         self.grow(TABLE_START)
 
     @cython.locals(i=cython.Py_ssize_t, slot=cython.Py_ssize_t, mask=cython.Py_ssize_t,
@@ -69,6 +73,8 @@ class AckTable:
             index[slot] = i
             slots[i] = slot
         self.roots, self.vals, self.index, self.slots, self.cap = roots, vals, index, slots, cap
+        self.packed = zeros("Q", cap)  # drain_by's pairs: two words for each of cap // 2 roots
+        self.words = self.packed
         return 0
 
     @cython.locals(mask=cython.Py_ssize_t, slot=cython.Py_ssize_t, at=cython.Py_ssize_t)
@@ -123,37 +129,36 @@ class AckTable:
         return out
 
     @cython.locals(i=cython.Py_ssize_t, a=cython.Py_ssize_t, at=cython.Py_ssize_t, k=cython.Py_ssize_t,
-                   n_ackers=cython.ulonglong, starts=cython.longlong[::1], filled=cython.longlong[::1],
-                   words=cython.ulonglong[::1])
+                   n_ackers=cython.ulonglong)
     def drain_by(self, ackers: int) -> list[bytes]:
         """The pairs of :meth:`drain`, packed (squall.acker.ledger.PACKED_ACK) one bytes per
         acker: the acker of a root is ``root % ackers`` (the spout chose the root so); the
-        table is left empty.  No tuple or int is made for a pair."""
+        table is left empty.  No tuple or int is made for a pair, and (built) no array: each
+        acker's pairs are laid out in the table's own scratch words, then copied out once."""
         if ackers < 1:
             msg = f"ackers must be at least 1, not {ackers}"
             raise ValueError(msg)
-        # Each acker's pairs in one run of one array, in the order their roots came.
+        if ackers != self.n_ackers:
+            self.starts, self.filled, self.n_ackers = zeros("q", ackers + 1), zeros("q", ackers), ackers
         n_ackers = ackers
-        starts = zeros("q", ackers + 1)
+        for a in range(ackers + 1):
+            self.starts[a] = 0
         for i in range(self.n):
             a = self.roots[i] % n_ackers
-            starts[a + 1] += 2
+            self.starts[a + 1] += 2
         for a in range(ackers):
-            starts[a + 1] += starts[a]
-        filled = zeros("q", ackers)
-        packed = zeros("Q", 2 * self.n)
-        words = packed
-        for i in range(self.n):
+            self.starts[a + 1] += self.starts[a]
+            self.filled[a] = 0
+        for i in range(self.n):  # each acker's pairs in one run, in the order their roots came
             a = self.roots[i] % n_ackers
-            at = starts[a] + filled[a]
-            words[at] = self.roots[i]
-            words[at + 1] = self.vals[i]
-            filled[a] += 2
+            at = self.starts[a] + self.filled[a]
+            self.words[at] = self.roots[i]
+            self.words[at + 1] = self.vals[i]
+            self.filled[a] += 2
         if BIG_ENDIAN:
-            packed.byteswap()
-        data = packed.tobytes()
+            self.packed.byteswap()
         self.clear()
-        return [data[8 * starts[k]:8 * starts[k + 1]] for k in range(ackers)]
+        return [packed_bytes(self.words, self.starts[k], self.starts[k + 1]) for k in range(ackers)]
 
     @cython.locals(i=cython.Py_ssize_t)
     def clear(self) -> None:

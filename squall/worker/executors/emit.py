@@ -255,7 +255,7 @@ class Emitter:
             tasks = o.constant
         elif o.memo is not None:
             # A fields grouping's known key: its task from the chooser's memo, with no call.
-            key = vals[o.key_index]
+            key = cython.cast(tuple, vals)[o.key_index]
             tasks = o.memo.get(key) if type(key) is str else None
             if tasks is None:
                 tasks = o.route(vals, direct_task)
