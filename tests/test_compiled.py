@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from squall import compiled
 
 REPO = Path(__file__).resolve().parent.parent
@@ -65,30 +67,38 @@ from squall.worker.executors import emit, routing
 from squall.worker.executors.acks import AckTable
 from squall.worker.wire import codec
 from squall.worker.wire.frames import WireValidator
-from squall.worker.wire.codec import check_values
+from squall.worker.wire.codec import RemoteBatch, check_values
 from tests.worker.wire_topology import PLAN
 word = record_type(("word",))
-out = []
+local, remote = [], RemoteBatch()
 state = emit.TaskState()
 state.current = Tuple(5, "spout", "default", 3, word("a b"), {77: 5})
-so = emit.StreamOut("default", word, ("word",), routing.all_tasks([2]), False)
-emit.bolt_emitter("words", 3, {"default": so}, {2: out.append}, True, emit.random_ids(), check_values,
-                  False, None, True, state)(["cow"])
+streams = {"default": emit.StreamOut("default", word, ("word",), routing.all_tasks([2]), False)}
+bolt = emit.bolt_emitter("words", 3, streams, {2: remote.append}, True, emit.random_ids(), check_values,
+                         False, None, True, state)
+bolt(["cow"])
+tracker = emit.SpoutTracker([1], [1])
+spout = emit.spout_emitter("words", 3, streams, {2: local.append}, emit.random_ids(), check_values, False,
+                           None, tracker, lambda: 1.0, emit.TaskState())
+spout(["moon"], tup_id="m1")
 acks = AckTable()
 acks.add(state.current)
-[(kind, task, (got,))] = WireValidator(PLAN, [2]).decode(codec.encode([("data", 2, out)]))
-assert (got.values.word, got.anchors, got.id) == ("cow", {77: out[0].id}, out[0].id)
-assert acks.drain() == [(77, 5 ^ out[0].id)]
+(rows,) = remote.take()
+[(kind, task, (got,))] = WireValidator(PLAN, [2]).decode(codec.encode([("data", 2, rows)]))
+assert got.values.word == "cow" and got.anchors == {77: got.id}
+assert acks.drain() == [(77, 5 ^ got.id)]
+assert [v[1] for _, v in tracker.pending.items()] == ["m1"] and local[0].values.word == "moon"
 print("ok")
 """
 
 
-def test_typed_modules_edited_beside_built_ones_run_from_their_source(tmp_path: Path) -> None:
-    # Given a copy of the package with its builds, in which the typed modules that read a
-    # built Tuple's C fields were edited
+@pytest.mark.parametrize("edited", [("worker/executors/emit.py",), ("worker/executors/acks.py",),
+                                    ("worker/wire/codec.py", "worker/wire/reader.py")])
+def test_typed_modules_edited_beside_built_ones_run_from_their_source(tmp_path: Path,
+                                                                      edited: tuple[str, ...]) -> None:
+    # Given a copy of the package with its builds, in which typed modules that read a built
+    # Tuple's C fields, or call the built modules they cimport, were edited
     shutil.copytree(REPO / "squall", tmp_path / "squall", ignore=shutil.ignore_patterns("__pycache__"))
-    edited = ("worker/executors/emit.py", "worker/executors/acks.py", "worker/wire/codec.py",
-              "worker/wire/reader.py")
     for name in edited:
         source = tmp_path / "squall" / name
         source.write_text(source.read_text() + "\n# edited\n")
@@ -96,7 +106,7 @@ def test_typed_modules_edited_beside_built_ones_run_from_their_source(tmp_path: 
     status = status_in_child(path=tmp_path)
     assert status["squall.topology.tuple"] is True
     assert not any(status[f"squall.{n[:-3].replace('/', '.')}"] for n in edited)
-    # and an emit, its ack and a frame of it still do what they do
+    # and an emit to this worker and to another, its ack and a frame of it still do what they do
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}:{REPO}"}
     out = subprocess.run([sys.executable, "-c", ROUND_TRIP], env=env, cwd=tmp_path, capture_output=True,
                          text=True, timeout=60, check=False)

@@ -18,5 +18,6 @@ cdef class PendingTrees:
     cdef Py_ssize_t slot_of(self, uint64_t root)
     cdef void remove(self, Py_ssize_t i)
     cdef int grow(self) except -1
-    cdef int add(self, uint64_t root, object task, object msg_id, double t0) except -1
+    # cpdef: emit.py calls it from the interpreter too, run from its edited source beside this build
+    cpdef int add(self, uint64_t root, object task, object msg_id, double t0) except -1
     cdef object take(self, uint64_t root)

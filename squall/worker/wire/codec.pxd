@@ -228,5 +228,6 @@ cdef class RemoteBatch:
     cdef list kept
 
     cdef bint ready(self) noexcept
-    cdef int put_tree(self, uint64_t edge, object task, object stream, object values,
-                      uint64_t root) except -1
+    # cpdef: emit.py calls it from the interpreter too, run from its edited source beside this build
+    cpdef int put_tree(self, uint64_t edge, object task, object stream, object values,
+                       uint64_t root) except -1
