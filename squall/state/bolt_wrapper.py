@@ -35,6 +35,17 @@ class CheckpointedBolt(WrapperBolt):
             inner.options = cdef.options.get("bolt_options") or {}
             check(inner, conf, where)
 
+    @classmethod
+    def check_inputs(cls, cdef: Any, declared: Any, where: str) -> None:
+        """The wrapped class checks its inputs too, the checkpoint streams left out (its own)."""
+        user = resolve_class(cdef.options["bolt"])
+        check = getattr(user, "check_inputs", None)
+        if check is not None:
+            inner = copy.copy(cdef)
+            inner.options = cdef.options.get("bolt_options") or {}
+            inner.inputs = [i for i in cdef.inputs if i.stream != CHECKPOINT_STREAM]
+            check(inner, {k: v for k, v in declared.items() if k[1] != CHECKPOINT_STREAM}, where)
+
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         opts = self.options
         user_cls = resolve_class(opts["bolt"])

@@ -174,10 +174,17 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
         components[cname].inputs = _resolve_inputs(name, cname, spec, by_name, name_of, components)
         # A component class may check its settings against the topology's config
         # (a windowed bolt: its window against the message timeout).
+        cdef = components[cname]
+        where = f"topology {name}: component {cname!r}"
         check = getattr(spec.cls, "check_definition", None)
         if check is not None:
-            cdef = components[cname]
-            check(cdef, config_mod.merge(conf, cdef.config), f"topology {name}: component {cname!r}")
+            check(cdef, config_mod.merge(conf, cdef.config), where)
+        # And against the fields its inputs declare (a join: its keys and selected fields).
+        check_inputs = getattr(spec.cls, "check_inputs", None)
+        if check_inputs is not None:
+            declared = {(i.component, i.stream): components[i.component].streams[i.stream].fields
+                        for i in cdef.inputs}
+            check_inputs(cdef, declared, where)
     return TopologyDef(name, conf, components)
 
 

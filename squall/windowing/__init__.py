@@ -13,6 +13,8 @@ in processing time or event time with watermarks.
 :mod:`~squall.windowing.policy` checks what a spec says, the pure
 :mod:`~squall.windowing.core` buffers, triggers and evicts, and
 :mod:`~squall.windowing.bolt` is the shell that runs it as a bolt.
+:class:`~squall.windowing.join_bolt.JoinBolt` (Storm's JoinBolt) is a windowed
+bolt joining its input streams by key; :mod:`~squall.windowing.join` is its core.
 """
 
 from squall.lazy import lazy_exports
@@ -20,6 +22,7 @@ from squall.lazy import lazy_exports
 _EXPORTS = {
     "LATE_TUPLE_FIELD": "squall.windowing.bolt",
     "WindowedBolt": "squall.windowing.bolt",
+    "JoinBolt": "squall.windowing.join_bolt",
     "StatefulWindowedBolt": "squall.windowing.stateful",
     "Activation": "squall.windowing.core",
     "WatermarkTracker": "squall.windowing.core",
