@@ -28,21 +28,17 @@ class CheckpointedBolt(WrapperBolt):
     @classmethod
     def check_definition(cls, cdef: Any, conf: Any, where: str) -> None:
         """The wrapped class checks its own settings (a window against the timeout)."""
-        user = resolve_class(cdef.options["bolt"])
-        check = getattr(user, "check_definition", None)
-        if check is not None:
-            inner = copy.copy(cdef)
-            inner.options = cdef.options.get("bolt_options") or {}
+        wrapped = _wrapped_check(cdef, "check_definition")
+        if wrapped is not None:
+            check, inner = wrapped
             check(inner, conf, where)
 
     @classmethod
     def check_inputs(cls, cdef: Any, declared: Any, where: str) -> None:
         """The wrapped class checks its inputs too, the checkpoint streams left out (its own)."""
-        user = resolve_class(cdef.options["bolt"])
-        check = getattr(user, "check_inputs", None)
-        if check is not None:
-            inner = copy.copy(cdef)
-            inner.options = cdef.options.get("bolt_options") or {}
+        wrapped = _wrapped_check(cdef, "check_inputs")
+        if wrapped is not None:
+            check, inner = wrapped
             inner.inputs = [i for i in cdef.inputs if i.stream != CHECKPOINT_STREAM]
             check(inner, {k: v for k, v in declared.items() if k[1] != CHECKPOINT_STREAM}, where)
 
@@ -231,3 +227,14 @@ class CheckpointedFlushingBolt(CheckpointedBolt):
 
 def wrapper_for(user_cls: type) -> type[CheckpointedBolt]:
     return CheckpointedFlushingBolt if user_cls.batch_done is not Bolt.batch_done else CheckpointedBolt
+
+
+def _wrapped_check(cdef: Any, name: str) -> tuple[Any, Any] | None:
+    """The wrapped class's ``name`` check, and the definition as that class sees it (its own
+    options), or None when the class has no such check."""
+    check = getattr(resolve_class(cdef.options["bolt"]), name, None)
+    if check is None:
+        return None
+    inner = copy.copy(cdef)
+    inner.options = cdef.options.get("bolt_options") or {}
+    return check, inner
