@@ -27,7 +27,7 @@ FLOORS: list[tuple[str, set[str]]] = [
     ("api", {"topology"}),
     ("engine", {"worker", "cluster"}),
     ("features", {"transactional", "trident", "drpc", "windowing", "state", "flux", "multilang", "spark",
-                  "contrib", "compat"}),
+                  "contrib", "compat", "streams"}),
     ("daemons", {"nimbus", "supervisor", "drpc_server", "local", "ui", "httpd", "testing", "__init__"}),
     ("cli", {"cli"}),
 ]
@@ -39,7 +39,7 @@ FEATURE_STEPS: list[set[str]] = [
     {"transactional", "drpc", "multilang", "spark"},
     {"state", "flux", "compat"},
     {"windowing"},
-    {"trident"},
+    {"trident", "streams"},
     {"contrib"},
 ]
 

@@ -18,6 +18,9 @@ from squall.clock import Clock
 from squall.topology.grouping import GroupingSpec
 
 DEFAULT_STREAM = "default"
+# The one system stream a component may declare itself: a window's end travelling on
+# to the next bolt (Storm's punctuation, squall.streams), so Storm's "__" prefix.
+PUNCTUATION_STREAM = "__punctuation"
 
 
 class Stream:
@@ -81,7 +84,7 @@ def _check_stream(stream: Stream, owner: str) -> None:
     if not isinstance(stream.name, str) or not stream.name:
         msg = f"{owner}: stream names must be non-empty strings, got {stream.name!r}"
         raise TopologyValidationError(msg)
-    if stream.name.startswith("__"):
+    if stream.name.startswith("__") and stream.name != PUNCTUATION_STREAM:
         msg = f"{owner}: stream {stream.name!r} uses the '__' prefix reserved for system streams"
         raise TopologyValidationError(msg)
     seen: set[str] = set()

@@ -3,11 +3,30 @@ topology's references all load before it is accepted."""
 
 from __future__ import annotations
 
+import base64
 import importlib
 from collections.abc import Mapping
 from typing import Any
 
+import cloudpickle
+
 from squall.errors import TopologyValidationError
+
+
+def by_value(obj: Any) -> str:
+    """An object as a topology's options carry it by value (cloudpickle: lambdas, closures and
+    classes of the topology's own module too), as text; :func:`from_value` makes it again."""
+    return base64.b64encode(cloudpickle.dumps(obj)).decode()
+
+
+def from_value(text: str) -> Any:
+    return cloudpickle.loads(base64.b64decode(text))
+
+
+def instance_from_value(cls: Any, recipe: Mapping[str, Any], resolve: Any) -> Any:
+    """A construct recipe's builder (see CONSTRUCT_OPTION) for a component given as an
+    instance: the instance itself, by value (a copy per task)."""
+    return from_value(recipe["value"])
 
 
 def resolve_class(ref: Any) -> Any:

@@ -10,22 +10,13 @@ gets the same); ``emit_batch(batch_id, collector)`` then finds it as ``collector
 
 from __future__ import annotations
 
-import base64
 from typing import Any
 
-import cloudpickle
-
+from squall.topology.loading import by_value, from_value
 from squall.transactional.spouts import TransactionalSpout
 
-
-def encode(obj: Any) -> str:
-    """An operation or spout as options carry it: by value (cloudpickle: lambdas and classes
-    of the topology's own module too), as text."""
-    return base64.b64encode(cloudpickle.dumps(obj)).decode()
-
-
-def decode(text: str) -> Any:
-    return cloudpickle.loads(base64.b64decode(text))
+# An operation or spout as options carry it: by value, as text.
+encode, decode = by_value, from_value
 
 
 class BatchSpout:
