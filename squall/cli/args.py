@@ -46,8 +46,12 @@ def load_topology(path: str, name: str | None = None, *, filter: str | None = No
     spec.loader.exec_module(module)
     found = {obj.__name__: obj for obj in vars(module).values()
              if isinstance(obj, type) and issubclass(obj, Topology) and obj is not Topology
-             and obj.__module__ == module_name}
+             and (obj.__module__ == module_name or getattr(obj, "built_by_streams", False))}
     found.update(_trident_topologies(module, module_name))
+    if not found or name is not None:
+        # A StreamBuilder the module did not build itself is one too (a name picks either).
+        builders = _stream_builders(module, module_name)
+        found.update({k: v for k, v in builders.items() if k not in found})
     if name is not None:
         if name not in found:
             msg = f"{path} defines no topology {name!r} (it defines: {sorted(found) or 'none'})"
@@ -69,6 +73,16 @@ def _trident_topologies(module: Any, module_name: str) -> dict[str, type[Topolog
         return {}  # the module made none: it never imported Trident
     return {name: obj.build(f"{module_name}_{name}") for name, obj in vars(module).items()
             if isinstance(obj, trident.TridentTopology)}
+
+
+def _stream_builders(module: Any, module_name: str) -> dict[str, type[Topology]]:
+    """The StreamBuilders a module binds at top level, built under ``<file stem>_<variable>``
+    (the name their state is kept under), as a TridentTopology is."""
+    streams = sys.modules.get("squall.streams.builder")
+    if streams is None:
+        return {}  # the module made none: it never imported the Streams API
+    return {name: obj.build(f"{module_name}_{name}") for name, obj in vars(module).items()
+            if isinstance(obj, streams.StreamBuilder)}
 
 
 def parse_conf(pairs: list[str], flag: str = "--conf") -> dict[str, Any]:

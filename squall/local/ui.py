@@ -33,6 +33,7 @@ from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
 from squall.metrics.windows import WINDOW_IDS
+from squall.topology.component import OPERATIONS_OPTION
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
 from squall.ui.backend import Backend
@@ -102,7 +103,8 @@ class LocalBackend:
         components = {c_name: {"kind": c.kind, "tasks": plan.component_tasks.get(c_name, []),
                                "executors": [e.id for e in plan.executors if e.component == c_name],
                                "inputs": [(i.component, i.stream) for i in c.inputs],
-                               "streams": list(c.streams), "trident": c.options.get("trident")}
+                               "streams": list(c.streams), "trident": c.options.get("trident"),
+                             "operations": c.options.get(OPERATIONS_OPTION)}
                       for c_name, c in plan.components.items()}
         wall, mono = time.time(), runner.clock.now()
         workers = [{"node": runner.node, "host": HOST, "port": slot["index"],

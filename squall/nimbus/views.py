@@ -17,6 +17,7 @@ from squall.cluster.state import ClusterState
 from squall.errors import NotFound
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
+from squall.topology.component import OPERATIONS_OPTION
 from squall.topology.topology import definition_from_dict
 from squall.ui import storm_api
 from squall.ui.storm_api import TopologyView
@@ -179,7 +180,8 @@ class TopologyViews:
         components = {name: {"kind": c.kind, "tasks": plan.component_tasks.get(name, []),
                              "executors": [e.id for e in plan.executors if e.component == name],
                              "inputs": [(i.component, i.stream) for i in c.inputs],
-                             "streams": list(c.streams), "trident": c.options.get("trident")}
+                             "streams": list(c.streams), "trident": c.options.get("trident"),
+                             "operations": c.options.get(OPERATIONS_OPTION)}
                       for name, c in plan.components.items()}
         view = TopologyView(
             id=record["id"], name=record["name"], status=record["status"], submitted=record["submitted"],

@@ -23,7 +23,14 @@ from squall.state.bolt_wrapper import wrapper_for
 from squall.state.checkpoint import CHECKPOINT_COMPONENT, CHECKPOINT_FIELDS, CHECKPOINT_STREAM
 from squall.state.providers import check_state_conf
 from squall.state.spout import CheckpointSpout
-from squall.topology.component import Bolt, ComponentSpec, Stream, StreamRef, normalize_outputs
+from squall.topology.component import (
+    OPERATIONS_OPTION,
+    Bolt,
+    ComponentSpec,
+    Stream,
+    StreamRef,
+    normalize_outputs,
+)
 from squall.topology.grouping import Grouping
 from squall.topology.topology import TopologyDef, _source_of, build_definition
 
@@ -94,9 +101,10 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
             wired[StreamRef(barrier_source, CHECKPOINT_STREAM)] = Grouping.all()
         # The user's options go along whole: a recipe ("construct", Flux's) in them is
         # what the wrapper builds the user's bolt from (squall.topology.loading.build_instance).
+        shown = {k: spec.options[k] for k in (OPERATIONS_OPTION,) if k in spec.options}  # for the UI
         out[cname] = ComponentSpec(wrapper_for(spec.cls), "bolt", name=cname, inputs=wired, par=spec.par,
                                    tasks=spec.tasks, config=spec.config, outputs=[*streams, checkpoint],
-                                   options={"bolt": spec.cls, "bolt_options": dict(spec.options)})
+                                   options={"bolt": spec.cls, "bolt_options": dict(spec.options), **shown})
     if not rewinding:
         out[CHECKPOINT_COMPONENT] = ComponentSpec(CheckpointSpout, "spout", name=CHECKPOINT_COMPONENT,
                                                   par=1, tasks=1)

@@ -19,7 +19,14 @@ from squall.streams.bolts import (
 )
 from squall.streams.chain import BoltPlan, EntryPlan, Exit
 from squall.streams.layout import Group, data_parents, lay_out
-from squall.topology.component import DEFAULT_STREAM, PUNCTUATION_STREAM, ComponentSpec, Stream, StreamRef
+from squall.topology.component import (
+    DEFAULT_STREAM,
+    OPERATIONS_OPTION,
+    PUNCTUATION_STREAM,
+    ComponentSpec,
+    Stream,
+    StreamRef,
+)
 from squall.topology.grouping import Grouping
 from squall.topology.loading import by_value
 from squall.topology.topology import Topology
@@ -57,7 +64,9 @@ class _Build:
             specs[group.name] = self._group_spec(group)
         for sink, source in self.layout.sinks:
             specs[self.sink_names[sink.id]] = self._sink_spec(sink, source)
-        return Topology.from_specs(self.name or "StreamTopology", specs, self.config)
+        topology = Topology.from_specs(self.name or "StreamTopology", specs, self.config)
+        topology.built_by_streams = True  # type: ignore[attr-defined]  # squall local/submit run it by name
+        return topology
 
     # -- names ----------------------------------------------------------------------------
 
@@ -273,8 +282,8 @@ class _Build:
                 out.fields = (*out.fields, self.ts_field)
         if group.markers_out:
             outputs.append(Stream(["seq"], name=PUNCTUATION_STREAM))
-        options = {PLAN_OPTION: {"plan": by_value(plan), "operations": plan.operations,
-                                 "kind": group.kind}}
+        options = {PLAN_OPTION: {"plan": by_value(plan), "kind": group.kind},
+                   OPERATIONS_OPTION: plan.operations}
         if group.kind == "windowed":
             return WindowedProcessorBolt.spec(name=group.name, inputs=inputs, par=group.par, outputs=outputs,
                                               **group.window.spec_kwargs(), **options)

@@ -21,6 +21,9 @@ DEFAULT_STREAM = "default"
 # The one system stream a component may declare itself: a window's end travelling on
 # to the next bolt (Storm's punctuation, squall.streams), so Storm's "__" prefix.
 PUNCTUATION_STREAM = "__punctuation"
+# The option naming the operations a generated bolt runs (squall.streams), which the UI
+# shows for it: a list of short descriptions such as "map(parse)".
+OPERATIONS_OPTION = "operations"
 
 
 class Stream:

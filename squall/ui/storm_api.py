@@ -317,10 +317,11 @@ def _bolt_entry(view: TopologyView, name: str, window: str, now: float) -> dict[
 
 def _trident_fields(component: Mapping[str, Any]) -> dict[str, Any]:
     """A Trident topology's component (Squall's own fields): its batch group (the spout's
-    transactional id) and the Trident operations it runs."""
+    transactional id) and the Trident operations it runs; a Streams API bolt's operations."""
     trident = component.get("trident")
     if not trident:
-        return {}
+        operations = component.get("operations")
+        return {"operations": list(operations)} if operations else {}
     return {"batchGroup": trident.get("batchGroup"),
             "tridentOperations": list(trident.get("operations") or []),
             "tridentRole": trident.get("role") or ("committer" if trident.get("committer") else "operations")}

@@ -44,7 +44,7 @@ def test_operations_with_no_cut_share_one_bolt() -> None:
     assert inputs_of(topo) == [("bolt1", 1, [("spout1", "shuffle", ())])]
     cdef = topo.definition().components["bolt1"]
     assert cdef.cls is ProcessorBolt
-    assert cdef.options["streams"]["operations"] == ["map_tuple(<lambda>)", "map_to_pair(one)",
+    assert cdef.options["operations"] == ["map_tuple(<lambda>)", "map_to_pair(one)",
                                                      "reduce_by_key(add)", "print"]
 
 
@@ -93,8 +93,8 @@ def test_an_aggregate_after_an_operation_on_a_window_combines_each_task_first() 
     assert [(n, par, [g for _c, g, _f in ins]) for n, par, ins in shape] == [
         ("bolt1", 2, ["shuffle"]), ("bolt2", 2, ["shuffle"]), ("bolt3", 2, ["global"])]
     comps = topo.definition().components
-    assert comps["bolt2"].options["streams"]["operations"] == ["map(str)", "aggregate(Count, partial)"]
-    assert comps["bolt3"].options["streams"]["operations"] == ["aggregate(Count, merge)"]
+    assert comps["bolt2"].options["operations"] == ["map(str)", "aggregate(Count, partial)"]
+    assert comps["bolt3"].options["operations"] == ["aggregate(Count, merge)"]
     assert comps["bolt3"].cls is HoldingProcessorBolt  # it waits for the window's end
     marker_inputs = [(i.component, i.grouping.type) for i in comps["bolt3"].inputs
                      if i.stream == PUNCTUATION_STREAM]

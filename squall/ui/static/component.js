@@ -23,6 +23,7 @@ async function refreshComponent() {
     ["Executors", page.executors], ["Tasks", page.tasks],
     ...(page.batchGroup ? [["Batch group", page.batchGroup],
                            ["Trident operations", (page.tridentOperations || []).join("; ") || page.tridentRole]] : []),
+    ...(page.operations ? [["Operations", page.operations.join("; ")]] : []),
   ].map(([label, value]) => squall.el("div", {}, label, squall.el("b", {"data-key": label}, value))));
   for (const node of document.querySelectorAll(".window-hint")) node.textContent = page.windowHint;
   const counts = [["Emitted", "emitted", num], ["Transferred", "transferred", num]];

@@ -99,6 +99,10 @@ function renderPage(page) {
     boltColumns.splice(1, 0, ["Batch group", "batchGroup"],
                        ["Trident operations", "tridentOperations", {render: b => (b.tridentOperations || []).join("; ")}]);
   }
+  if (page.bolts.some(b => b.operations)) {
+    /* A Streams API topology: the operations each generated bolt runs, chained by plain calls. */
+    boltColumns.splice(1, 0, ["Operations", "operations", {render: b => (b.operations || []).join("; ")}]);
+  }
   squall.table("bolts", boltColumns, page.bolts.map(b => ({...b, _key: b.boltId})));
   const blank = v => v === null || v === undefined;
   const mb = key => w => blank(w[key]) ? "" : (w[key] / 1048576).toFixed(1) + " MB";
