@@ -202,10 +202,10 @@ def test_a_join_of_two_spouts_in_event_time_runs_in_a_checkpointed_topology(tmp_
         # When users 1 and 2 and three orders come in the first 10 s, and then, on both
         # streams, events past 20 s move the watermark of each task past both windows
         for tup_id, user in (("u1", (1, "ann", 1000)), ("u2", (2, "bob", 2000)),
-                             ("u1-late", (1, "ann", 25000)), ("u2-late", (2, "bob", 25000))):
+                             ("u1-next", (1, "ann", 25000)), ("u2-next", (2, "bob", 25000))):
             users_feed.put((tup_id, user))
         for tup_id, order in (("o1", (11, 1, 5, 3000)), ("o2", (12, 2, 7, 4000)), ("o3", (13, 2, 3, 5000)),
-                              ("o1-late", (14, 1, 0, 25000)), ("o2-late", (15, 2, 0, 25000))):
+                              ("o1-next", (14, 1, 0, 25000)), ("o2-next", (15, 2, 0, 25000))):
             orders_feed.put((tup_id, order))
         # Then the first window's rows come out and are kept
         poll_for(lambda: sorted(seen()) == [[1, "ann", 5], [2, "bob", 3], [2, "bob", 7]], timeout=20,
