@@ -59,7 +59,7 @@ class CheckpointedBolt(WrapperBolt):
         self.prepared: list[Any] = []  # acked before the last prepare: acked for real at its commit
         self.user_initialized = False
         self.current: Any = None
-        user = self.build_inner(user_cls, opts.get("bolt_options"))
+        user = self.build_inner(user_cls, opts.get("bolt_options"), _data_context(context))
         self.user = user
         self.user_process = user.process
         self.user_auto_ack, self.user_auto_fail = bool(user.auto_ack), bool(user.auto_fail)
@@ -70,7 +70,7 @@ class CheckpointedBolt(WrapperBolt):
         # A tuple of a checkpointed spout (untracked) failed since the last reset: the
         # acker cannot replay it, so the next checkpoint must fail and rewind instead.
         self.lost_untracked = False
-        user.initialize(conf, context)
+        user.initialize(conf, user.context)
 
     # -- what the user's bolt calls ----------------------------------------------
 
@@ -238,3 +238,13 @@ def _wrapped_check(cdef: Any, name: str) -> tuple[Any, Any] | None:
     inner = copy.copy(cdef)
     inner.options = cdef.options.get("bolt_options") or {}
     return check, inner
+
+
+def _data_context(context: Any) -> Any:
+    """The task's context as the wrapped bolt sees it: its sources without the checkpoint
+    streams, which are the wrapper's and carry no data (an event-time window waits for a
+    watermark from every source it is told of: it would wait for them for ever)."""
+    inner = copy.copy(context)
+    inner.sources = {key: grouping for key, grouping in context.sources.items()
+                     if key[1] != CHECKPOINT_STREAM}
+    return inner

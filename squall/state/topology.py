@@ -7,8 +7,8 @@
   ordered path, which is what makes its position exact);
 - every bolt runs inside a :class:`~squall.state.bolt_wrapper.CheckpointedBolt`
   and declares a ``$checkpoint`` stream; it subscribes (all grouping) to the
-  ``$checkpoint`` stream of each bolt it reads, and of the checkpoint spout if
-  it reads a spout.
+  ``$checkpoint`` stream of each bolt it reads, and once of the checkpoint spout
+  if it reads any spout (one barrier per upstream task per checkpoint).
 
 What comes out is an ordinary :class:`TopologyDef`.
 """
@@ -96,9 +96,13 @@ def build_checkpointed(name: str, specs: Mapping[str, ComponentSpec], conf: dict
             if stream == CHECKPOINT_STREAM:
                 _fail(f"{here}: stream {CHECKPOINT_STREAM!r} of {src!r} is internal to checkpointing")
             wired[StreamRef(src, stream)] = grouping
-        for src in sorted({src for src, _s, _g in inputs[cname]}):
-            barrier_source = coordinator if by_name[src].kind == "spout" else src
-            wired[StreamRef(barrier_source, CHECKPOINT_STREAM)] = Grouping.all()
+        # Once per barrier source: every spout's barriers come from the one checkpoint
+        # spout, so two spouts read are one subscription (a StreamRef key is compared by
+        # identity: two of them to the same stream would subscribe twice).
+        barrier_sources = {coordinator if by_name[src].kind == "spout" else src
+                           for src, _s, _g in inputs[cname]}
+        for source in sorted(barrier_sources):
+            wired[StreamRef(source, CHECKPOINT_STREAM)] = Grouping.all()
         # The user's options go along whole: a recipe ("construct", Flux's) in them is
         # what the wrapper builds the user's bolt from (squall.topology.loading.build_instance).
         shown = {k: spec.options[k] for k in (OPERATIONS_OPTION,) if k in spec.options}  # for the UI

@@ -189,17 +189,19 @@ class Component:
         what it has not acked times out and replays.  Thread-safe."""
         return False
 
-    def build_inner(self, class_ref: Any, options: Mapping[str, Any] | None) -> Any:
+    def build_inner(self, class_ref: Any, options: Mapping[str, Any] | None, context: Any = None) -> Any:
         """A component this one runs inside itself (a checkpointing or transactional
         wrapper's user bolt or spout), built as it would be unwrapped (a Flux recipe
         in ``options`` applies: squall.topology.loading.build_instance) and given
         this task's runtime: conf, context, clock, logger, metrics, error reporting
-        and the stop signal."""
+        and the stop signal.  ``context``: the one the inner component sees, when the
+        wrapper's own is not it (its sources without the wrapper's streams)."""
         from squall.topology.loading import build_instance
 
         options = options or {}
         inner = build_instance(class_ref, options)
-        context = self.context
+        if context is None:
+            context = self.context
         inner.conf = self.conf
         inner.context = context
         inner.options = dict(options)

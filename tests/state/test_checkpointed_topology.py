@@ -71,6 +71,37 @@ def test_a_checkpointed_spout_is_the_checkpoint_spout():
     assert set(WC.definition().components["words"].streams) == {"default", "$checkpoint"}
 
 
+def test_a_bolt_reading_two_spouts_subscribes_once_to_the_checkpoint_spout():
+    # Both spouts' barriers come from the one checkpoint spout: one barrier per checkpoint
+    class Other(Spout):
+        outputs = ["word"]
+
+    class WC(Topology):
+        words = Words.spec()
+        more = Other.spec()
+        upper = Upper.spec(inputs=[words])
+        count = Count.spec(inputs=[words, more], par=2)
+        both = Count.spec(inputs=[more, upper])
+
+    w = wiring(WC)
+    assert w["count"] == (CheckpointedBolt, [("$checkpointspout", "$checkpoint", "all"),
+                                             ("more", "default", "shuffle"), ("words", "default", "shuffle")])
+    assert w["both"] == (CheckpointedBolt, [("$checkpointspout", "$checkpoint", "all"),
+                                            ("more", "default", "shuffle"), ("upper", "$checkpoint", "all"),
+                                            ("upper", "default", "shuffle")])
+
+
+def test_a_bolt_reading_a_checkpointed_spout_and_a_plain_one_subscribes_once_to_the_first():
+    class WC(Topology):
+        words = Rewinding.spec()
+        more = Words.spec()
+        count = Count.spec(inputs=[words, more])
+
+    assert wiring(WC)["count"] == (CheckpointedBolt, [("more", "default", "shuffle"),
+                                                      ("words", "$checkpoint", "all"),
+                                                      ("words", "default", "shuffle")])
+
+
 def test_a_topology_without_state_is_left_alone():
     class Plain(Topology):
         words = Words.spec()

@@ -379,8 +379,7 @@ def test_checked_inside_a_checkpointed_topology_too() -> None:
     def topology(field: str) -> type[Topology]:
         join = (JoinBolt(STREAM, "users", "user_id").join("orders", field, "users")
                 .select("name, orders:price").with_tumbling_window(Count(5)))
-        # One spout: a bolt reading two spouts in a checkpointed topology is refused today
-        # (it would subscribe twice to the checkpoint spout's stream)
+        # (a join of two spouts in a checkpointed topology runs: tests/windowing/test_checkpointed.py)
         specs = {"shop": Shop.spec()}
         specs["joined"] = join.spec(inputs=[specs["shop"]["users"], specs["shop"]["orders"]])
         specs["count"] = Counter.spec(inputs=[specs["joined"]])
