@@ -87,6 +87,23 @@ def test_a_pickle_in_an_answer_is_never_shown() -> None:
     assert options == {"function": PICKLE_HIDDEN, "fields": ["gAWAIN"]}
 
 
+def test_a_streams_api_bolts_operations_are_never_shown() -> None:
+    """A Streams API topology's generated bolts carry their operations pickled; what nimbus
+    serves of its definition shows their names, never the pickle (docs/security.md)."""
+    from squall import Spout
+    from squall.streams import StreamBuilder, ValueMapper
+
+    class Words(Spout):
+        outputs = ["word"]
+
+    builder = StreamBuilder()
+    builder.new_stream(Words, ValueMapper(0)).map(str.upper).print()
+    shown = redact_answer({"definition": builder.build().definition().to_dict()})
+    bolt = next(c for c in shown["definition"]["components"] if c["name"] == "bolt1")
+    assert bolt["options"]["streams"]["plan"] == PICKLE_HIDDEN
+    assert bolt["options"]["operations"] == ["map_tuple(<lambda>)", "map(upper)", "print"]
+
+
 def test_a_users_name_may_hold_dots_but_never_be_a_path() -> None:
     from squall.security.admission import check_user_name
 
