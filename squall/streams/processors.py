@@ -47,6 +47,15 @@ def as_pair(value: Any, what: str) -> tuple[Any, Any]:
     raise TypeError(msg)
 
 
+def label_of(obj: Any) -> str:
+    """How the UI names an aggregator or updater: the function it was made of, else its class."""
+    for attr in ("fn", "accumulator"):
+        fn = getattr(obj, attr, None)
+        if fn is not None:
+            return getattr(fn, "__name__", None) or type(fn).__name__
+    return type(obj).__name__
+
+
 class Op:
     """A stateless per-value operation with one input and one output."""
 
@@ -308,8 +317,7 @@ class Aggregate(Op):
         self.acc: Any = _EMPTY
 
     def describe(self) -> str:
-        agg = self.aggregator
-        inner = getattr(getattr(agg, "fn", None), "__name__", None) or type(agg).__name__
+        inner = label_of(self.aggregator)
         suffix = "" if self.phase == "whole" else f", {self.phase}"
         return f"{self.label}({inner}{suffix})"
 
@@ -559,7 +567,7 @@ class UpdateState(Op):
         self.state: Any = None  # the task's KeyValueState, given by the stateful bolt
 
     def describe(self) -> str:
-        return f"update_state_by_key({type(self.updater).__name__})"
+        return f"update_state_by_key({label_of(self.updater)})"
 
     def push_to(self, out: Push) -> Push:
         updater = self.updater
