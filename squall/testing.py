@@ -20,6 +20,7 @@ from typing import Any
 from squall.errors import ComponentError, SquallError
 from squall.local.cluster import LocalCluster, definition_of
 from squall.topology.component import DEFAULT_STREAM, Spout
+from squall.topology.loading import CONSTRUCT_OPTION
 from squall.topology.topology import TopologyDef
 from squall.worker.executors.reporting import ErrorRecord
 
@@ -141,7 +142,10 @@ def _with_mocks(defn: TopologyDef, mock_sources: Mapping[str, Any], progress: _P
                 raise SquallError(msg)
         cls = type(f"Mock{name.title()}", (MockSpout,),
                    {"items": items, "progress": progress, "component": name, "outputs": None})
-        components[name] = replace(cdef, cls=cls)
+        # The mock replaces the spout whole: a recipe that would build the user's instance
+        # (a Flux construct, a spout given by value) goes with it.
+        options = {k: v for k, v in cdef.options.items() if k != CONSTRUCT_OPTION}
+        components[name] = replace(cdef, cls=cls, options=options)
     return replace(defn, components=components)
 
 

@@ -92,7 +92,7 @@ class StreamBuilder:
         """The values too late for the windows ``with_late_tuple_stream(name)``."""
         if not isinstance(name, str) or not name:
             _fail(f"late_tuples: a stream name, got {name!r}")
-        node = self._new_node("late", (), par=1, shape="raw", extra={"late_stream": name})
+        node = self._new_node("late", (), par=1, shape="value", extra={"late_stream": name})
         return Stream(self, node)
 
     def _sink_spec(self, bolt: Any, parallelism: int | None) -> tuple[ComponentSpec, int]:

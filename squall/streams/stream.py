@@ -131,8 +131,10 @@ class Stream:
     def to(self, bolt: Any, parallelism: int | None = None) -> None:
         spec = self._builder._sink_spec(bolt, parallelism)
         here = self
-        if any(s.kind == "window" for s in upstream(self._node)[1]):
-            here = self._op(ops.Pass())  # a window with no operation after it: one passes its values on
+        source, settings = upstream(self._node)
+        if source.kind == "late" or any(s.kind == "window" for s in settings):
+            # A window, or late values, with no operation after them: one passes the values on.
+            here = self._op(ops.Pass())
         here._add("sink", None, sink=spec)
 
     def branch(self, *predicates: Any) -> list[Any]:
