@@ -5,6 +5,7 @@ and a failure in a windowed aggregation replayed with nothing lost."""
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterator
 from operator import add
 from pathlib import Path
 from typing import Any
@@ -44,19 +45,32 @@ def counting(name: str) -> type[Any]:
     return builder.build(name=name)
 
 
-def state_conf(tmp_path: Path) -> dict[str, Any]:
-    return {"squall.state.dir": str(tmp_path), "topology.state.checkpoint.interval.ms": 200,
-            "topology.message.timeout.secs": 10}
+@pytest.fixture(params=["sqlite", "redis"])
+def state_conf(request: Any, tmp_path: Path) -> Iterator[dict[str, Any]]:
+    """The state in SQLite (the default) or in a real redis-server of the test's own."""
+    conf = {"topology.state.checkpoint.interval.ms": 200, "topology.message.timeout.secs": 10}
+    if request.param == "sqlite":
+        yield {**conf, "squall.state.dir": str(tmp_path)}
+        return
+    from squall.contrib.redis.devserver import DevRedis
+
+    server = DevRedis(tmp_path / "redis", aof=True)
+    server.start()
+    try:
+        yield {**conf, "topology.state.provider": "redis",
+               "topology.state.provider.config": {"url": server.url}}
+    finally:
+        server.stop()
 
 
-def test_state_by_key_answers_queries_and_survives_a_new_submission(tmp_path: Path) -> None:
+def test_state_by_key_answers_queries_and_survives_a_new_submission(state_conf: dict[str, Any]) -> None:
     Recorded.clear()
     Queries.gate.clear()
     topology = counting("streams_state")
     assert sorted(topology.definition().components) == [
         "$checkpointspout", "answers", "bolt1", "bolt2", "spout1", "spout2", "state1", "updates"]
     with LocalCluster() as cluster:
-        cluster.submit("first", topology, state_conf(tmp_path))
+        cluster.submit("first", topology, state_conf)
         # A plain reliable spout's tuples are acked once the checkpoint after them commits.
         poll_for(lambda: sorted(set(Recorded.get("ThreeWords.acked"))) == [0, 1, 2], 60, "the words' acks")
         updates = Recorded.get("updates")
@@ -71,7 +85,7 @@ def test_state_by_key_answers_queries_and_survives_a_new_submission(tmp_path: Pa
     with LocalCluster() as cluster:
         ThreeWords.items, saved = [], ThreeWords.items  # no new words this time
         try:
-            cluster.submit("again", topology, state_conf(tmp_path))
+            cluster.submit("again", topology, state_conf)
             poll_for(lambda: len(set(Recorded.get("Queries.acked"))) == 2, 60, "the queries' acks")
         finally:
             ThreeWords.items = saved
