@@ -86,9 +86,8 @@ def compare_by(stream: Any, field: str, least: bool) -> Any:
         _fail(f"{where}: one field name, got {field!r}")
     check_inputs(stream.node.fields, [field], where)
     fields = list(stream.node.fields)
-    agg = Best(field, least)
-    first = stream.partition_aggregate(fields, agg, fields)
-    return first.global_().partition_aggregate(fields, agg, fields)
+    # Storm's minBy/maxBy are partitionAggregates: one answer per partition of a batch.
+    return stream.partition_aggregate(fields, Best(field, least), fields)
 
 
 class Best(Aggregator):

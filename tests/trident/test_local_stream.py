@@ -169,6 +169,20 @@ def test_each_appends_filters_keep_map_replaces_project_picks(cluster: LocalClus
     assert collected("flat_map") == [["a"], ["b"], ["c"], ["d"]]
 
 
+def test_min_by_and_max_by_answer_once_per_partition_as_storms(cluster: LocalCluster) -> None:
+    # Storm's Stream.minBy is a partitionAggregate: with the batch in two partitions (by
+    # word: "a" and "d" hash to different ones) each partition gives its own least tuple.
+    t = TridentTopology()
+    feeder = FeederBatchSpout(["word", "n"])
+    parts = t.new_stream("words", feeder).partition_by(["word"]).peek(lambda tup: None).parallelism_hint(2)
+    sink(parts.min_by("n"), "min")
+    sink(parts.max_by("n"), "max")
+    cluster.submit("by", t.build())
+    feeder.feed([["a", 3], ["d", 5], ["a", 1], ["d", 4]])
+    assert sorted(collected("min")) == [["a", 1], ["d", 4]]
+    assert sorted(collected("max")) == [["a", 3], ["d", 5]]
+
+
 def test_aggregations_by_partition_by_group_and_over_the_batch(cluster: LocalCluster) -> None:
     t = TridentTopology()
     feeder = FeederBatchSpout(["word", "n"])
