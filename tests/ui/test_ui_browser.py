@@ -322,6 +322,11 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
             <= after[key] / 1048576 + 0.05 for key, text in shown.items())
 
     wait_for("the workers' bytes sent", sent_shown_matches_the_api)
+    # The configuration the topology runs with, as Storm's topology page shows it.
+    timeout_shown = wait_for("the configuration table", lambda: [c.text for c in browser.find_elements(
+        By.CSS_SELECTOR, "#configuration tr[data-row='topology.message.timeout.secs'] td[data-key=value]")])
+    page = cluster.api("GET", f"topology/{topology['encodedId']}?window=600")
+    assert timeout_shown == [str(page["configuration"]["topology.message.timeout.secs"])]
     executed = wait_for("executed words", lambda: cell("bolts", "count", "executed"))
     wait_for("the executed count to grow", lambda: cell("bolts", "count", "executed") > executed)
 

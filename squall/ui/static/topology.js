@@ -122,6 +122,11 @@ function renderPage(page) {
                            ["Components (tasks)", "componentNumTasks", {render: w =>
                              Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
                page.workers.map(w => ({...w, _key: w.host + ":" + w.port})));
+  /* Storm's "Topology Configuration": every key the topology runs with (secrets redacted by nimbus). */
+  squall.table("configuration", [["Key", "key"], ["Value", "value"]],
+               Object.entries(page.configuration || {}).sort(([a], [b]) => a < b ? -1 : a > b ? 1 : 0)
+                 .map(([key, value]) => ({key, value: typeof value === "string" ? value : JSON.stringify(value),
+                                          _key: key})));
 }
 
 async function refreshTopology() {
