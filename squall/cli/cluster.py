@@ -192,9 +192,15 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     except ValueError as e:
         msg = f"-e/--executors takes COMPONENT=N with N a whole number: {e}"
         raise SquallError(msg) from e
-    result = _client(_client_conf(args)).action(args.name, "rebalance", {"workers": args.workers,
-                                                                   "executors": executors})
-    print(f"rebalanced topology {result['name']}: {result['workers']} workers")
+    body = {"workers": args.workers, "executors": executors}
+    if args.wait:
+        body["wait_secs"] = args.wait
+    result = _client(_client_conf(args)).action(args.name, "rebalance", body)
+    if result.get("status") == "rebalancing":
+        print(f"rebalancing topology {result['name']}: spouts deactivated for {result['wait_secs']} s "
+              f"while the tuples in flight finish, then {result['workers']} workers")
+    else:
+        print(f"rebalanced topology {result['name']}: {result['workers']} workers")
     return 0
 
 
@@ -326,7 +332,8 @@ def add_commands(sub: Any) -> None:
     p.add_argument("-e", "--executors", action="append", default=[], metavar="COMPONENT=N",
                    help="a component's new number of executors (repeatable)")
     p.add_argument("-w", "--wait", type=float, default=None,
-                   help="accepted for Storm's CLI; Squall moves executors without deactivating first")
+                   help="seconds to deactivate the spouts and let the tuples in flight finish before moving "
+                        "(Storm's -w; default: move at once)")
     command("list", cmd_list, "list running topologies")
     p = command("info", cmd_info, "a topology's components (rates, latencies, capacity), workers, errors")
     p.add_argument("name")

@@ -73,8 +73,8 @@ class TopologyControl:
 
     def _set_status(self, record: dict[str, Any], status: str) -> dict[str, Any]:
         name = record["name"]
-        if record["status"] == "killing":
-            raise Conflict(f"topology {name!r} is being killed")
+        if record["status"] in ("killing", "rebalancing"):
+            raise Conflict(f"topology {name!r} is being {_BEING[record['status']]}")
         record["status"] = status
         self.put_topology(record)
         self.reconcile(record["id"])
@@ -88,10 +88,8 @@ class TopologyControl:
         if wait is None:
             wait = record["conf"].get("topology.message.timeout.secs",
                                       config_mod.DEFAULTS["topology.message.timeout.secs"])
-        # NaN passes "< 0" and would leave the topology killing for ever.
-        if (not isinstance(wait, (int, float)) or isinstance(wait, bool) or not math.isfinite(wait)
-                or wait < 0):
-            raise InvalidRequest(f"'wait_secs' must be a number >= 0, got {wait!r}")
+        _check_wait(wait)
+        record.pop("rebalance", None)  # a kill overrides a rebalance waiting to happen
         record["status"] = "killing"
         record["kill_at"] = self.now() + wait
         self.put_topology(record)
@@ -103,6 +101,35 @@ class TopologyControl:
         return self._rebalance(record_named(self.state, name), body)
 
     def _rebalance(self, record: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        """Change the workers or executors; with ``wait_secs`` (Storm's ``-w``) the spouts
+        are deactivated first and the move waits that long for the tuples in flight."""
+        name = record["name"]
+        if record["status"] in ("killing", "rebalancing"):
+            raise Conflict(f"topology {name!r} is being {_BEING[record['status']]}")
+        wait = body.get("wait_secs") or 0
+        _check_wait(wait)
+        self._rebalance_changes(record, body)  # refused now, not when the wait is over
+        if wait > 0:
+            record["rebalance"] = {"at": self.now() + wait, "resume": record["status"],
+                                   "workers": body.get("workers"), "executors": body.get("executors") or {}}
+            record["status"] = "rebalancing"
+            self.put_topology(record)
+            log.info("topology rebalancing: spouts deactivated", topology=name, wait_secs=wait)
+            self.reconcile(record["id"])
+            return {"name": name, "status": "rebalancing", "wait_secs": wait,
+                    "workers": body.get("workers") or record["num_workers"],
+                    "executors": body.get("executors") or {}}
+        return self._apply_rebalance(record, body)
+
+    def _apply_rebalance(self, record: dict[str, Any], body: dict[str, Any]) -> dict[str, Any]:
+        self._rebalance_changes(record, body, apply=True)
+        self.put_topology(record)
+        self.reconcile(record["id"], reschedule=True)
+        return {"name": record["name"], "status": record["status"], "workers": record["num_workers"],
+                "executors": body.get("executors") or {}}
+
+    def _rebalance_changes(self, record: dict[str, Any], body: dict[str, Any], apply: bool = False) -> None:
+        """Check (and with ``apply`` make) a rebalance's changes to the record."""
         name = record["name"]
         workers = body.get("workers")
         executors = body.get("executors") or {}
@@ -122,13 +149,11 @@ class TopologyControl:
             if not isinstance(count, int) or isinstance(count, bool) or not 1 <= count <= tasks:
                 raise InvalidRequest(f"component {component!r} can run 1..{tasks} executors "
                                   f"(its task count), got {count!r}")
-            by_name[component]["par"] = count
-        if workers is not None:
+            if apply:
+                by_name[component]["par"] = count
+        if workers is not None and apply:
             record["conf"]["topology.workers"] = workers
             record["num_workers"] = workers
-        self.put_topology(record)
-        self.reconcile(record["id"], reschedule=True)
-        return {"name": name, "workers": record["num_workers"], "executors": executors}
 
     def storm_action(self, ident: str, action: str, wait: int = 0, body: Any = None) -> dict[str, Any]:
         """Storm's POST /topology/:id/<action>; Storm's answer."""
@@ -138,12 +163,11 @@ class TopologyControl:
         elif action == "kill":
             self._kill(record, wait)
         elif action == "rebalance":
-            # Squall moves executors at once: Storm's wait (spouts paused first) has no counterpart.
             try:
                 request = storm_api.rebalance_request(body)
             except ValueError as e:
                 raise InvalidRequest(str(e)) from e
-            self._rebalance(record, request)
+            self._rebalance(record, {**request, "wait_secs": wait})
         else:
             msg = f"no such action {action!r} (activate, deactivate, rebalance, kill)"
             raise NotFound(msg)
@@ -228,6 +252,15 @@ class TopologyControl:
             if record is None:
                 return
             now = self.now()
+            waiting = record.get("rebalance")
+            if record["status"] == "rebalancing" and waiting and now >= waiting["at"]:
+                # The drain is over: move, then let the spouts go again.
+                record["status"] = waiting["resume"]
+                del record["rebalance"]
+                self._rebalance_changes(record, waiting, apply=True)
+                self.state.put_topology(record, fence)
+                log.info("topology rebalanced after its wait", topology=record["name"])
+                reschedule = True
             supervisors, beats = self.state.supervisors(), self.state.worker_beats()
             current = self.state.assignment(topology_id)
             observed = Observed(supervisors, beats, self.state.assignments())
@@ -260,3 +293,13 @@ class TopologyControl:
         # Under the lock, an assignment is only ever written after its topology,
         # so one whose topology is missing now is an orphan, not a submit under way.
         return self.state.topology(topology_id) is None
+
+
+_BEING = {"killing": "killed", "rebalancing": "rebalanced"}
+
+
+def _check_wait(wait: Any) -> None:
+    # NaN passes "< 0" and would leave the topology waiting for ever.
+    if (not isinstance(wait, (int, float)) or isinstance(wait, bool) or not math.isfinite(wait)
+            or wait < 0):
+        raise InvalidRequest(f"'wait_secs' must be a number >= 0, got {wait!r}")

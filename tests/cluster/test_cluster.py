@@ -108,8 +108,14 @@ def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_pat
     run = WordCountRun(tmp_path / "wc", sentences=3000)
     run.submit(cluster, "rb", "topology.workers=1", "squall.test.rate=500")
     poll_for(lambda: len(run.acked()) > 100, timeout=30, message="processing started")
-    # Storm's spellings (storm rebalance NAME -w 0 -n 2 -e split=1)
-    squall_cli(cluster, "rebalance", "rb", "-w", "0", "-n", str(workers), "-e", "split=1")
+    # Storm's spellings (storm rebalance NAME -w 3 -n 2 -e split=1): the spouts are deactivated
+    # first and the move waits 3 s for the tuples in flight, then the topology goes on.
+    said = squall_cli(cluster, "rebalance", "rb", "-w", "3", "-n", str(workers), "-e", "split=1").stdout
+    assert "spouts deactivated for 3.0 s" in said
+    assert cluster.api("GET", "topologies/rb")["status"] == "rebalancing"
+    poll_for(lambda: _quiet(run), timeout=20, message="acks stop while the tuples in flight drain")
+    assert len(cluster.api("GET", "topologies/rb")["workers"]) == 1  # not moved yet
     poll_for(lambda: len(cluster.api("GET", "topologies/rb")["workers"]) == workers, message="rebalanced")
+    assert cluster.api("GET", "topologies/rb")["status"] == "active"
     poll_for(run.done, timeout=60, message="all sentences acked")
     assert run.counts() == run.expected
