@@ -138,3 +138,32 @@ def test_a_bolt_kept_busy_by_another_source_does_not_starve_the_spout(acking: di
                      message=f"200 more of the first spout's tuples processed (now {counts.processed})")
         finally:
             fast.set()
+
+
+def test_a_spout_that_waits_in_next_tuple_sends_each_tuple_without_waiting_for_a_batch() -> None:
+    """A spout that sleeps in next_tuple (as Storm's examples' spouts do) has its tuples
+    sent as it emits them, not once a batch of next_tuple calls (64 sleeps) has passed."""
+    seen: list[int] = []
+    emitted: list[int] = []
+
+    class Slow(Spout):
+        outputs = ["n"]
+
+        def next_tuple(self) -> None:
+            time.sleep(0.05)
+            emitted.append(len(emitted))
+            self.emit([emitted[-1]])
+
+    class Seen(Bolt):
+        def process(self, tup: Any) -> None:
+            seen.append(tup.values.n)
+
+    class SlowSpout(Topology):
+        slow = Slow.spec()
+        seen = Seen.spec(inputs=[slow])
+
+    with LocalCluster() as cluster:
+        cluster.submit("slow", SlowSpout, {"topology.spout.batch.size": 64})
+        poll_for(lambda: len(seen) >= 3, 30, "three tuples at the bolt")
+        # Before the spout emitted a batch's worth: each went as it was emitted.
+        assert len(emitted) < 64

@@ -45,6 +45,8 @@ SUMMARY_SAMPLES = 10_000  # summarise_latencies' subsample
 # emits a batch; while it yields it looks at the queues this often (no ack wakes it: with
 # the 1 ms of an idle spout the bolts ran dry in between, pure-Python acking off lost a fifth).
 YIELD_SECS_IN_A_ROW = 0.05
+# A round of next_tuple calls longer than this ends the turn, so its tuples are sent at once.
+SLOW_ROUND_SECS = 0.005
 YIELD_WAIT_SECS = 0.0002
 AUTOTUNE = "autotune"  # the control the worker's timer sends every autotune period
 INITIAL_PENDING = 1000  # where the tuner starts when no max spout pending is set
@@ -203,7 +205,8 @@ class SpoutExecutor(ComponentExecutor):
                     return False
             self.yield_since = None
         emitted_any = False
-        for _ in range(self.batch):
+        started = self.now()
+        for i in range(self.batch):
             emitted = False
             for st in self.spouts:
                 if max_pending is not None and tracker.count >= max_pending:
@@ -215,6 +218,10 @@ class SpoutExecutor(ComponentExecutor):
             if not emitted:
                 break
             emitted_any = True
+            if i == 0 and self.now() - started > SLOW_ROUND_SECS:
+                # A spout that waits in next_tuple (a sleep, a blocking read): what it emitted
+                # goes now, not after a whole batch of such waits.
+                break
         if tracker.immediate:
             self.ack_immediately()
         return emitted_any
