@@ -368,6 +368,14 @@ KEYS: dict[str, Key] = {
         "How often the supervisor refreshes its node's heartbeat in ZooKeeper."),
     "supervisor.monitor.frequency.secs": Key(3, (int, float), 0.01,
         "How often the supervisor checks its workers (alive, timed out, not started) and (re)launches them."),
+    # Storm's node health checks (squall.supervisor.health): a script printing a line that
+    # starts with ERROR, failing or timing out keeps new workers off the node.
+    "storm.health.check.dir": Key(None, (str, type(None)), None,
+        "A directory of executable health-check scripts the supervisor runs every "
+        "supervisor.monitor.frequency.secs; while one fails (prints ERROR..., exits non-zero or "
+        "times out) the node takes no new workers. null: no checks."),
+    "storm.health.check.timeout.ms": Key(5000, (int,), 1,
+        "How long a health-check script may run before it counts as failed."),
     "supervisor.assignments.sync.secs": Key(10, (int, float), 0.01,
         "How often the supervisor reads its assignments (and fetches new topologies' code)."),
     "supervisor.worker.timeout.secs": Key(30, (int, float), 0.01,

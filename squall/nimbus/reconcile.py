@@ -117,8 +117,10 @@ class Reconciler:
                 since[slot] = w["since"]
                 if self._alive(topology_id, w, observed, now, local):
                     alive[slot] = [tuple(e) for e in w["executors"]]  # type: ignore[misc]
+        # A node failing its health check (squall.supervisor.health) keeps what runs there
+        # and takes nothing new.
         free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
-                for node, info in supervisors.items()}
+                for node, info in supervisors.items() if info.get("healthy", True)}
         placement = schedule([e.id for e in plan.executors], record["num_workers"], free, alive,
                              {e.id: e.component for e in plan.executors}, colocations(plan)[0])
         workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],

@@ -57,6 +57,7 @@ from squall.cluster.zookeeper import cluster_credentials, connect, disconnect, i
 from squall.runtime.status import Status
 from squall.supervisor import logfiles
 from squall.supervisor.assignments import Assignments
+from squall.supervisor.health import HealthCheck
 from squall.supervisor.launcher import Launcher, Slot
 from squall.supervisor.localizer import Localizer
 from squall.supervisor.logviewer import Logviewer, start_logviewer
@@ -116,6 +117,9 @@ class Supervisor:
 
             self.spark = NodeServer(conf, self.local_dir)
         self.localizer = Localizer(conf, self.local_dir, now, on_built=self._sync_now.set)
+        self.health = HealthCheck(conf.get("storm.health.check.dir"), conf["storm.health.check.timeout.ms"],
+                                  self.node, self.local_dir)
+        self.unhealthy: str | None = None  # why the last health check failed
         self.assignments = Assignments(
             conf, self.node, self.host, self.state, localizer=self.localizer, launcher=self.launcher,
             wake=self._sync_now, now=now, secure=self.secure, credentials=self.zk_credentials or [],
@@ -145,9 +149,12 @@ class Supervisor:
             self.logviewer.follow(self.state)  # the keys of the tokens nimbus mints for it
         self._register()
         self._assignments_watch = self.state.watch_assignments(self._on_assignments_changed)
-        for target, name in ((self._heartbeat_loop, "heartbeat"),
-                             (self._assignments_loop, "sync-assignments"),
-                             (self._processes_loop, "sync-processes")):
+        loops = [(self._heartbeat_loop, "heartbeat"), (self._assignments_loop, "sync-assignments"),
+                 (self._processes_loop, "sync-processes")]
+        if self.health.directory is not None:
+            self.check_health()  # before any worker is placed here
+            loops.append((self._health_loop, "health"))
+        for target, name in loops:
             thread = threading.Thread(target=target, name=f"supervisor-{name}", daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -189,7 +196,10 @@ class Supervisor:
     # -- ZooKeeper -----------------------------------------------------------
 
     def _register(self) -> None:
-        info = {"node": self.node, "host": self.host, "ports": self.launcher.ports, "time": self.now()}
+        info = {"node": self.node, "host": self.host, "ports": self.launcher.ports, "time": self.now(),
+                "healthy": self.unhealthy is None}
+        if self.unhealthy is not None:
+            info["health"] = self.unhealthy
         if self.logviewer is not None:
             info["logviewer"] = self.logviewer.url
         self.state.register_supervisor(self.node, info)
@@ -225,6 +235,22 @@ class Supervisor:
 
     def _processes_loop(self) -> None:
         self._every(self.conf["supervisor.monitor.frequency.secs"], self.sync_processes)
+
+    def _health_loop(self) -> None:
+        self._every(self.conf["supervisor.monitor.frequency.secs"], self.check_health)
+
+    def check_health(self) -> None:
+        """Run the node's health checks; a change is published at once (nimbus places no new
+        workers on an unhealthy node; those running stay)."""
+        reason = self.health.run()
+        if reason == self.unhealthy:
+            return
+        if reason is None:
+            log.info("node health check passes again", node=self.node)
+        else:
+            log.warning("node health check failed: no new workers here", node=self.node, reason=reason)
+        self.unhealthy = reason
+        self._register()
 
     def heartbeat(self) -> None:
         self._register()

@@ -163,7 +163,9 @@ def supervisor_summary(supervisors: Mapping[str, Mapping[str, Any]], started: Ma
         busy = sum(1 for p in s["ports"] if (node, p) in used)
         out.append({"id": node, "host": s["host"], **_uptime(started.get(node), now),
                     "slotsTotal": len(s["ports"]), "slotsUsed": busy, "slotsFree": len(s["ports"]) - busy,
-                    "version": version})
+                    "version": version,
+                    # Squall's own: its health check (storm.health.check.dir) failing, no new workers
+                    "healthy": s.get("healthy", True), "health": s.get("health")})
     return {"supervisors": out, "schedulerDisplayResource": False}
 
 

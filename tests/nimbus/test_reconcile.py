@@ -215,3 +215,18 @@ def test_nowhere_to_run_is_an_empty_assignment() -> None:
 def test_assignments_of_topologies_that_no_longer_exist_are_orphans() -> None:
     assert Reconciler.orphans(["a-1", "b-2"], ["a-1", "gone-3", "b-2"]) == [RemoveOrphanAssignment("gone-3")]
     assert Reconciler.orphans([], []) == []
+
+
+def test_a_node_failing_its_health_check_keeps_its_workers_and_takes_no_new_ones() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    assignment = first_assignment(reconciler, clock.now())
+    sick = {**SUPERVISORS, "n2": {**SUPERVISORS["n2"], "healthy": False, "health": "disk: ERROR full"}}
+    # Its running worker stays (within its grace here, beating later).
+    assert reconciler.topology(record(), assignment, observed(supervisors=sick), clock.now()) == []
+    # A new topology, or a rebalance, places nothing there.
+    fresh = written(reconciler.topology(record(), None, observed(supervisors=sick), clock.now()))
+    assert {node for node, _port in slots(fresh)} == {"n1"}
+    moved = written(reconciler.topology(record(), assignment, observed(supervisors=sick), clock.now(),
+                                        reschedule=True))
+    assert {node for node, _port in slots(moved)} == {"n1"}

@@ -16,7 +16,9 @@ async function refreshCluster() {
                nimbus.nimbuses.map(n => ({...n, _key: n.host + ":" + n.port})));
   squall.table("supervisors", [["Id", "id"], ["Host", "host"], ["Uptime", "uptime"],
                                ["Slots", "slotsTotal", {num: true}], ["Used", "slotsUsed", {num: true}],
-                               ["Free", "slotsFree", {num: true}], ["Version", "version"]],
+                               ["Free", "slotsFree", {num: true}], ["Version", "version"],
+                               ["Health", "healthy", {render: s => s.healthy ? "ok"
+                                 : squall.el("span", {class: "warn", title: s.health || ""}, "failing: no new workers")}]],
                supervisors.supervisors.map(s => ({...s, _key: s.id})));
   squall.table("topologies", [
     ["Name", "name", {render: t => squall.link(squall.topologyHref(t.id), t.name)}], ["Id", "id"],
