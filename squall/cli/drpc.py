@@ -39,7 +39,7 @@ def cmd_drpc_client(args: argparse.Namespace) -> int:
     from squall.drpc.client import DRPCClient
 
     todo = calls(args.function, args.function_arguments)
-    with DRPCClient(load_conf(args.config, client=True)) as client:
+    with DRPCClient(load_conf(args.config, client=True), timeout=args.timeout) as client:
         for function, arg in todo:
             print(f'{function} "{arg}" => "{client.execute(function, arg)}"', flush=True)
     return 0
@@ -58,4 +58,7 @@ def add_commands(sub: Any) -> None:
                 "call DRPC functions: FUNCTION ARGS pairs, or -f FUNCTION ARGS...")
     p.add_argument("-f", "--function", default=None,
                    help="the function: every argument is one call's args (else pairs of function and args)")
+    p.add_argument("-t", "--timeout", type=float, default=None,
+                   help="seconds to wait for each answer (default: the server's drpc.request.timeout.secs "
+                        "and a margin)")
     p.add_argument("function_arguments", nargs="*", default=[], metavar="ARG")

@@ -76,7 +76,9 @@ class DRPCClient:
                 unreachable.append(f"{host}:{port} ({type(e).__name__}: {e})")
                 continue  # the request never reached it: another server may take it
             except httpx.TimeoutException as e:
-                msg = f"no answer from DRPC server {host}:{port} within {self.timeout:g} s for {function!r}"
+                msg = (f"no answer from DRPC server {host}:{port} within {self.timeout:g} s for "
+                       f"{function!r}: is a running topology serving {function!r}? (function names are "
+                       f"case-sensitive)")
                 raise DRPCExecutionError(msg, SERVER_TIMEOUT) from e
             except httpx.HTTPError as e:
                 msg = f"DRPC server {host}:{port} broke off the call of {function!r}: {type(e).__name__}: {e}"

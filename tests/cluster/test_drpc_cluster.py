@@ -66,6 +66,10 @@ def test_a_drpc_topology_answers_clients_over_tls_with_tokens(make_cluster: Any)
     assert out.splitlines() == ['exclamation "x" => "x!"', 'exclamation "y z" => "y z!"']
     failed = squall_cli(cluster, "drpc-client", "exclamation", "fail", check=False)
     assert failed.returncode == 1 and "the topology failed the request" in failed.stderr
+    # A misspelt function: --timeout bounds the wait, and the error says what to check
+    missing = squall_cli(cluster, "drpc-client", "--timeout", "1", "Exclamation", "x", check=False)
+    assert missing.returncode == 1 and "within 1 s for 'Exclamation'" in missing.stderr
+    assert "case-sensitive" in missing.stderr
 
     # A caller without a token, or with one of no user, is refused over TLS
     context = tls.client_context(ca_pem=Keyring.load(cluster.keyring_file).ca_pem)
