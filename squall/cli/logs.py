@@ -141,11 +141,14 @@ class LogReader:
         return answer.content, int(answer.headers["X-Log-Start"]), int(answer.headers["X-Log-Size"])
 
 
-def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any) -> None:
+def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any) -> int:
+    shown = 0
     for line in component_lines(data.splitlines(), component):
         if grep is None or grep.encode() in line:
             out.write(f"{worker}  {line.decode(errors='replace')}\n")
+            shown += 1
     out.flush()
+    return shown
 
 
 def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: str | None, follow: bool,
@@ -154,12 +157,20 @@ def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: 
     """Each worker's last lines (TAIL_BYTES; GREP_BYTES with ``grep``), then, following, what
     each log gains, a second at a time (``rounds``: how many, for tests; None: until ^C)."""
     offsets: dict[str, int] = {}
+    shown = 0
     for log in logs:
         data, start, size = reader.page(log, None, GREP_BYTES if grep else TAIL_BYTES)
         if start > 0:
             data = data.split(b"\n", 1)[1] if b"\n" in data else b""  # its first line is cut
-        _print(log.worker, data, component, grep, out)
+        shown += _print(log.worker, data, component, grep, out)
         offsets[log.worker] = size
+    if not shown and (component or grep):
+        # Nothing matched: say so, rather than print nothing as if all were well.
+        what = " and ".join(f for f in (component and f"logged by component {component!r}",
+                                         grep and f"holding {grep!r}") if f)
+        print(f"no line {what} in the last part of {len(logs)} worker log(s); a component that "
+              f"logs nothing at the current level shows none (squall set_log_level raises it)",
+              file=sys.stderr)
     done = 0
     while follow and (rounds is None or done < rounds):
         sleep(FOLLOW_SECS)

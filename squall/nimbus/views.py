@@ -27,10 +27,11 @@ from squall.worker.plan import plan_topology
 
 def record_named(state: ClusterState, name: str) -> dict[str, Any]:
     """The topology named ``name``, or a 404."""
-    for record in state.topologies():
+    records = state.topologies()
+    for record in records:
         if record["name"] == name:
             return record
-    raise NotFound(f"no topology named {name!r} is running")
+    raise NotFound(f"no topology named {name!r} is running{_did_you_mean(name, records)}")
 
 
 def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
@@ -41,10 +42,16 @@ def resolve(state: ClusterState, ident: str) -> dict[str, Any]:
             return record
     named = [r for r in records if r["name"] == ident]
     if not named:
-        msg = f"no topology with id or name {ident!r} is running"
+        msg = f"no topology with id or name {ident!r} is running{_did_you_mean(ident, records)}"
         raise NotFound(msg)
     # A name killed and submitted again while the old one waits out its kill: the new one.
     return min(named, key=lambda r: r["status"] == "killing")
+
+
+def _did_you_mean(name: str, records: list[dict[str, Any]]) -> str:
+    """A running topology whose name differs only in case (the list is anyone's to read)."""
+    close = sorted({r["name"] for r in records if r["name"].lower() == name.lower()})
+    return f" (did you mean {', '.join(map(repr, close))}? names are case-sensitive)" if close else ""
 
 
 def worker_sample(beat: dict[str, Any]) -> dict[str, Any]:

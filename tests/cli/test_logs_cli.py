@@ -92,6 +92,17 @@ def test_grep_keeps_the_lines_holding_the_text() -> None:
     assert reader.asked == [(None, logs.GREP_BYTES)]
 
 
+def test_a_component_with_no_line_says_so_instead_of_printing_nothing(capsys: Any) -> None:
+    reader = FakeReader()
+    out = io.StringIO()
+    any_log: Any = logs.WorkerLog("10.0.0.1:6700", "link")
+    logs.show(reader, [any_log], "count", None, follow=False, out=out)  # type: ignore[arg-type]
+    assert out.getvalue() == ""
+    said = capsys.readouterr().err
+    assert "no line logged by component 'count' in the last part of 1 worker log(s)" in said
+    assert "set_log_level" in said
+
+
 class FakeLogviewers:
     """Logviewers that take a token minted for them only, and a nimbus that mints them."""
 

@@ -82,6 +82,9 @@ def test_kill_deactivate_activate_through_the_cli(make_cluster: Any, tmp_path: P
     run = WordCountRun(tmp_path / "wc", sentences=100_000)
     run.submit(cluster, "ctl", "squall.test.rate=200")
     poll_for(lambda: len(run.acked()) > 50, timeout=30, message="processing started")
+    # A name given in the wrong case: nimbus says which one was meant.
+    wrong = squall_cli(cluster, "info", "CTL", check=False)
+    assert wrong.returncode != 0 and "did you mean 'ctl'? names are case-sensitive" in wrong.stderr
     squall_cli(cluster, "deactivate", "ctl")
     poll_for(lambda: cluster.api("GET", "topologies/ctl")["status"] == "inactive", message="inactive")
     # once pending tuples drained, nothing more is acked
