@@ -84,6 +84,23 @@ class NimbusClient:
         msg = f"no leading nimbus answered (tried {', '.join(tried) or 'nothing'})"
         raise NimbusUnavailable(msg)
 
+    def metrics_text(self) -> str:
+        """``GET /metrics``: the Prometheus exposition, from the first nimbus that answers
+        (standbys serve it too)."""
+        failures = []
+        for url in self.urls:
+            try:
+                with http_client(self.ssl_context, self.timeout) as client:
+                    response = client.get(f"{url}/metrics", headers=self.headers())
+            except (httpx.TransportError, OSError) as e:
+                failures.append(f"{url}: {e}")
+                continue
+            if response.is_success:
+                return response.text
+            raise RequestRefused(response.status_code, f"GET {url}/metrics: HTTP {response.status_code}")
+        msg = f"no nimbus answered /metrics ({'; '.join(failures) or 'none configured'})"
+        raise NimbusUnavailable(msg)
+
     def submit(self, name: str, topology: dict[str, Any], conf: dict[str, Any], code_b64: str | None,
                requirements: dict[str, Any] | None = None) -> Any:
         body = {"name": name, "topology": topology, "conf": conf, "code": code_b64}

@@ -204,6 +204,12 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_metrics(args: argparse.Namespace) -> int:
+    """Nimbus's ``GET /metrics`` (Prometheus's text format), with the keyring's token over TLS."""
+    print(_client(_client_conf(args)).metrics_text(), end="")
+    return 0
+
+
 def cmd_list(args: argparse.Namespace) -> int:
     rows = _client(_client_conf(args)).list()
     if not rows:
@@ -335,6 +341,7 @@ def add_commands(sub: Any) -> None:
                    help="seconds to deactivate the spouts and let the tuples in flight finish before moving "
                         "(Storm's -w; default: move at once)")
     command("list", cmd_list, "list running topologies")
+    command("metrics", cmd_metrics, "print nimbus's /metrics (Prometheus's text format)")
     p = command("info", cmd_info, "a topology's components (rates, latencies, capacity), workers, errors")
     p.add_argument("name")
     p.add_argument("--window", default="600", help="600, 10800, 86400 or :all-time (default 600 s)")

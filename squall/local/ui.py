@@ -23,7 +23,6 @@ import time
 from typing import Any
 
 import structlog
-from prometheus_client.registry import CollectorRegistry
 
 from squall.errors import InvalidRequest, NotFound
 from squall.httpd.auth import RunToken
@@ -32,8 +31,9 @@ from squall.httpd.server import HttpServer
 from squall.local.cluster import LocalCluster
 from squall.local.runner import LocalTopology
 from squall.metrics.system import ProcessSampler
-from squall.metrics.windows import WINDOW_IDS
+from squall.metrics.windows import ALL_TIME, WINDOW_IDS
 from squall.topology.component import OPERATIONS_OPTION
+from squall.ui import prometheus
 from squall.ui import storm_api as api
 from squall.ui.app import create_app
 from squall.ui.backend import Backend
@@ -213,6 +213,27 @@ class LocalBackend:
             return api.cluster_summary(self.views(), supervisors, used, VERSION)
         return api.topology_summary(self.views(), now)
 
+    def prometheus_snapshot(self) -> dict[str, Any]:
+        """What ``/metrics`` serves (squall.ui.prometheus), as nimbus's: this process as the one
+        supervisor, each running topology's executors from its statistics book."""
+        supervisors, used = self.supervisors()
+        now = self.now()
+        topologies = []
+        for name, runner in sorted(self.cluster.topologies().items()):
+            try:
+                view = self.view(name)
+            except NotFound:  # killed between the listing and the view
+                continue
+            mono = runner.clock.now()
+            with self._lock:
+                all_time = runner.book.executors(name, ALL_TIME, mono)
+                recent = runner.book.executors(name, "600", mono)
+                latest = {e: dict(v) for (t, e), v in runner.book.latest.items() if t == name}
+            topologies.append(prometheus.topology_entry(view, now, all_time, recent, latest, []))
+        ports = next(iter(supervisors.values()))["ports"]
+        return {"supervisors": 1, "slots_total": len(ports), "slots_used": len(used),
+                "topologies": topologies}
+
     def ingest(self) -> None:
         """Every running topology's statistics into its book, and a sample of this process
         (the timer's work)."""
@@ -234,9 +255,10 @@ class LocalUiServer:
     def __init__(self, cluster: LocalCluster, host: str = "127.0.0.1", port: int = 8080) -> None:
         self.backend = LocalBackend(cluster)
         self.gate = RunToken()
-        # An empty registry: /metrics answers, without nimbus's collector (it reads ZooKeeper).
         backend = Backend(cluster.conf, views=self.backend, control=self.backend, leadership=self.backend)
-        app = create_app(backend, registry=CollectorRegistry(), gate=self.gate)
+        # /metrics: the same series as nimbus's, from this process's topologies.
+        metrics = prometheus.registry(self.backend.prometheus_snapshot)
+        app = create_app(backend, registry=metrics, gate=self.gate)
         self.httpd = HttpServer(Loopback(app, self.gate), host, port, name="local-ui-http")
         self.backend.url = self.url.rstrip("/")
         self._stop = threading.Event()

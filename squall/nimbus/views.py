@@ -19,7 +19,7 @@ from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
 from squall.topology.component import OPERATIONS_OPTION
 from squall.topology.topology import definition_from_dict
-from squall.ui import storm_api
+from squall.ui import prometheus, storm_api
 from squall.ui.storm_api import TopologyView
 from squall.version import VERSION
 from squall.worker.plan import plan_topology
@@ -238,7 +238,7 @@ class TopologyViews:
         return storm_api.topology_summary(views, now)
 
     def prometheus_snapshot(self) -> dict[str, Any]:
-        """Plain data for squall.nimbus.prometheus: the cluster's slots, and per topology
+        """Plain data for squall.ui.prometheus: the cluster's slots, and per topology
         its executors' counters (all time), latencies and capacity (10 minutes), gauges and
         the components' own metrics, with where each executor runs, and its workers' latest
         system samples."""
@@ -250,8 +250,6 @@ class TopologyViews:
         topologies = []
         for record in self.state.topologies():
             view = self.view(record)
-            placement = {e: {"node": w["node"], "worker": f"{w['host']}:{w['port']}"}
-                         for e, w in view.placement().items()}
             user = [{"node": node, "worker": f"{view.hosts.get(node, node)}:{port}",
                      "metrics": beat["metrics"]}
                     for node, ports in beats.items() for port, beat in ports.items()
@@ -260,16 +258,7 @@ class TopologyViews:
                 all_time = self.stats.executors(record["id"], ALL_TIME, now)
                 recent = self.stats.executors(record["id"], "600", now)
                 latest = {e: dict(v) for (tid, e), v in self.stats.latest.items() if tid == record["id"]}
-            topologies.append({
-                "id": record["id"], "name": record["name"], "status": record["status"],
-                "uptime": now - record["submitted"], "workers": len(view.workers),
-                "executors": sum(len(w["executors"]) for w in view.workers),
-                "tasks": sum(len(c["tasks"]) for c in view.components.values()),
-                "kinds": {name: c["kind"] for name, c in view.components.items()},
-                "placement": placement, "all_time": all_time, "recent": recent, "latest": latest,
-                "user_metrics": user,
-                "worker_system": [{"node": node, "port": port, "sample": pair[1]}
-                                  for (node, port), pair in sorted(view.samples.items())]})
+            topologies.append(prometheus.topology_entry(view, now, all_time, recent, latest, user))
         return {"supervisors": len(supervisors),
                 "slots_total": sum(len(s["ports"]) for s in supervisors.values()),
                 "slots_used": sum(1 for n, s in supervisors.items() for p in s["ports"] if (n, p) in used),

@@ -10,11 +10,11 @@ from typing import Any, Protocol
 from squall.httpd.auth import Gate
 from squall.httpd.connections import Limits
 from squall.httpd.server import HttpServer, tls_for_conf
-from squall.nimbus import prometheus
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.submission import Submission
 from squall.nimbus.views import TopologyViews
+from squall.ui import prometheus
 from squall.ui.app import create_app
 from squall.ui.backend import Backend, SquallApi
 

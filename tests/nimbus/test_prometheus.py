@@ -15,8 +15,8 @@ from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from squall.cli.devcluster import DevCluster
-from squall.nimbus import prometheus
 from squall.testing import poll_for
+from squall.ui import prometheus
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -147,6 +147,12 @@ def test_a_running_topology_is_scraped_and_its_counters_grow(cluster: DevCluster
         assert all(set(s.labels) == {"topology", "node", "port"} and s.labels["port"].isdigit()
                    for s in series), name
     assert all(s.value > 10 * 2**20 for s in samples(first, "squall_worker_rss_bytes"))
+    # squall metrics: the same exposition from the command line (the keyring's token, over TLS)
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "metrics", "--config",
+                           str(cluster.config_file)],
+                          capture_output=True, text=True, timeout=60, cwd=REPO, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert total(parse(proc.stdout), "squall_acked_total", component="sentences") > 0
     before = total(first, "squall_emitted_total", topology="WordCount", component="split")
     poll_for(lambda: total(scrape(cluster), "squall_emitted_total", topology="WordCount", component="split")
              > before, timeout=30, interval=0.2, message="squall_emitted_total growing")

@@ -191,6 +191,26 @@ def test_requests_without_the_token_are_refused(local_ui: LocalUiServer) -> None
         assert status(ui) == "ACTIVE"
 
 
+def test_local_metrics_are_nimbus_series_of_this_process(local_ui: LocalUiServer) -> None:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    def acked(ui: httpx.Client) -> dict[str, list[Any]]:
+        response = ui.get("/metrics")
+        assert response.status_code == 200 and response.headers["Content-Type"].startswith("text/plain")
+        families = {f.name: f.samples for f in text_string_to_metric_families(response.text)}
+        done = [s for s in families.get("squall_acked", []) if s.labels.get("component") == "sentences"
+                and s.value > 0]
+        return families if done else {}
+
+    with signed_in(local_ui) as ui:
+        families = wait_for("acked trees in /metrics", lambda: acked(ui))
+    emitted = {s.labels["component"] for s in families["squall_emitted"]
+               if s.labels["topology"] == "WordCount"}
+    assert emitted >= {"sentences", "split", "count"}
+    assert [s.value for s in families["squall_topology_workers"]] == [1]
+    assert families["squall_cluster_supervisors"][0].value == 1
+
+
 def test_another_host_name_is_refused(local_ui: LocalUiServer) -> None:
     # DNS rebinding: a page of evil.example, its name now resolving to 127.0.0.1, sends that
     # name as Host (and no cookie of 127.0.0.1's); refused whatever credentials come with it

@@ -81,6 +81,22 @@ class SquallCollector(Collector):
         yield from families(self.snapshot())
 
 
+def topology_entry(view: Any, now: float, all_time: Any, recent: Any, latest: Mapping[Any, Any],
+                   user_metrics: list[dict[str, Any]]) -> dict[str, Any]:
+    """One topology of a snapshot, from its view (squall.ui.storm_api.TopologyView) and its
+    statistics: what nimbus and local mode each give their ``/metrics``."""
+    placement = {e: {"node": w["node"], "worker": f"{w['host']}:{w['port']}"}
+                 for e, w in view.placement().items()}
+    return {"id": view.id, "name": view.name, "status": view.status, "uptime": now - view.submitted,
+            "workers": len(view.workers), "executors": sum(len(w["executors"]) for w in view.workers),
+            "tasks": sum(len(c["tasks"]) for c in view.components.values()),
+            "kinds": {name: c["kind"] for name, c in view.components.items()},
+            "placement": placement, "all_time": all_time, "recent": recent, "latest": latest,
+            "user_metrics": user_metrics,
+            "worker_system": [{"node": node, "port": port, "sample": pair[1]}
+                              for (node, port), pair in sorted(view.samples.items())]}
+
+
 def registry(snapshot: Callable[[], Mapping[str, Any]]) -> CollectorRegistry:
     """A registry of its own (not the process-wide default) holding only nimbus's collector."""
     out = CollectorRegistry(auto_describe=False)
