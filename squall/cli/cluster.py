@@ -33,8 +33,8 @@ def _client(conf: dict[str, Any]) -> NimbusClient:
     except ConfigError as e:
         if config_path(None, client=True) is not None:
             raise
-        msg = (f"{e}\n(no squall.yaml was found: pass --config FILE, set $SQUALL_CONF, or start "
-               "`squall dev-cluster`, whose commands then find it)")
+        msg = ("no cluster to talk to: no squall.yaml was found (pass --config FILE, set $SQUALL_CONF, "
+               f"or start `squall dev-cluster`, whose commands then find it)\n({e})")
         raise ConfigError(msg) from e
 
 

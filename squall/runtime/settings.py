@@ -37,28 +37,64 @@ def config_path(explicit: str | None, client: bool = False) -> Path | None:
     return dev_cluster_config() if client else None
 
 
-def dev_cluster_config() -> Path | None:
-    """The running dev cluster's squall.yaml, if ``squall dev-cluster`` named one that is there."""
+# The pointer names every running dev cluster, one line each, "<pid> <squall.yaml>", the
+# latest started last: a client finds the latest still running, and a dev cluster that
+# stops takes out its own line only, so one started after another and stopped first
+# leaves the other findable.
+
+
+def _running_dev_clusters(pointer: Path) -> list[tuple[int, Path]]:
     try:
-        named = Path(Path(DEV_CLUSTER_POINTER).expanduser().read_text().strip())
+        lines = pointer.read_text().splitlines()
     except OSError:
-        return None
-    return named if named.is_absolute() and named.is_file() else None
+        return []
+    out = []
+    for line in lines:
+        pid_text, _, path = line.strip().partition(" ")
+        if not pid_text.isdigit() or not path:
+            continue  # an older Squall's line (a bare path) or damage: not one of ours
+        named = Path(path)
+        if named.is_absolute() and named.is_file() and _alive(int(pid_text)):
+            out.append((int(pid_text), named))
+    return out
 
 
-def point_at_dev_cluster(config: Path) -> Path:
-    """Name ``config`` as the running dev cluster's (0600, in a 0700 folder)."""
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def dev_cluster_config() -> Path | None:
+    """The latest running dev cluster's squall.yaml, if ``squall dev-cluster`` named one."""
+    running = _running_dev_clusters(Path(DEV_CLUSTER_POINTER).expanduser())
+    return running[-1][1] if running else None
+
+
+def point_at_dev_cluster(config: Path, pid: int | None = None) -> Path:
+    """Name ``config`` as a running dev cluster's, the latest (0600, in a 0700 folder)."""
     pointer = Path(DEV_CLUSTER_POINTER).expanduser()
     pointer.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    write_private(pointer, str(config.resolve()) + "\n")
+    pid = os.getpid() if pid is None else pid
+    config = config.resolve()
+    kept = [(p, c) for p, c in _running_dev_clusters(pointer) if c != config]
+    write_private(pointer, "".join(f"{p} {c}\n" for p, c in [*kept, (pid, config)]))
     return pointer
 
 
 def forget_dev_cluster(config: Path) -> None:
-    """Remove the pointer if it still names ``config`` (another dev cluster may have taken it)."""
+    """Take ``config``'s line out of the pointer (the others' stay)."""
     pointer = Path(DEV_CLUSTER_POINTER).expanduser()
+    config = config.resolve()
+    kept = [(p, c) for p, c in _running_dev_clusters(pointer) if c != config]
     try:
-        if pointer.read_text().strip() == str(config.resolve()):
+        if kept:
+            write_private(pointer, "".join(f"{p} {c}\n" for p, c in kept))
+        else:
             pointer.unlink()
     except OSError:
         pass

@@ -283,6 +283,34 @@ def test_client_commands_find_the_running_dev_clusters_config(tmp_path: Path,
     assert settings.config_path(None, client=True) is None
 
 
+def test_a_second_dev_cluster_stopping_first_leaves_the_first_findable(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # (issue 50: the second took the one pointer over and removed it on exit, while the
+    # first still ran)
+    import subprocess
+    import sys
+
+    from squall.runtime import settings
+
+    monkeypatch.setattr(settings, "DEV_CLUSTER_POINTER", str(tmp_path / "home" / "dev-cluster"))
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("SQUALL_CONF", raising=False)
+    first, second = tmp_path / "a" / "squall.yaml", tmp_path / "b" / "squall.yaml"
+    for config in (first, second):
+        config.parent.mkdir()
+        config.write_text("nimbus.seeds: ['127.0.0.1:1']\n")
+    settings.point_at_dev_cluster(first)
+    settings.point_at_dev_cluster(second)
+    assert settings.config_path(None, client=True) == second.resolve()  # the latest started
+    settings.forget_dev_cluster(second)
+    assert settings.config_path(None, client=True) == first.resolve()  # the first runs on
+    # A dev cluster that died without its goodbye (its pid gone) is not found.
+    gone = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True)
+    settings.point_at_dev_cluster(second, pid=int(gone.stdout))
+    assert settings.config_path(None, client=True) == first.resolve()
+
+
 def test_a_spout_whose_trees_time_out_says_so_and_why(tmp_path: Path) -> None:
     # (issue 30: a spout whose tuples are never acked gave no hint at all; timeouts and a
     # bolt's fails were one number)
