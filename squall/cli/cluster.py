@@ -134,7 +134,17 @@ def cmd_submit(args: argparse.Namespace) -> int:
         from squall.cli import environments
 
         requirements = environments.load(args.requirements)
-    topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
+    try:
+        topology = load_topology(args.file, args.topology, filter=args.filter, env_filter=args.env_filter)
+    except ModuleNotFoundError as e:
+        if requirements is None or not requirements.lines:
+            raise
+        # The file imports its requirements at the top: read it where they are, in the
+        # environment local mode runs it in (built once, then cached), as `local` does.
+        print(f"{args.file} imports {e.name!r}: loading it in the environment of {args.requirements}",
+              file=sys.stderr, flush=True)
+        environments.run_in_environment(args.requirements, args.argv)
+        raise  # run_in_environment returns only when this already is that environment
     # Every class loads here, with the whole error, before anything is sent: nimbus imports
     # the package only in a sandbox, where there is one, and tells less of what went wrong.
     verify_loadable(topology.definition())

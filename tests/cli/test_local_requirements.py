@@ -120,3 +120,22 @@ def test_a_running_topology_keeps_its_environment_from_another_runs_sweep(tmp_pa
                            cwd=tmp_path, env=env, check=True)
     assert "removed 1 cached environment(s) unused for 30 days" in again.stdout
     assert its_env not in store.present()
+
+
+def test_submit_reads_a_file_importing_its_requirements_in_their_environment(tmp_path: Path) -> None:
+    # (issue 50: `local --requirements` ran it, `submit --requirements` failed with a bare
+    # ModuleNotFoundError: the client loaded the file outside the environment)
+    wheels = tmp_path / "wheels"
+    wheels.mkdir()
+    make_wheel(wheels, "sqdeptest", "2.0")
+    (tmp_path / "topology.py").write_text("import sqdeptest  # at the top, as users write it\n" + TOPOLOGY)
+    (tmp_path / "requirements.txt").write_text("--no-index\n--find-links wheels\nsqdeptest==2.0\n")
+    (tmp_path / "squall.yaml").write_text("nimbus.seeds: ['127.0.0.1:9']\nsquall.secure: false\n")
+    env = {**os.environ, "SQUALL_ENV_CACHE": str(tmp_path / "cache"), "PYTHONPATH": str(REPO)}
+    proc = subprocess.run([sys.executable, "-m", "squall.cli", "submit", "topology.py", "--requirements",
+                           "requirements.txt", "--config", "squall.yaml"],
+                          capture_output=True, text=True, timeout=180, cwd=tmp_path, env=env, check=False)
+    assert "imports 'sqdeptest': loading it in the environment of requirements.txt" in proc.stderr
+    assert "ModuleNotFoundError" not in proc.stderr
+    # Loaded and packed; only then does it look for nimbus, which is not there.
+    assert proc.returncode != 0 and "nimbus" in proc.stderr
