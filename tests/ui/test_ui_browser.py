@@ -209,14 +209,15 @@ def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: 
         By.CSS_SELECTOR, "#inputs tbody tr[data-row]")])
     assert inputs == ["split:default"]
     wait_for("executed tuples", lambda: int(browser.find_element(
-        By.CSS_SELECTOR, "#inputs tr[data-row='split:default'] td[data-key=executed]").text) > 0)
+        By.CSS_SELECTOR, "#inputs tr[data-row='split:default'] td[data-key=executed]").text
+        .replace(",", "")) > 0)
     assert browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")  # a row, "none" when no error
     assert browser.find_element(By.ID, "title").text == "Bolt count"
     # A spout's executors show its trees in flight and its max spout pending (the example's 5000).
     browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=sentences"
                 f"&refresh=1#token={CLIENT['token']}")
     wait_for("the spout's max spout pending", lambda: [c.text for c in browser.find_elements(
-        By.CSS_SELECTOR, "#executors td[data-key=maxSpoutPending]")] == ["5000"])
+        By.CSS_SELECTOR, "#executors td[data-key=maxSpoutPending]")] == ["5,000"])
 
 
 RAISING = REPO / "tests" / "cluster" / "topologies" / "raising.py"
@@ -295,12 +296,17 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
         By.CSS_SELECTOR, "#graph g.node[data-id=split] rect").get_attribute("fill"))
     assert fill in ("#8fd19e", "#ffc870", "#f28b82")
 
+    def text_of(table: str, row: str, key: str) -> str:
+        return browser.find_element(By.CSS_SELECTOR, f"#{table} tr[data-row='{row}'] td[data-key={key}]").text
+
     def cell(table: str, row: str, key: str) -> int:
-        text = browser.find_element(By.CSS_SELECTOR, f"#{table} tr[data-row='{row}'] td[data-key={key}]").text
-        return int(text)
+        return int(text_of(table, row, key).replace(",", ""))
 
     first = wait_for("emitted sentences", lambda: cell("spouts", "sentences", "emitted"))
     wait_for("the emitted count to grow", lambda: cell("spouts", "sentences", "emitted") > first)
+    # Counts grouped by thousands, as they are read
+    wait_for("a thousand sentences", lambda: cell("spouts", "sentences", "emitted") >= 1000)
+    assert "," in text_of("spouts", "sentences", "emitted")
     # The workers table: each worker's memory from its heartbeats.
     rss = wait_for("the workers' memory", lambda: [c.text for c in browser.find_elements(
         By.CSS_SELECTOR, "#workers tbody td[data-key=rssBytes]") if c.text])

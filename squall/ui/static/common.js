@@ -125,7 +125,9 @@ const squall = {
       const tr = squall.el("tr", {"data-row": row._key});
       for (const [, key, opts] of columns) {
         const o = opts || {};
-        const value = o.render ? o.render(row) : row[key];
+        const raw = o.render ? o.render(row) : row[key];
+        // Counts grouped by thousands (1,234,567), as numbers are read; decimals as given.
+        const value = o.num && Number.isInteger(raw) ? raw.toLocaleString("en-US") : raw;
         tr.append(squall.el("td", {"data-key": key, class: o.cls || (o.num ? "num" : null)}, value));
       }
       body.append(tr);
