@@ -27,6 +27,9 @@ def redact_secrets(_logger: Any, _name: str, event_dict: Any) -> Any:
 # from info up whatever the engine's level (squall local's default, warning, hid them).
 USER_CODE = "_user_code"
 USER_LEVEL = logging.INFO
+# Bound into the few lines that say what happened to the levels themselves (set, ignored,
+# expired): shown whatever the levels say, or raising squall.worker would hide them.
+ALWAYS = "_always_shown"
 _METHOD_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "msg": logging.INFO,
                   "warning": logging.WARNING, "warn": logging.WARNING,
                   "error": logging.ERROR, "exception": logging.ERROR,
@@ -63,6 +66,8 @@ def level_filter(engine: int, user: int, levels: LogLevels | None = None) -> Any
     a component's own logger (marked with USER_CODE, which it takes out) -- unless
     ``levels`` name a level for the line's component or logger."""
     def drop_below(logger: Any, method_name: str, event_dict: Any) -> Any:
+        if event_dict.pop(ALWAYS, False):
+            return event_dict
         mine = event_dict.pop(USER_CODE, False)
         threshold = None if levels is None else levels.threshold(
             event_dict.get("component") if mine else None, getattr(logger, "name", ""))

@@ -413,8 +413,10 @@ def test_log_levels_in_the_assignment_apply_without_a_restart_and_expire(workers
     assert '"sink saw"' not in log_of(d)
     assignment = json.loads((d / "assignment.json").read_text())
 
-    # When the supervisor rewrites its assignment with the sink at DEBUG for a moment
-    levels = {"sink": {"level": "DEBUG", "timeout_secs": 2, "expires_at": time.time() + 2}}
+    # When the supervisor rewrites its assignment with the sink at DEBUG for a moment (and the
+    # worker's own lines at ERROR: the notices about the levels are shown all the same)
+    levels = {"sink": {"level": "DEBUG", "timeout_secs": 2, "expires_at": time.time() + 2},
+              "squall.worker": {"level": "ERROR", "timeout_secs": 60, "expires_at": time.time() + 60}}
     write_json_atomic(d / "assignment.json", {**assignment, "log_levels": levels, "version": 2})
 
     # Then the same process shows the sink's debug lines, naming its component and logger...

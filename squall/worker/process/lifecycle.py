@@ -26,6 +26,7 @@ from squall.errors import SquallError, TransportError
 from squall.lazy import Lazy
 from squall.metrics.system import ProcessSampler
 from squall.runtime.log_levels import LogLevels
+from squall.runtime.logging import ALWAYS
 from squall.runtime.status import Status
 from squall.topology.topology import definition_from_dict
 from squall.worker.executors.reporting import ErrorRecord, describe
@@ -341,14 +342,14 @@ class WorkerProcess:
             return
         # Said before they apply: a level raised to ERROR would hide its own announcement.
         log.info("log levels set", levels={name: _describe_level(entry) for name, entry in named.items()},
-                 **({"were": {n: e.level for n, e in before.items()}} if before else {}))
+                 **({"were": {n: e.level for n, e in before.items()}} if before else {}), **{ALWAYS: True})
         for name, error in self.levels.apply(named).items():
-            log.warning("log level ignored", name=name, error=error)
+            log.warning("log level ignored", name=name, error=error, **{ALWAYS: True})
 
     def _expire_levels(self) -> None:
         for name, entry in self.levels.expire().items():
             log.info("log level expired: back to the worker's own", name=name, level=entry.level,
-                     timeout_secs=entry.timeout_secs)
+                     timeout_secs=entry.timeout_secs, **{ALWAYS: True})
 
     # -- files out -----------------------------------------------------------
 
