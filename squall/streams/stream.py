@@ -131,8 +131,10 @@ class Stream:
     def to(self, bolt: Any, parallelism: int | None = None) -> None:
         spec = self._builder._sink_spec(bolt, parallelism)
         here = self
-        if any(s.kind == "window" for s in upstream(self._node)[1]):
-            here = self._op(ops.Pass())  # a window with no operation after it: one passes its values on
+        if self._node.kind == "late" or any(s.kind == "window" for s in upstream(self._node)[1]):
+            # A window, or late tuples, with no operation after: one passes the values on
+            # (a sink reads a generated bolt's value streams, not a window's).
+            here = self._op(ops.Pass())
         here._add("sink", None, sink=spec)
 
     def branch(self, *predicates: Any) -> list[Any]:
