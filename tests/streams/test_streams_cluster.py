@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from squall.testing import poll_for
-from tests.cluster.conftest import VOCAB, squall_cli, workers_running
+from tests.cluster.conftest import VOCAB, squall_cli, worker_logs, workers_running
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "streams_examples.py"
 
@@ -67,9 +67,10 @@ def committed_counts(state_dir: Path, definition: str) -> Counter[str]:
 
 def test_state_query_counts_are_exact_through_a_worker_kill(make_cluster: Any, tmp_path: Path) -> None:
     """A CheckpointedSpout of words, repartitioned to 2 tasks, counted by
-    update_state_by_key (2 tasks, SQLite state), queried by state_query once every word
-    is committed.  The spout rewinds to the last committed position after the kill, and
-    the state rolls back with it: each count is exact, committed and queried."""
+    update_state_by_key (2 tasks, SQLite state), queried by state_query (a reliable spout of
+    2 tasks) once every word is committed.  The spout rewinds to the last committed
+    position after the kill, and the state rolls back with it: each count is exact,
+    committed and queried."""
     # Given the state query example on 2 nodes, 3 workers, words flowing
     cluster = make_cluster(supervisors=2, slots=2)
     run, state_dir = tmp_path / "run", tmp_path / "state"
@@ -101,6 +102,8 @@ def test_state_query_counts_are_exact_through_a_worker_kill(make_cluster: Any, t
     answers = lines(run, "answers-*.log")
     assert {word: count for word, count in answers} == dict(expected)
     assert len(answers) == len(expected)  # no kill now: each query answered once
+    logs = worker_logs(cluster)
+    assert all(f"({word!r}, {count})" in logs for word, count in expected.items())  # print()ed
 
 
 def numbers(directory: Path, name: str) -> list[int]:
@@ -118,7 +121,8 @@ def test_the_join_loses_nothing_through_a_worker_kill(make_cluster: Any, tmp_pat
     replayed; a value that comes back after its window ended (a replay after the kill)
     goes to the late-tuple stream, which is sinked too.  So with the join bolt's worker
     SIGKILLed mid-run: every result is right, every n is joined or reported late, a late
-    n is one a spout emitted again, and every spout tuple is acked in the end.  (An event-time
+    n is one a spout emitted again (an n emitted once a side is joined exactly once), and
+    every spout tuple is acked in the end.  (An event-time
     window ends only once a later value moves the watermark past it, as Storm's do: the
     spouts go on TAIL numbers past those checked, so that the last checked window ends.)"""
     # Given the join example on 2 nodes, 2 workers, numbers flowing
@@ -151,3 +155,7 @@ def test_the_join_loses_nothing_through_a_worker_kill(make_cluster: Any, tmp_pat
     replayed = {k for k, times in emitted.items() if times > 2}
     assert replayed  # the values the killed join bolt held were emitted again
     assert late_ns <= replayed
+    # and an n whose square and cube were each emitted once is joined exactly once
+    results = Counter(r[0] for r in joined)
+    once = everything - replayed
+    assert all(results[k] == 1 for k in once), sorted(k for k in once if results[k] != 1)[:20]

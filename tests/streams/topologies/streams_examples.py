@@ -74,12 +74,14 @@ class Words(CheckpointedSpout, Paced):
 
 
 class Queries(Spout):
-    """A plain reliable spout: each word of ``queries.json`` once it appears, replayed on failure."""
+    """A plain reliable spout: the words of ``queries.json`` once it appears, replayed on
+    failure; each task its share (the i-th word goes to the task of index i mod tasks)."""
 
     outputs = ["word"]
 
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
         self.path = os.path.join(conf["squall.test.dir"], "queries.json")
+        self.share = (context.this_task_index, len(context.this_component_tasks))
         self.todo: deque[str] | None = None
         self.acked = _log(conf, "acked-Queries.log")
 
@@ -88,7 +90,8 @@ class Queries(Spout):
             if not os.path.exists(self.path):
                 return
             with open(self.path) as f:
-                self.todo = deque(json.load(f))
+                index, tasks = self.share
+                self.todo = deque(w for i, w in enumerate(json.load(f)) if i % tasks == index)
         if self.todo:
             word = self.todo.popleft()
             self.emit([word], tup_id=word)
@@ -114,14 +117,17 @@ class Record(Bolt):
 
 
 def state_query_example() -> StreamBuilder:
-    """Storm's StateQueryExample: word counts by ``update_state_by_key`` at parallelism 2,
-    queried by ``state_query``."""
+    """Storm's StateQueryExample: word counts by ``update_state_by_key`` at parallelism 2
+    (the CheckpointedSpout runs as one task), queried by ``state_query`` from 2 spout tasks;
+    the answers sinked and printed (to the workers' logs)."""
     builder = StreamBuilder()
     counts = (builder.new_stream(Words, ValueMapper(0))
               .repartition(2)
               .map_to_pair(lambda w: (w, 1))
               .update_state_by_key(0, add))
-    builder.new_stream(Queries, ValueMapper(0)).state_query(counts).to(Record.spec(name="answers"))
+    answers = builder.new_stream(Queries, ValueMapper(0), parallelism=2).state_query(counts)
+    answers.to(Record.spec(name="answers"))
+    answers.print()
     return builder
 
 
@@ -153,8 +159,8 @@ class Squares(Spout, Paced):
     def next_tuple(self) -> None:
         if self.todo and self.may_send():
             n = self.todo.popleft()
+            self.emitted.write(f"{n}\n")  # first: a kill between the two over-counts, never under
             self.emit([n, n**self.power, n * 1000], tup_id=n)
-            self.emitted.write(f"{n}\n")
 
     def ack(self, tup_id: Any) -> None:
         self.acked.write(f"{tup_id}\n")
