@@ -105,12 +105,17 @@ class Queries(Spout):
 
 
 class Record(Bolt):
-    """A ``to()`` sink: each tuple's values, a JSON line in ``<component>-<task>.log``."""
+    """A ``to()`` sink: each tuple's values, a JSON line in ``<tag>-<task>.log``; the tag is
+    the component's name unless an instance is given one (it travels by value)."""
 
     outputs = None
 
+    def __init__(self, tag: str | None = None) -> None:
+        super().__init__()
+        self.tag = tag
+
     def initialize(self, conf: dict[str, Any], context: Any) -> None:
-        self.out = _log(conf, f"{context.component_id}-{context.task_id}.log")
+        self.out = _log(conf, f"{self.tag or context.component_id}-{context.task_id}.log")
 
     def process(self, tup: Any) -> None:
         self.out.write(json.dumps(list(tup.values)) + "\n")
@@ -178,12 +183,13 @@ WINDOW = (TumblingWindows.of(Duration.seconds(2)).with_timestamp_field("ts")
 
 
 def join_example() -> StreamBuilder:
-    """Storm's JoinExample: squares windowed and joined with cubes; the late values sinked."""
+    """Storm's JoinExample: squares windowed and joined with cubes; the late values sinked
+    (the sinks given as instances, as Storm's users write ``new Bolt(...)``)."""
     builder = StreamBuilder()
     squares = builder.new_stream(Squares, PairValueMapper(0, 1))
     cubes = builder.new_stream(Cubes, PairValueMapper(0, 1))
-    squares.window(WINDOW).join(cubes).to(Record.spec(name="joined"))
-    builder.late_tuples("late").to(Record.spec(name="late"))
+    squares.window(WINDOW).join(cubes).to(Record("joined"))
+    builder.late_tuples("late").to(Record("late"))
     return builder
 
 
