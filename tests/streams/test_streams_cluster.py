@@ -85,9 +85,10 @@ def test_state_query_counts_are_exact_through_a_worker_kill(make_cluster: Any, t
     poll_for(lambda: sum(committed_counts(state_dir, "StreamsWordCount").values()) > 300, timeout=40,
              message="counts committed")
     # When a worker running the state bolt is SIGKILLed mid-run
+    total = len(words)
+    assert sum(committed_counts(state_dir, "StreamsWordCount").values()) < total  # words flowing
     kill_a_worker_running(cluster, "counts", {"state1"})
     # Then every word is committed, each counted exactly once
-    total = len(words)
     poll_for(lambda: sum(committed_counts(state_dir, "StreamsWordCount").values()) >= total, timeout=60,
              message="every word committed")
     assert committed_counts(state_dir, "StreamsWordCount") == expected
@@ -122,9 +123,9 @@ def test_the_join_loses_nothing_through_a_worker_kill(make_cluster: Any, tmp_pat
     goes to the late-tuple stream, which is sinked too.  So with the join bolt's worker
     SIGKILLed mid-run: every result is right, every n is joined or reported late, a late
     n is one a spout emitted again (an n emitted once a side is joined exactly once), and
-    every spout tuple is acked in the end.  (An event-time
-    window ends only once a later value moves the watermark past it, as Storm's do: the
-    spouts go on TAIL numbers past those checked, so that the last checked window ends.)"""
+    every spout tuple is acked in the end.  (An event-time window ends only once a later
+    value moves the watermark past it, as Storm's do: the spouts go on TAIL numbers past
+    those checked, so that the last checked window ends.)"""
     # Given the join example on 2 nodes, 2 workers, numbers flowing
     cluster = make_cluster(supervisors=2, slots=1)
     run = tmp_path / "run"
@@ -136,6 +137,7 @@ def test_the_join_loses_nothing_through_a_worker_kill(make_cluster: Any, tmp_pat
     # When the worker running the windowed join bolt is SIGKILLed mid-run
     windowed = [c["name"] for c in cluster.api("GET", "topologies/join")["definition"]["components"]
                 if c["class"].endswith("WindowedProcessorBolt")]
+    assert len(numbers(run, "acked-Squares.log")) < n  # numbers flowing
     kill_a_worker_running(cluster, "join", set(windowed))
     # Then every spout tuple is acked in the end
     everything = set(range(n))
