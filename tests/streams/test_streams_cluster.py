@@ -77,7 +77,7 @@ def test_state_query_counts_are_exact_through_a_worker_kill(make_cluster: Any, t
     run.mkdir()
     state_dir.mkdir()
     rng = random.Random(7)
-    words = rng.choices(VOCAB[:40], k=2400)
+    words = rng.choices(VOCAB[:40], k=1800)
     (run / "words.json").write_text(json.dumps(words))
     expected = Counter(words)
     submit(cluster, "StreamsWordCount", "counts", f"squall.test.dir={run}", f"squall.state.dir={state_dir}",
@@ -130,10 +130,10 @@ def test_the_join_loses_nothing_through_a_worker_kill(make_cluster: Any, tmp_pat
     cluster = make_cluster(supervisors=2, slots=1)
     run = tmp_path / "run"
     run.mkdir()
-    n = 800
+    n = 600
     submit(cluster, "StreamsJoin", "join", f"squall.test.dir={run}", f"squall.test.n={n + TAIL}",
            "topology.workers=2", "squall.test.rate=100")
-    poll_for(lambda: len(lines(run, "joined-*.log")) > 150, timeout=40, message="joins made")
+    poll_for(lambda: len(lines(run, "joined-*.log")) > 100, timeout=40, message="joins made")
     # When the worker running the windowed join bolt is SIGKILLed mid-run
     windowed = [c["name"] for c in cluster.api("GET", "topologies/join")["definition"]["components"]
                 if c["class"].endswith("WindowedProcessorBolt")]

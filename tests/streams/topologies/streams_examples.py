@@ -193,4 +193,5 @@ def join_example() -> StreamBuilder:
     return builder
 
 
-StreamsJoin = join_example().build(name="StreamsJoin", config=_CONFIG)
+# A shorter message timeout: what the killed worker held replays sooner.
+StreamsJoin = join_example().build(name="StreamsJoin", config={**_CONFIG, "topology.message.timeout.secs": 5})
