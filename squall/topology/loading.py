@@ -25,8 +25,9 @@ def from_value(text: str) -> Any:
 
 
 # A component's runtime, bound afresh in the task that runs it: not carried with an instance
-# (a logger would carry this process's logging setup, and once that is configured, as in a
-# worker importing the topology's module, holds its stream's lock: no pickle at all).
+# (Trident's and the Streams API's).  A logger would carry this process's logging setup, and
+# once that is configured, as in a worker importing the topology's module, holds its
+# stream's lock: no pickle at all; a context would carry this process's topology.
 RUNTIME_ATTRS = ("conf", "context", "logger", "clock", "metrics", "emit", "call_soon", "stopping",
                  "report_error")
 
