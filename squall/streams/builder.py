@@ -10,7 +10,14 @@ from squall.errors import TopologyValidationError
 from squall.streams import processors as ops
 from squall.streams.functions import _Mapper, mapping_function
 from squall.streams.stream import Node, PairStream, Stream
-from squall.topology.component import DEFAULT_STREAM, Bolt, ComponentSpec, Spout, normalize_outputs
+from squall.topology.component import (
+    DEFAULT_STREAM,
+    Bolt,
+    Component,
+    ComponentSpec,
+    Spout,
+    normalize_outputs,
+)
 
 
 def _fail(message: str) -> None:
@@ -26,7 +33,7 @@ def _parallelism(what: str, value: Any) -> int:
 def component_of(what: str, given: Any, kind: type, parallelism: int | None) -> tuple[ComponentSpec, int]:
     """A spout or bolt given as a class, a spec or an instance, as a spec (an instance by
     value, through a construct recipe) and the parallelism it runs at."""
-    from squall.topology.loading import CONSTRUCT_OPTION, by_value
+    from squall.topology.loading import CONSTRUCT_OPTION, instance_by_value
 
     noun = kind.__name__
     if isinstance(given, ComponentSpec):
@@ -36,12 +43,24 @@ def component_of(what: str, given: Any, kind: type, parallelism: int | None) -> 
     elif isinstance(given, type) and issubclass(given, kind):
         spec = ComponentSpec(given, noun.lower())
     elif isinstance(given, kind):
-        recipe = {"builder": "squall.topology.loading:instance_from_value", "value": by_value(given)}
-        spec = ComponentSpec(type(given), noun.lower(), options={CONSTRUCT_OPTION: recipe})
+        recipe = {"builder": f"{__name__}:instance_from_value", "value": instance_by_value(given)}
+        options = {**(getattr(given, "options", None) or {}), CONSTRUCT_OPTION: recipe}
+        spec = ComponentSpec(type(given), noun.lower(), options=options)
     else:
         _fail(f"{what}: expected a {noun} class, spec or instance, got {given!r}")
     par = spec.par if parallelism is None else _parallelism(what, parallelism)
     return spec, par
+
+
+def instance_from_value(cls: Any, recipe: Mapping[str, Any], resolve: Any) -> Any:
+    """A construct recipe's builder (squall.topology.loading.build_instance) for a spout or
+    bolt given as an instance: the instance itself, by value (a copy per task), with a
+    component's fresh runtime (its options come back from the definition's)."""
+    from squall.topology.loading import from_value
+
+    component = from_value(recipe["value"])
+    Component.__init__(component)
+    return component
 
 
 class StreamBuilder:
@@ -92,7 +111,7 @@ class StreamBuilder:
         """The values too late for the windows ``with_late_tuple_stream(name)``."""
         if not isinstance(name, str) or not name:
             _fail(f"late_tuples: a stream name, got {name!r}")
-        node = self._new_node("late", (), par=1, shape="value", extra={"late_stream": name})
+        node = self._new_node("late", (), par=1, shape="raw", extra={"late_stream": name})
         return Stream(self, node)
 
     def _sink_spec(self, bolt: Any, parallelism: int | None) -> tuple[ComponentSpec, int]:

@@ -19,6 +19,7 @@ from squall.streams.bolts import (
 )
 from squall.streams.chain import BoltPlan, EntryPlan, Exit
 from squall.streams.layout import Group, data_parents, lay_out
+from squall.streams.stream import upstream
 from squall.topology.component import (
     DEFAULT_STREAM,
     OPERATIONS_OPTION,
@@ -54,6 +55,7 @@ class _Build:
             _fail(f"{self.where}: update_state_by_key keeps state under the topology's name; "
                   f"give build(name=...)")
         self.ts_field = self._timestamp_field()
+        self._late_values()
         self.layout = lay_out(self.nodes)
         self._name_components()
         self._check()
@@ -155,6 +157,25 @@ class _Build:
             _fail(f"{self.where}: windows use two timestamp fields ({sorted(fields)}); streams "
                   f"between generated bolts carry one")
         return fields.pop() if fields else None
+
+    def _late_values(self) -> None:
+        """A ``late_tuples`` stream's values are what its window's input carries (a mapped
+        pair, say), not a spout's Tuples: its nodes, and those after it that kept its shape,
+        take that input's shape.  Only a window on an unmapped spout gives Tuples."""
+        windows = {n.extra["window_value"].late_stream: n for n in self.nodes if n.kind == "window"}
+        late_of: dict[int, Any] = {}
+        for node in self.nodes:
+            if node.kind == "late":
+                window = windows.get(node.extra["late_stream"])
+                if window is not None:
+                    late_of[node.id] = upstream(window.parents[0])[0]
+            elif node.shape == "raw" and node.parents and node.parents[0].id in late_of:
+                late_of[node.id] = late_of[node.parents[0].id]  # a filter, peek or pass kept it
+            else:
+                continue
+            source = late_of.get(node.id)
+            if source is not None and source.kind != "spout":
+                node.shape, node.pair = source.shape, source.pair
 
     def _check(self) -> None:
         spout_of = {n.id: n for n in self.spouts}

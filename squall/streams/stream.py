@@ -133,7 +133,8 @@ class Stream:
         here = self
         source, settings = upstream(self._node)
         if source.kind == "late" or any(s.kind == "window" for s in settings):
-            # A window, or late values, with no operation after them: one passes the values on.
+            # A window, or late tuples, with no operation after: one passes the values on
+            # (a sink reads a generated bolt's value streams, not a window's).
             here = self._op(ops.Pass())
         here._add("sink", None, sink=spec)
 

@@ -4,6 +4,7 @@ topology's references all load before it is accepted."""
 from __future__ import annotations
 
 import base64
+import copy
 import importlib
 from collections.abc import Mapping
 from typing import Any
@@ -23,10 +24,21 @@ def from_value(text: str) -> Any:
     return cloudpickle.loads(base64.b64decode(text))
 
 
-def instance_from_value(cls: Any, recipe: Mapping[str, Any], resolve: Any) -> Any:
-    """A construct recipe's builder (see CONSTRUCT_OPTION) for a component given as an
-    instance: the instance itself, by value (a copy per task)."""
-    return from_value(recipe["value"])
+# A component's runtime, bound afresh in the task that runs it: not carried with an instance
+# (Trident's and the Streams API's).  A logger would carry this process's logging setup, and
+# once that is configured, as in a worker importing the topology's module, holds its
+# stream's lock: no pickle at all; a context would carry this process's topology.
+RUNTIME_ATTRS = ("conf", "context", "logger", "clock", "metrics", "emit", "call_soon", "stopping",
+                 "report_error")
+
+
+def instance_by_value(component: Any) -> str:
+    """A component instance by value, without its runtime: its builder (a construct recipe's,
+    see CONSTRUCT_OPTION) gives it a fresh one, as ``Component.__init__`` makes it."""
+    twin = copy.copy(component)
+    for attr in RUNTIME_ATTRS:
+        vars(twin).pop(attr, None)
+    return by_value(twin)
 
 
 def resolve_class(ref: Any) -> Any:

@@ -27,16 +27,12 @@ from typing import Any
 
 from squall.errors import TopologyValidationError
 from squall.topology.component import Component, ComponentSpec, Spout, Stream, normalize_outputs
-from squall.topology.loading import BUILDER_KEY, CONSTRUCT_OPTION, resolve_class
+from squall.topology.loading import BUILDER_KEY, CONSTRUCT_OPTION, RUNTIME_ATTRS, resolve_class
 from squall.transactional.spouts import SPOUT_KINDS
 from squall.trident.graph import as_fields
 from squall.trident.spout import TridentSpout, decode, encode
 
 WHERE = "TridentTopology.new_stream"
-# A component's runtime, bound afresh in the task that runs it: not carried with an instance
-# (a logger would carry this process's logging setup, a context this process's topology).
-RUNTIME_ATTRS = ("conf", "context", "logger", "clock", "metrics", "emit", "call_soon", "stopping",
-                 "report_error")
 
 
 @dataclass
