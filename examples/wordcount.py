@@ -64,6 +64,8 @@ class CountWords(Bolt):
     def process_tick(self, tup: Any) -> None:
         top = ", ".join(f"{w}={n}" for w, n in self.counts.most_common(3))
         self.logger.info("top words", top=top, distinct=len(self.counts))
+        # Hidden by default; `squall set_log_level -l count=DEBUG WordCount` shows it.
+        self.logger.debug("words counted", total=sum(self.counts.values()))
 
 
 class WordCount(Topology):
