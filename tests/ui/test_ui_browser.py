@@ -343,6 +343,20 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
         " && window.squallPlots.latency.data[0].length > 1"))
     assert browser.execute_script("return Math.max(...window.squallPlots.throughput.data[1])") > 0
 
+    # On a narrow window the graph shrinks to the page, never clipped, and wide tables scroll
+    # in their own box instead of widening the page.
+    size = browser.get_window_size()
+    try:
+        browser.set_window_size(520, size["height"])
+        fits = ("const w = document.documentElement.clientWidth;"
+                " const g = document.getElementById('graph').getBoundingClientRect();"
+                " const t = document.getElementById('bolts').getBoundingClientRect();"
+                " return g.width > 0 && g.right <= w && t.right <= w"
+                " && document.documentElement.scrollWidth <= w + 1;")
+        wait_for("the page to fit a narrow window", lambda: browser.execute_script(fits))
+    finally:
+        browser.set_window_size(size["width"], size["height"])
+
     # The window select reloads the numbers for that window.
     browser.find_element(By.CSS_SELECTOR, "#window option[value=':all-time']").click()
     wait_for("the all-time window", lambda: "All time" in browser.find_element(

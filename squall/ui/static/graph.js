@@ -40,6 +40,12 @@ function layers(nodes, edges) {
   return layer;
 }
 
+/* A label cut to what a node's width holds (its whole name is in the node's title). */
+const FIT_CHARS = 22;
+function fit(text) {
+  return text.length <= FIT_CHARS ? text : text.slice(0, FIT_CHARS - 1) + "\u2026";
+}
+
 function fmtRate(rate) {
   return rate >= 100 ? rate.toFixed(0) : rate >= 10 ? rate.toFixed(1) : rate.toFixed(2);
 }
@@ -58,8 +64,13 @@ function drawGraph(target, graph, hrefOf) {
     });
   });
   const width = PAD * 2 + Math.max(1, columns.length) * NODE_W + Math.max(0, columns.length - 1) * COL_GAP;
-  target.setAttribute("width", Math.max(width, 400));
+  // Drawn at its own size, shrunk to the page's width when wider (never clipped).
+  const drawn = Math.max(width, 400);
+  target.setAttribute("viewBox", `0 0 ${drawn} ${height}`);
+  target.setAttribute("width", drawn);
   target.setAttribute("height", height);
+  target.style.maxWidth = "100%";
+  target.style.height = "auto";
   target.replaceChildren();
   const defs = svg("defs");
   const marker = svg("marker", {id: "arrow", viewBox: "0 0 10 10", refX: 9, refY: 5, markerWidth: 7,
@@ -101,11 +112,12 @@ function drawGraph(target, graph, hrefOf) {
     g.append(svg("rect", {x: p.x, y: p.y, width: NODE_W, height: NODE_H, rx: n.type === "spout" ? 22 : 4,
                           fill: capacityColour(n.capacity)}));
     g.append(svg("text", {class: "name", x: p.x + NODE_W / 2, y: p.y + 17, "text-anchor": "middle"},
-                 `${n.id} (${n.type})`));
-    const line2 = n.type === "spout" ? `emitted ${n.emitted}` : `executed ${n.executed}`;
+                 fit(`${n.id} (${n.type})`)));
+    const count = v => Number.isInteger(v) ? v.toLocaleString("en-US") : v;
+    const line2 = fit(n.type === "spout" ? `emitted ${count(n.emitted)}` : `executed ${count(n.executed)}`);
     g.append(svg("text", {x: p.x + NODE_W / 2, y: p.y + 33, "text-anchor": "middle"}, line2));
-    const line3 = n.type === "spout" ? `acked ${n.acked}  failed ${n.failed}`
-      : `capacity ${n.capacity.toFixed(3)}`;
+    const line3 = fit(n.type === "spout" ? `acked ${count(n.acked)}  failed ${count(n.failed)}`
+      : `capacity ${n.capacity.toFixed(3)}`);
     g.append(svg("text", {x: p.x + NODE_W / 2, y: p.y + 48, "text-anchor": "middle"}, line3));
     g.append(svg("title", {}, `${n.id}: ${n.executors} executor(s)` + (n.lastError ? `\nlast error: ${n.lastError}` : "")));
     link.append(g);
