@@ -138,12 +138,16 @@ def _load(args: argparse.Namespace, *, local: bool = False) -> tuple[project_mod
 
 
 def _source_first(project: project_mod.Project) -> None:
-    """``src/`` on the path ahead of everything, here and in any process this one starts."""
-    source = str(project.source_dir)
-    if source not in sys.path:
-        sys.path.insert(0, source)
+    """``src/`` on the path ahead of everything, then the project's root (a topology that
+    imports ``src.bolts``, as streamparse's own examples do), here and in any process this
+    one starts."""
+    first = [str(project.source_dir), str(project.root)]
+    for path in reversed(first):
+        if path not in sys.path:
+            sys.path.insert(0, path)
     current = os.environ.get("PYTHONPATH")
-    os.environ["PYTHONPATH"] = source if not current else f"{source}{os.pathsep}{current}"
+    joined = os.pathsep.join(first)
+    os.environ["PYTHONPATH"] = joined if not current else f"{joined}{os.pathsep}{current}"
 
 
 def _conf_flags(conf: dict[str, Any]) -> list[str]:

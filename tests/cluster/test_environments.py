@@ -110,12 +110,22 @@ def test_topologies_run_in_their_own_environments(make_cluster: Any, tmp_path: P
     # A streamparse project as `squall sparse quickstart` writes it (from streamparse import ...,
     # virtualenvs/wordcount.txt naming streamparse): `squall sparse submit` in its directory
     project = quickstart("wordcount", tmp_path)
+    # whose topology imports its bolt as streamparse's own examples/redis project does
+    # (`from src.bolts import ...`: the project root on the path) and its spout as the
+    # quickstart does (`from spouts import ...`: src/ on the path), both packed (issue 50)
+    topology_file = project / "topologies" / "wordcount.py"
+    text = topology_file.read_text()
+    assert "from bolts.wordcount import" in text
+    topology_file.write_text(text.replace("from bolts.wordcount import", "from src.bolts.wordcount import"))
     # with a package of its own in virtualenvs/wordcount.txt, beside the streamparse line
     with (project / "virtualenvs" / "wordcount.txt").open("a") as reqs:
         reqs.write(f"--no-index\n--find-links {wheels}\nsqdeptest==2.0\n")
 
     def sparse(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-        argv = [sys.executable, "-m", "squall.cli", "--config", str(cluster.config_file), "sparse", *args]
+        # The installed command, as users run it (python -m would put the project's directory
+        # on the path, which the command does not)
+        squall = str(Path(sys.executable).parent / "squall")
+        argv = [squall, "--config", str(cluster.config_file), "sparse", *args]
         done = subprocess.run(argv, capture_output=True, text=True, timeout=120, cwd=project, check=False)
         assert done.returncode == 0 or not check, f"sparse {args}: {done.stdout}\n{done.stderr}"
         return done
@@ -124,7 +134,8 @@ def test_topologies_run_in_their_own_environments(make_cluster: Any, tmp_path: P
     assert "submitted topology wordcount" in submitted.stdout
     assert re.search(r"environment \w+ \(1 requirements?\): built on nimbus", submitted.stdout)
     assert "streamparse: provided by Squall" in submitted.stderr
-    assert "bolts/wordcount.py" in submitted.stdout and "spouts/words.py" in submitted.stdout  # src/ packed
+    assert "imports 'src'" not in submitted.stderr  # loaded as it is: src.bolts found, not looked for
+    assert "src/bolts/wordcount.py" in submitted.stdout and "spouts/words.py" in submitted.stdout  # packed
     assert "wordcount" in sparse("list").stdout
     # Then its bolt counts in a worker, each task's running total logged at each thousand
     counted = re.compile(r"counted \[([\d,]+)\] words .*task=(\d+)")
