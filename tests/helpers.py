@@ -3,9 +3,11 @@ and a gate bolt that holds tuples until the test releases them."""
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any, Protocol
 
 from squall import Bolt, Spout, Topology
@@ -287,3 +289,18 @@ def make_sdist(directory: Any, name: str, version: str, backend: str) -> Any:
             info.mode = 0o644
             tar.addfile(info, io.BytesIO(data))
     return path
+
+
+PYTHON_BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
+
+
+def guide_script(page: Path) -> str:
+    """A guide's Python blocks as one file, each on its own lines of the page, so that a
+    traceback's line number is the page's (docs/api.md, docs/streams.md run as written)."""
+    text = page.read_text()
+    lines: list[str] = []
+    for block in PYTHON_BLOCK.finditer(text):
+        first = text.count("\n", 0, block.start(1))  # the block's first line, 0-based
+        lines += [""] * (first - len(lines))
+        lines += block.group(1).splitlines()
+    return "\n".join(lines) + "\n"

@@ -4,33 +4,21 @@ hold (issue 30: there was no guide to Spout, Bolt, Tuple, streams and groupings)
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import guide_script
+
 REPO = Path(__file__).resolve().parents[1]
 GUIDE = REPO / "docs" / "api.md"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
-def guide_script() -> str:
-    """The guide's Python blocks, each padded to start on its own line of the page, so a
-    traceback's line number is the page's."""
-    text = GUIDE.read_text()
-    lines: list[str] = []
-    for block in BLOCK.finditer(text):
-        first = text.count("\n", 0, block.start(1))  # the block's first line, 0-based
-        lines += [""] * (first - len(lines))
-        lines += block.group(1).splitlines()
-    return "\n".join(lines) + "\n"
 
 
 @pytest.mark.timeout(180)
 def test_the_guide_runs_as_written(tmp_path: Path) -> None:
-    script = guide_script()
+    script = guide_script(GUIDE)
     assert script.count("complete_topology(") >= 3 and "LocalCluster()" in script
     (tmp_path / "api_guide.py").write_text(script)
     proc = subprocess.run([sys.executable, "api_guide.py"], cwd=tmp_path, capture_output=True, text=True,

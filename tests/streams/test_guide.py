@@ -4,7 +4,6 @@ loads as `squall local` loads it."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -12,27 +11,16 @@ from pathlib import Path
 import pytest
 
 from squall.cli.args import load_topology
+from tests.helpers import guide_script
 
 REPO = Path(__file__).resolve().parents[2]
 GUIDE = REPO / "docs" / "streams.md"
 EXAMPLES = REPO / "examples" / "streams"
-BLOCK = re.compile(r"^```python\n(.*?)^```", re.DOTALL | re.MULTILINE)
-
-
-def guide_script() -> str:
-    """The guide's Python blocks, each on its own lines of the page (tracebacks match)."""
-    text = GUIDE.read_text()
-    lines: list[str] = []
-    for block in BLOCK.finditer(text):
-        first = text.count("\n", 0, block.start(1))
-        lines += [""] * (first - len(lines))
-        lines += block.group(1).splitlines()
-    return "\n".join(lines) + "\n"
 
 
 @pytest.mark.timeout(180)
 def test_the_guide_runs_as_written(tmp_path: Path) -> None:
-    script = guide_script()
+    script = guide_script(GUIDE)
     assert script.count("complete_topology(") >= 6
     (tmp_path / "streams_guide.py").write_text(script)
     proc = subprocess.run([sys.executable, "streams_guide.py"], cwd=tmp_path, capture_output=True, text=True,
