@@ -3,10 +3,13 @@ and a gate bolt that holds tuples until the test releases them."""
 
 from __future__ import annotations
 
+import json
 import re
+import sqlite3
 import threading
 import time
 from collections import Counter
+from contextlib import closing
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -304,3 +307,18 @@ def guide_script(page: Path) -> str:
         lines += [""] * (first - len(lines))
         lines += block.group(1).splitlines()
     return "\n".join(lines) + "\n"
+
+
+def committed_states(db: Path, component: str) -> list[dict[str, Any]]:
+    """Each task's checkpointed state of ``component`` as of its last commit, read from the
+    topology's SQLite state file (none yet, or the first worker creating it: [])."""
+    if not db.exists():
+        return []
+    try:
+        with closing(sqlite3.connect(db, timeout=10)) as conn:
+            rows = conn.execute("SELECT value FROM squall_state WHERE key LIKE ?",
+                                (f"{component}/%/committed",)).fetchall()
+    except sqlite3.OperationalError:
+        return []
+    records = [json.loads(value) for (value,) in rows]
+    return [record["data"] for record in records if record]

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import threading
 from collections import Counter
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +14,7 @@ from squall.errors import FailedException
 from squall.local.cluster import LocalCluster
 from squall.state import CheckpointedSpout, StatefulBolt
 from squall.testing import poll_for
+from tests.helpers import committed_states
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -74,17 +72,10 @@ class Count(StatefulBolt):
 
 
 def committed(db: Path) -> Counter[str]:
-    try:
-        with closing(sqlite3.connect(db, timeout=10)) as conn:
-            rows = conn.execute("SELECT key, value FROM squall_state WHERE key LIKE 'count/%/committed'")
-            out: Counter[str] = Counter()
-            for _key, value in rows.fetchall():
-                record = json.loads(value)
-                if record:
-                    out.update(record["data"])
-            return out
-    except sqlite3.OperationalError:
-        return Counter()
+    out: Counter[str] = Counter()
+    for data in committed_states(db, "count"):
+        out.update(data)
+    return out
 
 
 def topology(db: Path | None) -> type[Topology]:

@@ -7,9 +7,7 @@ import json
 import os
 import random
 import signal
-import sqlite3
 from collections import Counter
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 from squall.cluster.transactional_state import ZooKeeperBackend
 from squall.testing import poll_for
 from tests.cluster.conftest import VOCAB, busy_workers, squall_cli
+from tests.helpers import committed_states
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "stateful_wordcount.py"
 
@@ -47,20 +46,9 @@ class StatefulRun:
 
     def committed(self) -> Counter[str]:
         """The counts as of the last commit of every counter task."""
-        db = self.state_dir / f"{self.name}.sqlite"
-        if not db.exists():
-            return Counter()
-        try:
-            with closing(sqlite3.connect(db, timeout=10)) as conn:
-                rows = conn.execute("SELECT value FROM squall_state "
-                                    "WHERE key LIKE 'count/%/committed'").fetchall()
-        except sqlite3.OperationalError:
-            return Counter()  # the first worker is creating the table
         out: Counter[str] = Counter()
-        for (value,) in rows:
-            record = json.loads(value)
-            if record:
-                out.update(record["data"])
+        for data in committed_states(self.state_dir / f"{self.name}.sqlite", "count"):
+            out.update(data)
         return out
 
     def acked(self) -> set[str]:

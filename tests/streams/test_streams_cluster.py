@@ -8,9 +8,7 @@ import json
 import os
 import random
 import signal
-import sqlite3
 from collections import Counter
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +16,7 @@ import pytest
 
 from squall.testing import poll_for
 from tests.cluster.conftest import VOCAB, squall_cli, worker_logs, workers_running
+from tests.helpers import committed_states
 
 TOPOLOGY = Path(__file__).resolve().parent / "topologies" / "streams_examples.py"
 
@@ -48,20 +47,9 @@ def kill_a_worker_running(cluster: Any, topology: str, components: set[str]) -> 
 
 def committed_counts(state_dir: Path, definition: str) -> Counter[str]:
     """update_state_by_key's counts as of each state task's last commit (keys as JSON)."""
-    db = state_dir / f"{definition}.sqlite"
-    if not db.exists():
-        return Counter()
-    try:
-        with closing(sqlite3.connect(db, timeout=10)) as conn:
-            rows = conn.execute("SELECT value FROM squall_state "
-                                "WHERE key LIKE 'state1/%/committed'").fetchall()
-    except sqlite3.OperationalError:
-        return Counter()  # the first worker is creating the table
     out: Counter[str] = Counter()
-    for (value,) in rows:
-        record = json.loads(value)
-        if record:
-            out.update({json.loads(k): v for k, v in record["data"].items()})
+    for data in committed_states(state_dir / f"{definition}.sqlite", "state1"):
+        out.update({json.loads(k): v for k, v in data.items()})
     return out
 
 
