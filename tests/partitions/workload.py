@@ -455,8 +455,12 @@ class Run:
         self.audit: checker.Verdict | None = None
 
     def judge(self) -> None:
-        for w in self.workloads:
-            self.verdicts[w.name] = w.check(settled(w.counts))
+        """Each workload judged on its counts once they have stopped moving: all of them
+        watched together, each still unchanged for the whole quiet time before it is read
+        (one after the other, the quiet times added up)."""
+        counts = settled(lambda: [w.counts() for w in self.workloads])
+        for w, counted in zip(self.workloads, counts, strict=True):
+            self.verdicts[w.name] = w.check(counted)
         self.audit = self.leaders.audit()
 
     def faults(self) -> list[Op]:

@@ -15,10 +15,11 @@ from squall.topology.tuple import Tuple
 from squall.transactional.attempt import EXT_CODE
 from squall.worker.wire.frames import WIRE_KINDS, FrameRejected, WireValidator
 from tests.worker.wire_topology import PLAN
+from tests.worker.wire_values import examples
 
 VALIDATOR = WireValidator(PLAN, PLAN.task_component)
 TASKS = [-1, 0, 1, 2, 3, 4, 999, *PLAN.task_component]
-SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(300), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-(1 << 63), (1 << 64) - 1), st.floats(),
                     st.text(max_size=8), st.binary(max_size=8), st.sampled_from(["default", "word", "bp"]),
