@@ -30,7 +30,7 @@ LONGEST_FIRST = (
     "ui/test_ui_browser", "spark/test_server", "cluster/test_transactional_state",
     "cli/test_readme_quickstart", "cli/test_readme_sections", "multilang/test_failures",
     "cluster/test_hostile_frames", "cluster/test_error_traces", "cli/test_cli_tables_cluster",
-    "windowing/test_cluster",
+    "windowing/test_cluster", "streams/test_streams_cluster", "cluster/test_health_check",
 )
 
 
