@@ -17,13 +17,13 @@ from typing import Any
 
 from squall.streams.processors import Push
 
-_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def to_wire(value: Any) -> Any:
     """A value as it crosses to another bolt: tuples become lists, at any depth."""
     t = type(value)
-    if t in _SCALARS:
+    if t in SCALARS:
         return value
     if t is tuple or t is list:
         return [to_wire(v) for v in value]
