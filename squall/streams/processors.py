@@ -15,6 +15,8 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from squall.streams.functions import CombinerAggregator
+
 Push = Callable[[Any], None]
 
 
@@ -292,6 +294,18 @@ class Grouping:
         return acc
 
 
+_KEEPS_ACC = (CombinerAggregator.result, Reducing.result, Grouping.result)
+
+
+def _give(agg: Any, phase: str) -> Any:
+    """What a batch operation hands on for an accumulator: None when it is the
+    accumulator itself (a partial phase, or a ``result`` not overridden), so the hot
+    path calls nothing."""
+    if phase == "partial" or getattr(type(agg), "result", None) in _KEEPS_ACC:
+        return None
+    return agg.result
+
+
 class Aggregate(Op):
     """``aggregate``/``reduce``/``count`` over the whole stream.
 
@@ -316,7 +330,7 @@ class Aggregate(Op):
     def push_to(self, out: Push) -> Push:
         agg = self.aggregator
         fold = agg.merge if self.phase == "merge" else agg.apply
-        give = (lambda acc: acc) if self.phase == "partial" else agg.result
+        give = _give(agg, self.phase)
         self._out, self._give = out, give
 
         if self.windowed:
@@ -328,14 +342,15 @@ class Aggregate(Op):
                 acc = self.acc
                 acc = fold(agg.init() if acc is _EMPTY else acc, v)
                 self.acc = acc
-                out(give(acc))
+                out(acc if give is None else give(acc))
 
         return push
 
     def end(self) -> None:
         acc, self.acc = self.acc, _EMPTY
         if acc is not _EMPTY:  # no value since the last result: nothing
-            self._out(self._give(acc))
+            give = self._give
+            self._out(acc if give is None else give(acc))
 
     def reset(self) -> None:
         self.acc = _EMPTY
@@ -358,7 +373,7 @@ class AggregateByKey(Op):
     def push_to(self, out: Push) -> Push:
         agg = self.aggregator
         fold = agg.merge if self.phase == "merge" else agg.apply
-        give = (lambda acc: acc) if self.phase == "partial" else agg.result
+        give = _give(agg, self.phase)
         self._out, self._give = out, give
         accs = self.accs
 
@@ -367,6 +382,13 @@ class AggregateByKey(Op):
                 key = kv[0]
                 acc = accs.get(key, _EMPTY)
                 accs[key] = fold(agg.init() if acc is _EMPTY else acc, kv[1])
+        elif give is None:
+            def push(kv: Any) -> None:
+                key = kv[0]
+                acc = accs.get(key, _EMPTY)
+                acc = fold(agg.init() if acc is _EMPTY else acc, kv[1])
+                accs[key] = acc
+                out((key, acc))
         else:
             def push(kv: Any) -> None:
                 key = kv[0]
@@ -382,7 +404,7 @@ class AggregateByKey(Op):
         self.accs.clear()
         out, give = self._out, self._give
         for key, acc in items:
-            out((key, give(acc)))
+            out((key, acc if give is None else give(acc)))
 
     def reset(self) -> None:
         self.accs.clear()
