@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from squall.streams.aggregators import Count
 from squall.streams.functions import CombinerAggregator
 
 Push = Callable[[Any], None]
@@ -377,7 +378,18 @@ class AggregateByKey(Op):
         self._out, self._give = out, give
         accs = self.accs
 
-        if self.windowed:
+        if type(agg) is Count and self.phase != "merge":
+            # count_by_key: init() is 0 and apply adds 1, with no call per value.
+            if self.windowed:
+                def push(kv: Any) -> None:
+                    key = kv[0]
+                    accs[key] = accs.get(key, 0) + 1
+            else:
+                def push(kv: Any) -> None:
+                    key = kv[0]
+                    n = accs[key] = accs.get(key, 0) + 1
+                    out((key, n))
+        elif self.windowed:
             def push(kv: Any) -> None:
                 key = kv[0]
                 acc = accs.get(key, _EMPTY)
