@@ -123,6 +123,18 @@ class FlatMap(Op):
 
     def push_to(self, out: Push) -> Push:
         fn = self.fn
+        then = getattr(out, "pair_step", None)
+        if then is not None:
+            # Feeding only a map_to_pair (the word count's flat_map(split).map_to_pair):
+            # its step runs in this loop, a call less per item.
+            pair_fn, pair_out, what = then
+
+            def push_pairs(v: Any) -> None:
+                for item in fn(v):
+                    r = pair_fn(item)
+                    pair_out(r if type(r) is tuple and len(r) == 2 else as_pair(r, what))
+
+            return push_pairs
 
         def push(v: Any) -> None:
             for item in fn(v):
@@ -141,6 +153,7 @@ class MapToPair(Op):
             r = fn(v)
             out(r if type(r) is tuple and len(r) == 2 else as_pair(r, what))
 
+        push.pair_step = (fn, out, what)  # type: ignore[attr-defined] - what a flat_map before it runs itself
         return push
 
 
