@@ -19,7 +19,7 @@ from typing import Any
 
 from squall.errors import FailedException
 from squall.state.bolts import StatefulBolt
-from squall.streams.chain import BoltPlan, Chain, Exit, MarkerGate, to_wire
+from squall.streams.chain import SCALARS, BoltPlan, Chain, Exit, MarkerGate, to_wire
 from squall.topology.component import PUNCTUATION_STREAM, Bolt
 from squall.topology.loading import from_value
 from squall.windowing.bolt import WindowedBolt
@@ -52,9 +52,16 @@ class _Runs:
             if exit.pair:
                 return lambda kv: emit([to_wire(kv[0]), to_wire(kv[1]), runner.ts], runner.anchors, stream)
             return lambda v: emit([to_wire(v), runner.ts], runner.anchors, stream)
+        scalars = SCALARS
+        # The common exits without a call to to_wire for a scalar (a word, a count).
         if exit.pair:
-            return lambda kv: emit([to_wire(kv[0]), to_wire(kv[1])], runner.anchors, stream)
-        return lambda v: emit([to_wire(v)], runner.anchors, stream)
+            def emit_pair(kv: Any) -> None:
+                k, v = kv
+                emit([k if type(k) in scalars else to_wire(k), v if type(v) in scalars else to_wire(v)],
+                     runner.anchors, stream)
+
+            return emit_pair
+        return lambda v: emit([v if type(v) in scalars else to_wire(v)], runner.anchors, stream)
 
     def _stamp(self: Any, tup: Any) -> None:
         i = self.ts_index.get((tup.component, tup.stream))
@@ -73,6 +80,10 @@ class ProcessorBolt(_Runs, Bolt):
         self._bind(context)
         if self.ts_index:
             self.process = self._process_stamped  # type: ignore[method-assign]
+        elif len(self.dispatch) == 1 and self.gate is None:
+            # One input and no window ends to count: every tuple is that input's, so
+            # the executor calls its entry itself (no lookup, no frame of ours).
+            self.process = next(iter(self.dispatch.values()))  # type: ignore[method-assign]
 
     def process(self, tup: Any) -> None:
         enter = self.dispatch.get((tup.component, tup.stream))

@@ -17,13 +17,13 @@ from typing import Any
 
 from squall.streams.processors import Push
 
-_SCALARS = frozenset({str, int, float, bool, type(None), bytes})
+SCALARS = frozenset({str, int, float, bool, type(None), bytes})
 
 
 def to_wire(value: Any) -> Any:
     """A value as it crosses to another bolt: tuples become lists, at any depth."""
     t = type(value)
-    if t in _SCALARS:
+    if t in SCALARS:
         return value
     if t is tuple or t is list:
         return [to_wire(v) for v in value]
@@ -55,6 +55,24 @@ def _decoder(shape: str) -> Callable[[Any], Any]:
         return lambda tup: (as_key(tup.values[0]), (tup.values[1][0], tup.values[1][1]))
     msg = f"unknown stream shape {shape!r}"
     raise ValueError(msg)
+
+
+def _decoding(shape: str, push: Push) -> Callable[[Any], None]:
+    """A tuple of this shape decoded and pushed, in one call: the hot path of a bolt with
+    one entry, so the common shapes skip the decoder's call (and as_key's on a scalar key)."""
+    if shape == "raw":
+        return push
+    if shape == "value":
+        return lambda tup: push(tup.values[0])
+    if shape == "pair":
+        def push_pair(tup: Any) -> None:
+            values = tup.values
+            key = values[0]
+            push((as_key(key) if type(key) is list else key, values[1]))
+
+        return push_pair
+    decode = _decoder(shape)
+    return lambda tup: push(decode(tup))
 
 
 def _late_decoder(shape: str) -> Callable[[Any], Any]:
@@ -116,17 +134,16 @@ class Chain:
         for key, entries in plan.entries.items():
             self.dispatch[key] = self._entry(entries)
 
-    @staticmethod
-    def _bound_entry(push: Push, decode: Callable[[Any], Any]) -> Callable[[Any], None]:
-        return lambda tup: push(decode(tup))
-
     def _entry(self, entries: list[EntryPlan]) -> Callable[[Any], None]:
+        if len(entries) == 1 and not entries[0].late:
+            return _decoding(entries[0].shape, self._push_of(entries[0]))
         pushes = []
         for e in entries:
             decode = _late_decoder(e.shape) if e.late else _decoder(e.shape)
             pushes.append((self._push_of(e), decode))
         if len(pushes) == 1:
-            return self._bound_entry(*pushes[0])
+            push, decode = pushes[0]
+            return lambda tup: push(decode(tup))
         targets = tuple(pushes)
 
         def enter(tup: Any) -> None:

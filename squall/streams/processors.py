@@ -15,6 +15,9 @@ import json
 from collections.abc import Callable
 from typing import Any
 
+from squall.streams.aggregators import Count
+from squall.streams.functions import CombinerAggregator
+
 Push = Callable[[Any], None]
 
 
@@ -129,6 +132,18 @@ class FlatMap(Op):
 
     def push_to(self, out: Push) -> Push:
         fn = self.fn
+        then = getattr(out, "pair_step", None)
+        if then is not None:
+            # Feeding only a map_to_pair (the word count's flat_map(split).map_to_pair):
+            # its step runs in this loop, a call less per item.
+            pair_fn, pair_out, what = then
+
+            def push_pairs(v: Any) -> None:
+                for item in fn(v):
+                    r = pair_fn(item)
+                    pair_out(r if type(r) is tuple and len(r) == 2 else as_pair(r, what))
+
+            return push_pairs
 
         def push(v: Any) -> None:
             for item in fn(v):
@@ -147,6 +162,7 @@ class MapToPair(Op):
             r = fn(v)
             out(r if type(r) is tuple and len(r) == 2 else as_pair(r, what))
 
+        push.pair_step = (fn, out, what)  # type: ignore[attr-defined] - what a flat_map before it runs itself
         return push
 
 
@@ -301,6 +317,18 @@ class Grouping:
         return acc
 
 
+_KEEPS_ACC = (CombinerAggregator.result, Reducing.result, Grouping.result)
+
+
+def _give(agg: Any, phase: str) -> Any:
+    """What a batch operation hands on for an accumulator: None when it is the
+    accumulator itself (a partial phase, or a ``result`` not overridden), so the hot
+    path calls nothing."""
+    if phase == "partial" or getattr(type(agg), "result", None) in _KEEPS_ACC:
+        return None
+    return agg.result
+
+
 class Aggregate(Op):
     """``aggregate``/``reduce``/``count`` over the whole stream.
 
@@ -324,7 +352,7 @@ class Aggregate(Op):
     def push_to(self, out: Push) -> Push:
         agg = self.aggregator
         fold = agg.merge if self.phase == "merge" else agg.apply
-        give = (lambda acc: acc) if self.phase == "partial" else agg.result
+        give = _give(agg, self.phase)
         self._out, self._give = out, give
 
         if self.windowed:
@@ -336,14 +364,15 @@ class Aggregate(Op):
                 acc = self.acc
                 acc = fold(agg.init() if acc is _EMPTY else acc, v)
                 self.acc = acc
-                out(give(acc))
+                out(acc if give is None else give(acc))
 
         return push
 
     def end(self) -> None:
         acc, self.acc = self.acc, _EMPTY
         if acc is not _EMPTY:  # no value since the last result: nothing
-            self._out(self._give(acc))
+            give = self._give
+            self._out(acc if give is None else give(acc))
 
     def reset(self) -> None:
         self.acc = _EMPTY
@@ -366,15 +395,33 @@ class AggregateByKey(Op):
     def push_to(self, out: Push) -> Push:
         agg = self.aggregator
         fold = agg.merge if self.phase == "merge" else agg.apply
-        give = (lambda acc: acc) if self.phase == "partial" else agg.result
+        give = _give(agg, self.phase)
         self._out, self._give = out, give
         accs = self.accs
 
-        if self.windowed:
+        if type(agg) is Count and self.phase != "merge":
+            # count_by_key: init() is 0 and apply adds 1, with no call per value.
+            if self.windowed:
+                def push(kv: Any) -> None:
+                    key = kv[0]
+                    accs[key] = accs.get(key, 0) + 1
+            else:
+                def push(kv: Any) -> None:
+                    key = kv[0]
+                    n = accs[key] = accs.get(key, 0) + 1
+                    out((key, n))
+        elif self.windowed:
             def push(kv: Any) -> None:
                 key = kv[0]
                 acc = accs.get(key, _EMPTY)
                 accs[key] = fold(agg.init() if acc is _EMPTY else acc, kv[1])
+        elif give is None:
+            def push(kv: Any) -> None:
+                key = kv[0]
+                acc = accs.get(key, _EMPTY)
+                acc = fold(agg.init() if acc is _EMPTY else acc, kv[1])
+                accs[key] = acc
+                out((key, acc))
         else:
             def push(kv: Any) -> None:
                 key = kv[0]
@@ -390,7 +437,7 @@ class AggregateByKey(Op):
         self.accs.clear()
         out, give = self._out, self._give
         for key, acc in items:
-            out((key, give(acc)))
+            out((key, acc if give is None else give(acc)))
 
     def reset(self) -> None:
         self.accs.clear()
