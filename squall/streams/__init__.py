@@ -13,7 +13,9 @@ aggregations and joins by key, and state by key, built into an ordinary topology
 
 :mod:`~squall.streams.stream` is what users chain, :mod:`~squall.streams.layout`
 lays the operations into bolts, :mod:`~squall.streams.compile` makes the
-topology, :mod:`~squall.streams.processors` and :mod:`~squall.streams.chain`
+topology, :mod:`~squall.streams.processors` (per value),
+:mod:`~squall.streams.batching` (aggregations, joins), :mod:`~squall.streams.keyed_state`
+and :mod:`~squall.streams.chain`
 are what the generated bolts (:mod:`~squall.streams.bolts`) run.  See
 docs/streams.md.  This ``Stream`` is not ``squall.Stream`` (a stream
 declaration): where both are needed, ``from squall import streams``.

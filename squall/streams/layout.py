@@ -17,7 +17,7 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
-from squall.streams import processors as ops
+from squall.streams import batching
 from squall.streams.stream import TRANSPARENT, Node, upstream
 
 _SPECIFIC = {"shuffle": 0, "fields": 1, "global": 2}
@@ -117,7 +117,7 @@ class _Planner:
             self._join_group(node, self.group_of[source.id])
             return
         if (grouping != "shuffle" and not settings and source.kind == "op" and source.windowed
-                and isinstance(node.op, (ops.Aggregate, ops.AggregateByKey))):
+                and isinstance(node.op, (batching.Aggregate, batching.AggregateByKey))):
             source = self._combine_first(node, source)
         if stateful:
             group = self._new_group(node, settings)
@@ -221,7 +221,7 @@ def _phase(op: Any, phase: str) -> Any:
     twin = copy.copy(op)
     twin.phase = phase
     twin.windowed = True
-    if isinstance(twin, ops.AggregateByKey):
+    if isinstance(twin, batching.AggregateByKey):
         twin.accs = {}
     return twin
 

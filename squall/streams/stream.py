@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from squall.errors import TopologyValidationError
+from squall.streams import batching, keyed_state
 from squall.streams import processors as ops
 from squall.streams.aggregators import Count
 from squall.streams.functions import aggregator_of, check_callable, is_window, updater_of
@@ -32,7 +33,7 @@ class Node:
     parents: tuple[Node, ...]
     op: Any = None
     pair: bool = False
-    shape: str = "value"  # how its values cross to another bolt (squall.streams.values)
+    shape: str = "value"  # how its values cross to another bolt (squall.streams.chain)
     par: int = 1
     window: Node | None = None  # the window() node the stream is windowed by (the last)
     batched: bool = False  # a batch operation came since that window()
@@ -175,13 +176,13 @@ class Stream:
 
     def reduce(self, fn: Any) -> Stream:
         check_callable("reduce", fn)
-        return self._global(ops.Reducing(fn), "reduce")
+        return self._global(batching.Reducing(fn), "reduce")
 
     def count(self) -> Stream:
         return self._global(Count(), "count")
 
     def _global(self, agg: Any, label: str) -> Stream:
-        node = self._add("op", ops.Aggregate(agg, label, windowed=self._node.windowed),
+        node = self._add("op", batching.Aggregate(agg, label, windowed=self._node.windowed),
                          pair=False, shape="value", global_op=True)
         return self._wrap(node)
 
@@ -193,7 +194,7 @@ class Stream:
                   f"result), got {stream_state!r}")
         self._need_batch_since_window("state_query")
         update = stream_state._node
-        node = self._add("op", ops.StateQuery(update.op), pair=True, shape="pair",
+        node = self._add("op", keyed_state.StateQuery(update.op), pair=True, shape="pair",
                          parents=(self._node, update), query_of=update)
         return PairStream(self._builder, node)
 
@@ -210,7 +211,7 @@ class PairStream(Stream):
         return self._op(ops.FlatMapValues(fn), shape="pair")
 
     def _by_key(self, agg: Any, label: str) -> PairStream:
-        node = self._add("op", ops.AggregateByKey(agg, label, windowed=self._node.windowed),
+        node = self._add("op", batching.AggregateByKey(agg, label, windowed=self._node.windowed),
                          shape="pair", key_op=True)
         return PairStream(self._builder, node)
 
@@ -219,13 +220,13 @@ class PairStream(Stream):
 
     def reduce_by_key(self, fn: Any) -> PairStream:
         check_callable("reduce_by_key", fn)
-        return self._by_key(ops.Reducing(fn), "reduce_by_key")
+        return self._by_key(batching.Reducing(fn), "reduce_by_key")
 
     def count_by_key(self) -> PairStream:
         return self._by_key(Count(), "count_by_key")
 
     def group_by_key(self) -> PairStream:
-        return self._by_key(ops.Grouping(), "group_by_key")
+        return self._by_key(batching.Grouping(), "group_by_key")
 
     def group_by_key_and_window(self, window: Any) -> PairStream:
         return self._key_partitioned("group_by_key_and_window").window(window).group_by_key()
@@ -255,7 +256,7 @@ class PairStream(Stream):
 
     def co_group_by_key(self, other: PairStream) -> PairStream:
         windowed = self._check_sides("co_group_by_key", other)
-        node = self._add("op", ops.CoGroup(windowed), shape="cogroup", parents=(self._node, other._node),
+        node = self._add("op", batching.CoGroup(windowed), shape="cogroup", parents=(self._node, other._node),
                          key_op=True, two_sided=True)
         self._joined(node, other)
         return PairStream(self._builder, node)
@@ -264,7 +265,8 @@ class PairStream(Stream):
         if joiner is not None:
             check_callable(f"{kind}'s value joiner", joiner)
         windowed = self._check_sides(kind, other)
-        node = self._add("op", ops.Join(kind, joiner, windowed), shape="join" if joiner is None else "pair",
+        node = self._add("op", batching.Join(kind, joiner, windowed),
+                         shape="join" if joiner is None else "pair",
                          parents=(self._node, other._node), key_op=True, two_sided=True)
         self._joined(node, other)
         return PairStream(self._builder, node)
@@ -316,7 +318,7 @@ class PairStream(Stream):
     def update_state_by_key(self, *args: Any) -> StreamState:
         updater = updater_of("update_state_by_key", args)
         self._need_batch_since_window("update_state_by_key")
-        node = self._add("op", ops.UpdateState(updater), shape="pair", key_op=True, stateful=True)
+        node = self._add("op", keyed_state.UpdateState(updater), shape="pair", key_op=True, stateful=True)
         self._builder._stateful.append(node)
         return StreamState(self._builder, node)
 

@@ -69,7 +69,7 @@ def test_update_state_refuses_what_json_cannot_hold() -> None:
     from squall.state.kv import KeyValueState
     from squall.state.store import MemoryStore
     from squall.streams.functions import StateUpdater
-    from squall.streams.processors import UpdateState
+    from squall.streams.keyed_state import UpdateState
 
     update = UpdateState(StateUpdater.of(0, lambda state, v: {1, 2}))
     update.state = KeyValueState(MemoryStore(), "t")
