@@ -97,6 +97,10 @@ def write_project(root: Path, files: dict[str, str]) -> Path:
 def isolated() -> Iterator[None]:
     """Loading a topology file puts its directory, the import roots and its modules
     into this process: taken out again, so tests do not see each other's projects."""
+    # Another test in this process may have left a module of the same name (the Flux
+    # tests' own words.py): the project's must be imported afresh.
+    for name in ("words", "counter", "wordcount"):
+        sys.modules.pop(name, None)
     path, modules = list(sys.path), set(sys.modules)
     try:
         yield
