@@ -323,7 +323,7 @@ class CoGroup(Op):
         for key in keys_a:
             out((key, groups[key]))
         for key in keys_b:
-            if key not in groups or not groups[key][0]:
+            if not groups[key][0]:
                 out((key, groups[key]))
 
     def reset(self) -> None:

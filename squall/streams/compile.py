@@ -74,6 +74,7 @@ class _Build:
 
     def _name_components(self) -> None:
         self.spouts = [n for n in self.nodes if n.kind == "spout"]
+        self.spout_by_id = {n.id: n for n in self.spouts}
         self.spout_names: dict[int, str] = {}
         k = 0
         for node in self.spouts:
@@ -178,11 +179,10 @@ class _Build:
                 node.shape, node.pair = source.shape, source.pair
 
     def _check(self) -> None:
-        spout_of = {n.id: n for n in self.spouts}
         timeout = config_mod.merge(config_mod.DEFAULTS, self.config).get(TIMEOUT_KEY)
         for group in self.layout.groups:
             if group.kind == "windowed":
-                self._check_window(group, spout_of, timeout)
+                self._check_window(group, timeout)
             for node in group.nodes:
                 if node.id in self.layout.exits and node.shape == "raw":
                     self._raw_leaves(node)
@@ -198,13 +198,13 @@ class _Build:
         op = self.layout.ops.get(node.id)
         return op.describe() if op is not None else node.kind
 
-    def _check_window(self, group: Group, spout_of: Mapping[int, Any], timeout: Any) -> None:
+    def _check_window(self, group: Group, timeout: Any) -> None:
         window = group.window
         reach = set()
         for entry in group.entries:
             reach |= entry.source.spouts
         for sid in sorted(reach):
-            spout = spout_of[sid]
+            spout = self.spout_by_id[sid]
             cls = spout.extra["spec"].cls
             if getattr(cls, "_checkpointed", False):
                 _fail(f"{self.where}: the stream of CheckpointedSpout {cls.__name__} reaches a window "
@@ -247,10 +247,9 @@ class _Build:
     def _carries_ts(self, node: Any) -> bool:
         if self.ts_field is None:
             return False
-        spouts = {n.id: n for n in self.spouts}
-        return node.windowed or any(self.ts_field in spouts[s].extra["fields"] for s in node.spouts)
+        return node.windowed or any(self.ts_field in self.spout_by_id[s].extra["fields"] for s in node.spouts)
 
-    def _ts_index(self, source: Any, component: str, stream: str) -> int | None:
+    def _ts_index(self, source: Any) -> int | None:
         if self.ts_field is None:
             return None
         if source.kind == "spout":
@@ -281,7 +280,7 @@ class _Build:
             comp, stream, shape, late = self._input(entry.source)
             entries.setdefault((comp, stream), []).append(EntryPlan(entry.node.id, entry.port, shape, late))
             if (comp, stream) not in ts_index:
-                ts_index[(comp, stream)] = self._ts_index(entry.source, comp, stream)
+                ts_index[(comp, stream)] = self._ts_index(entry.source)
                 if entry.by == "value":
                     grouping = Grouping.fields("value")
                 elif group.grouping == "fields":
