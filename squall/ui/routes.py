@@ -24,7 +24,7 @@ Squall's own (nimbus only; local mode answers 404):
     GET  /api/v1/topologies/<name>                info: status, workers, stats, errors
     POST /api/v1/topologies/<name>/kill           {wait_secs}
     POST /api/v1/topologies/<name>/activate | deactivate
-    POST /api/v1/topologies/<name>/rebalance      {workers, executors: {component: n}}
+    POST /api/v1/topologies/<name>/rebalance      {workers, executors: {component: n}, wait_secs}
     POST /api/v1/logviewer/token                  {"logviewer": <a logviewer's base URL>}: a token
          for reading that logviewer as this user, valid logviewer.token.validity.secs
          (squall.nimbus.logtokens); the logviewers take no other

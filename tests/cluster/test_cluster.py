@@ -111,6 +111,10 @@ def test_rebalance_moves_executors_and_keeps_counting(make_cluster: Any, tmp_pat
     run = WordCountRun(tmp_path / "wc", sentences=3000)
     run.submit(cluster, "rb", "topology.workers=1", "squall.test.rate=500")
     poll_for(lambda: len(run.acked()) > 100, timeout=30, message="processing started")
+    # A wait that is not a number >= 0 is refused at the call, the topology untouched
+    with pytest.raises(OSError, match="wait_secs"):
+        cluster.api("POST", "topologies/rb/rebalance", {"wait_secs": -1, "workers": workers})
+    assert cluster.api("GET", "topologies/rb")["status"] == "active"
     # Storm's spellings (storm rebalance NAME -w 3 -n 2 -e split=1): the spouts are deactivated
     # first and the move waits 3 s for the tuples in flight, then the topology goes on.
     said = squall_cli(cluster, "rebalance", "rb", "-w", "3", "-n", str(workers), "-e", "split=1").stdout
