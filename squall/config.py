@@ -58,6 +58,33 @@ KEYS: dict[str, Key] = {
     "topology.max.spout.pending.autotune.tolerance": Key(0.05, (int, float), 0,
         "How close two periods' progress must be to count as similar, a fraction of the last; raise it "
         "where throughput is noisy."),
+    # Self-regulation (Heron's Dhalion; squall.tuning.regulator): nimbus sizes the topology
+    # itself through the rebalance operators use, keeps why in an action log, and undoes an
+    # action that did not help.
+    "topology.autoscale": Key(False, (bool,), None,
+        "true: nimbus sizes the topology itself (executors, workers, max spout pending) and logs why "
+        "(`squall autoscale log NAME`); switched at run time with `squall autoscale enable|disable NAME`."),
+    "topology.autoscale.period.secs": Key(30, (int, float), 0.1,
+        "Seconds in a self-regulation round: the rates each decision reads are over one round."),
+    "topology.autoscale.rounds": Key(3, (int,), 1,
+        "Rounds a symptom (a bolt overloaded, a latency over target) must last before anything is done."),
+    "topology.autoscale.quiet.rounds": Key(10, (int,), 1,
+        "Rounds a bolt must idle (capacity under topology.autoscale.capacity.low) before it is scaled down."),
+    "topology.autoscale.settle.rounds": Key(3, (int,), 1,
+        "Rounds in the new shape after an action before it is judged (kept, or undone)."),
+    "topology.autoscale.cooldown.secs": Key(600, (int, float), 0,
+        "An action undone (it did not help) is not tried again for this long."),
+    "topology.autoscale.capacity.high": Key(0.8, (int, float), 0.01,
+        "A bolt whose busiest executor's capacity stays at or over this is overloaded."),
+    "topology.autoscale.capacity.low": Key(0.25, (int, float), 0,
+        "A bolt whose executors' capacity stays under this for the quiet rounds is over-provisioned."),
+    "topology.autoscale.capacity.target": Key(0.6, (int, float), 0.01,
+        "The capacity a scaled bolt's executors are sized for."),
+    "topology.autoscale.max.workers": Key(None, (int, type(None)), 1,
+        "The most workers self-regulation gives the topology; null: nimbus.slots.perTopology."),
+    "topology.autoscale.latency.p99.ms": Key(None, (int, float, type(None)), 0.001,
+        "A p99 complete latency target: self-regulation moves max spout pending towards it; "
+        "null: no target."),
     "topology.tick.tuple.freq.secs": Key(None, (int, float, type(None)), 0.001,
         "Seconds between __tick tuples to each bolt task (process_tick); null: no ticks.  Per component "
         "through spec(config=...)."),
@@ -325,6 +352,8 @@ KEYS: dict[str, Key] = {
         "reach it)."),
     "nimbus.http.port": Key(6627, (int,), 0,
         "The port of nimbus's HTTPS API and UI."),
+    "nimbus.autoscale.freq.secs": Key(1, (int, float), 0.01,
+        "Seconds between the leader's looks at which self-regulating topologies' rounds are due."),
     "nimbus.monitor.freq.secs": Key(10, (int, float), 0.01,
         "How often the leader compares assignments with heartbeats and reassigns what died."),
     # How often every nimbus (standbys too) reads the workers' statistics into its windows.

@@ -214,6 +214,12 @@ def cmd_rebalance(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_autoscale(args: argparse.Namespace) -> int:
+    from squall.cli import autoscale
+
+    return autoscale.run(args, lambda: _client(_client_conf(args)), _print)
+
+
 def cmd_metrics(args: argparse.Namespace) -> int:
     """Nimbus's ``GET /metrics`` (Prometheus's text format), with the keyring's token over TLS."""
     print(_client(_client_conf(args)).metrics_text(), end="")
@@ -350,6 +356,10 @@ def add_commands(sub: Any) -> None:
     p.add_argument("-w", "--wait", type=float, default=None,
                    help="seconds to deactivate the spouts and let the tuples in flight finish before moving "
                         "(Storm's -w; default: move at once)")
+    from squall.cli.autoscale import add_arguments as autoscale_arguments
+
+    autoscale_arguments(command("autoscale", cmd_autoscale,
+                                "self-regulation: what it did and why (log), or switch it (enable, disable)"))
     command("list", cmd_list, "list running topologies")
     command("metrics", cmd_metrics, "print nimbus's /metrics (Prometheus's text format)")
     p = command("info", cmd_info, "a topology's components (rates, latencies, capacity), workers, errors")

@@ -189,3 +189,33 @@ def monitor_line(before: dict[str, Any], after: dict[str, Any], seconds: float,
 def _short(text: Any, limit: int = 40) -> str:
     text = str(text or "").splitlines()[0] if text else ""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _resolution(resolution: dict[str, Any]) -> str:
+    parts = [f"executors {c}={n}" for c, n in sorted((resolution.get("executors") or {}).items())]
+    if resolution.get("workers") is not None:
+        parts.append(f"workers={resolution['workers']}")
+    parts += [f"max spout pending {s}={n}" for s, n in sorted((resolution.get("max_pending") or {}).items())]
+    return ", ".join(parts) or "none"
+
+
+def autoscale_report(answer: dict[str, Any]) -> str:
+    """``GET /api/v1/topology/:id/autoscale`` for a person: the switch, then each action
+    (newest first) with its symptom, diagnosis, resolution and outcome."""
+    lines = [f"self-regulation of {answer['topology']}: {'enabled' if answer['enabled'] else 'disabled'}"]
+    pending = answer.get("maxSpoutPending") or {}
+    if pending:
+        lines.append("max spout pending set: " + ", ".join(f"{s}={n}" for s, n in sorted(pending.items())))
+    for key, until in sorted((answer.get("coolDowns") or {}).items()):
+        lines.append(f"cooling down: {key} until {time.strftime('%H:%M:%S', time.localtime(until))}")
+    if not answer.get("actions"):
+        lines.append("no actions yet")
+    for a in answer.get("actions") or []:
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(a["time"]))
+        status = "judging" if a["id"] == answer.get("judging") else a["status"]
+        lines += [f"#{a['id']}  {when}  {a['policy']}  {a['component']}  {status}",
+                  f"    symptom:    {a['symptom']}", f"    diagnosis:  {a['diagnosis']}",
+                  f"    resolution: {_resolution(a.get('resolution') or {})}"]
+        if a.get("outcome"):
+            lines.append(f"    outcome:    {a['outcome']}")
+    return "\n".join(lines)

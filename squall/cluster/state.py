@@ -15,6 +15,9 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
     logconfigs/<id>        its log levels set while it runs (Storm's path; the form is
                            squall.runtime.log_levels'): apart from the topology record, as
                            a change of them must not relaunch a worker
+    autoscale/<id>         self-regulation's switch and state (squall.tuning.regulator): the
+                           action log, the action being judged, the cool-downs; a new leader
+                           carries on from it
     owners/<state id>      {"owner"}: the user whose topologies alone may use a transactional
                            id or checkpointed state's key (claimed by the first submit that
                            uses it; kept as long as the state itself, which outlives topologies)
@@ -71,7 +74,7 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "logconfigs", "drpc", "owners", "nimbus/election", "nimbus/hosts")
+         "logconfigs", "autoscale", "drpc", "owners", "nimbus/election", "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
 
@@ -225,7 +228,7 @@ class ClusterState:
         if isinstance(granted.get("paths"), list):
             self.revoke([p for p in granted["paths"] if isinstance(p, str)])
         self._fenced_delete(self.path("assignments", topology_id), fence)
-        for part in ("code", "errors", "secrets", "logconfigs"):
+        for part in ("code", "errors", "secrets", "logconfigs", "autoscale"):
             self._delete(self.path(part, topology_id))
         self._fenced_delete(self.path("topologies", topology_id), fence)
         for name in self._children(self.path("drpc")):
@@ -441,6 +444,17 @@ class ClusterState:
     def watch_log_levels(self, topology_id: str, on_change: Callable[[], None]) -> DataWatch:
         """``on_change()`` now and whenever the topology's log levels are written or removed."""
         return DataWatch(self.zk, self.path("logconfigs", topology_id), lambda _data: on_change())
+
+    # -- self-regulation -----------------------------------------------------
+
+    def autoscale(self, topology_id: str) -> dict[str, Any]:
+        """Self-regulation's record of a topology: {} when it never ran or was switched."""
+        return self._get(self.path("autoscale", topology_id)) or {}
+
+    def put_autoscale(self, topology_id: str, record: dict[str, Any],
+                      fence: LeaderFence | None = None) -> None:
+        """Only while the term holds, with ``fence``: a deposed leader's round writes nothing."""
+        self._fenced_put(self.path("autoscale", topology_id), record, fence)
 
     # -- code ----------------------------------------------------------------
 

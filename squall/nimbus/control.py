@@ -217,7 +217,7 @@ class TopologyControl:
     def remove_orphan_assignments(self) -> None:
         """Drop the assignments of topologies that no longer exist, freeing their slots."""
         with self._reconcile_lock:
-            fence = self._fence()
+            fence = self.fence()
             self._execute(Reconciler.orphans(self.state.topology_ids(), self.state.assignment_ids()), fence)
 
     def reconcile(self, topology_id: str, reschedule: bool = False) -> None:
@@ -233,11 +233,12 @@ class TopologyControl:
         this nimbus's term holds: a 503 for a nimbus deposed since (the leader's API takes the
         change instead)."""
         try:
-            self.state.put_topology(record, self._fence())
+            self.state.put_topology(record, self.fence())
         except NotLeader as e:
             raise Unavailable(f"this nimbus is no longer the leader: {e}") from e
 
-    def _fence(self) -> LeaderFence | None:
+    def fence(self) -> LeaderFence | None:
+        """The term writes are fenced by (None: no election, a lone nimbus in tests)."""
         if self.leadership is None:
             return None
         fence = self.leadership()
@@ -247,7 +248,7 @@ class TopologyControl:
 
     def _reconcile(self, topology_id: str, reschedule: bool = False) -> None:
         with self._reconcile_lock:
-            fence = self._fence()  # the term the round's decisions are made in
+            fence = self.fence()  # the term the round's decisions are made in
             record = self.state.topology(topology_id)
             if record is None:
                 return

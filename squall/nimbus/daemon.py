@@ -24,11 +24,12 @@ from typing import Any
 
 import structlog
 
-from squall.cluster.election import LeaderFence
+from squall.cluster.election import LeaderFence, NotLeader
 from squall.cluster.session import Session
 from squall.cluster.state import ClusterState
 from squall.cluster.zookeeper import connect, disconnect, make_client
 from squall.errors import Unavailable
+from squall.nimbus.autoscale import Autoscaler
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.submission import Submission
@@ -56,6 +57,8 @@ class Nimbus:
         # squall.cluster.election), and taking topologies in (submission).
         self.views = TopologyViews(self.state, now, leader_url=self.leader_url)
         self.control = TopologyControl(self.state, conf, now, leadership=self._term)
+        # Self-regulation (squall.nimbus.autoscale): the leader's rounds, through control's rebalance.
+        self.autoscaler = Autoscaler(self.state, self.control, conf, now)
         self.submission = Submission(self.state, conf, self.control.reconcile, self.control.put_topology, now)
         # The tokens users read the logviewers with (squall.nimbus.logtokens); wall time, as
         # the supervisors that check them are on other machines.
@@ -107,7 +110,8 @@ class Nimbus:
         self.log_tokens.publish()  # every nimbus: the same key, and one whose keyring changed adds its own
         self.api.start()
         self.election.start()
-        for target, name in ((self._monitor, "nimbus-monitor"), (self._gather_stats, "nimbus-stats")):
+        for target, name in ((self._monitor, "nimbus-monitor"), (self._gather_stats, "nimbus-stats"),
+                             (self._autoscale, "nimbus-autoscale")):
             thread = threading.Thread(target=target, name=name, daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -150,6 +154,7 @@ class Nimbus:
         """On the election's thread; the term holds until this returns."""
         if not leading:
             log.info("nimbus is no longer the leader", url=self.url)
+            self.autoscaler.forget()
             return
         log.info("nimbus is the leader", url=self.url)
         self._published_users = None  # another leader may have published another keyring's
@@ -183,6 +188,20 @@ class Nimbus:
                 self.control.reconcile_all()
             except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
                 log.exception("monitor round failed")
+
+    def _autoscale(self) -> None:
+        """Self-regulation's rounds, on the leader: each topology's when its period is due."""
+        period = self.conf["nimbus.autoscale.freq.secs"]
+        while not self._stop.wait(period):
+            if not self.is_leader or self.session.lost:
+                self.autoscaler.forget()
+                continue
+            try:
+                self.autoscaler.tick()
+            except NotLeader:
+                self.autoscaler.forget()
+            except Exception:  # noqa: BLE001 - ZooKeeper trouble: next round
+                log.warning("self-regulation tick failed; next round", exc_info=True)
 
     def _publish_users(self) -> None:
         """The keyring's users and their token hashes into ZooKeeper, when they changed."""

@@ -130,11 +130,17 @@ class Reconciler:
         known = (current or {}).get("hosts", {})
         hosts = {w["node"]: supervisors[w["node"]]["host"] if w["node"] in supervisors else known[w["node"]]
                  for w in workers}
-        if current and current["workers"] == workers and current["active"] == active:
+        # What the workers apply while they run (self-regulation's max spout pending): a
+        # change rewrites the assignment, never relaunches a worker.
+        tuning = record.get("tuning") or {}
+        if (current and current["workers"] == workers and current["active"] == active
+                and (current.get("tuning") or {}) == tuning):
             return []
         version = (current or {}).get("version", 0) + 1
-        return [WriteAssignment(topology_id, record["name"], {
-            "version": version, "time": now, "workers": workers, "hosts": hosts, "active": active})]
+        written = {"version": version, "time": now, "workers": workers, "hosts": hosts, "active": active}
+        if tuning:
+            written["tuning"] = tuning
+        return [WriteAssignment(topology_id, record["name"], written)]
 
     def _alive(self, topology_id: str, worker: Mapping[str, Any], observed: Observed, now: float,
                local: float) -> bool:

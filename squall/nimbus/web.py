@@ -10,6 +10,7 @@ from typing import Any, Protocol
 from squall.httpd.auth import Gate
 from squall.httpd.connections import Limits
 from squall.httpd.server import HttpServer, tls_for_conf
+from squall.nimbus.autoscale import Autoscaler
 from squall.nimbus.control import TopologyControl
 from squall.nimbus.logtokens import LogviewerTokens
 from squall.nimbus.submission import Submission
@@ -25,6 +26,7 @@ class Nimbus(Protocol):
     conf: dict[str, Any]
     views: TopologyViews
     control: TopologyControl
+    autoscaler: Autoscaler
     submission: Submission
     log_tokens: LogviewerTokens
 
@@ -38,7 +40,8 @@ class Nimbus(Protocol):
 def api_server(nimbus: Nimbus) -> HttpServer:
     """The server on ``nimbus.host:nimbus.http.port``, bound (not yet serving)."""
     conf = nimbus.conf
-    backend = Backend(conf, views=nimbus.views, control=nimbus.control, leadership=nimbus)
+    backend = Backend(conf, views=nimbus.views, control=nimbus.control, leadership=nimbus,
+                      autoscale=nimbus.autoscaler)
     squall = SquallApi(nimbus.cluster_info, topologies=nimbus.views, changes=nimbus.control,
                        submission=nimbus.submission, log_tokens=nimbus.log_tokens)
     limits = Limits.for_conf(conf)

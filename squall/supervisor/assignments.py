@@ -101,7 +101,7 @@ def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[
         "owner": record.get("owner"), "code_dir": code_dir, "address": f"zmq+tcp://{host}:{w['port']}",
         "executors": w["executors"], "task_address": task_address,
         "active": assignment["active"], "version": assignment["version"],
-        "log_levels": dict(log_levels or {}),
+        "log_levels": dict(log_levels or {}), "tuning": dict(assignment.get("tuning") or {}),
     } for w in mine}
     if python is not None:
         for want in workers.values():

@@ -48,6 +48,15 @@ class Leadership(Protocol):
     def leader_url(self) -> str | None: ...
 
 
+class Autoscale(Protocol):
+    """Self-regulation (squall.nimbus.autoscale): a cluster's nimbus only."""
+
+    def describe(self, ident: str) -> dict[str, Any]:
+        """The switch, the settings and the action log, newest first."""
+
+    def switch(self, ident: str, on: bool) -> dict[str, Any]: ...
+
+
 @dataclass(frozen=True)
 class Backend:
     """Storm's UI REST API: the services that answer it, and the conf it shows."""
@@ -56,6 +65,7 @@ class Backend:
     views: Views
     control: Control
     leadership: Leadership
+    autoscale: Autoscale | None = None  # None: local mode, where nothing rebalances
 
 
 class Topologies(Protocol):

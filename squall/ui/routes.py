@@ -12,6 +12,8 @@ Squall approximates are in squall.ui.storm_api), Squall's own API, ``/metrics`` 
     GET  /api/v1/topology-workers/:id
     POST /api/v1/topology/:id/activate | deactivate | rebalance/:wait | kill/:wait
          rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
+    GET  /api/v1/topology/:id/autoscale           self-regulation: its switch, settings, action log
+    POST /api/v1/topology/:id/autoscale/:action   enable or disable it (as who may rebalance)
     GET  /api/v1/topology/:id/logconfig           the log levels set on its workers
     POST /api/v1/topology/:id/logconfig           set or reset them (squall.ui.logconfig):
          {"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "timeout": 30}}}
@@ -202,6 +204,38 @@ async def topology_logconfig(request: Request) -> Response:
     return JsonAnswer(await call(request, change))
 
 
+async def topology_autoscale(request: Request) -> Response:
+    """Squall's ``/api/v1/topology/:id/autoscale``: self-regulation's switch, settings and
+    action log for its readers; ``POST .../autoscale/enable|disable`` for those who may
+    rebalance it (self-regulation acts through rebalance)."""
+    backend, ident = request.app.state.backend, request.path_params["id"]
+    action = request.path_params.get("action")
+    service = backend.autoscale
+    if service is None:
+        raise ApiError(404, "self-regulation runs on a cluster's nimbus, not in local mode")
+    if action is None:
+        if request.method != "GET":
+            raise ApiError(405, f"{request.method} {target(request)} is not supported: GET it")
+
+        def read() -> Any:
+            _authorize(request, authz.READ_TOPOLOGY, backend.views.resolve(ident))
+            return service.describe(ident)
+
+        return JsonAnswer(await call(request, read))
+    if action not in ("enable", "disable"):
+        raise ApiError(404, f"no such endpoint {target(request)!r} (it is /api/v1/topology/:id/autoscale/"
+                            "enable or /disable)")
+    if request.method != "POST":
+        raise ApiError(405, f"{request.method} {target(request)} is not supported: POST it")
+
+    def change() -> Any:
+        backend.leadership.require_leader()
+        _authorize(request, "rebalance", backend.views.resolve(ident))
+        return service.switch(ident, action == "enable")
+
+    return JsonAnswer(await call(request, change))
+
+
 STORM: list[BaseRoute] = [
     *(_summary(head) for head in SUMMARIES),
     Route("/api/v1/cluster/configuration", configuration, methods=["GET"]),
@@ -210,6 +244,8 @@ STORM: list[BaseRoute] = [
     Route("/api/v1/topology/{id:seg}/visualization", _page("visualization"), methods=["GET"]),
     Route("/api/v1/topology/{id:seg}/component/{component:seg}", _page("component"), methods=["GET"]),
     Route("/api/v1/topology/{id:seg}/logconfig", topology_logconfig, methods=["GET", "POST"]),
+    Route("/api/v1/topology/{id:seg}/autoscale", topology_autoscale, methods=["GET", "POST"]),
+    Route("/api/v1/topology/{id:seg}/autoscale/{action:seg}", topology_autoscale, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}/{wait:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology-workers/{id:seg}", topology_workers, methods=["GET"]),

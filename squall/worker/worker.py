@@ -238,6 +238,12 @@ class Worker:
             if isinstance(executor, SpoutExecutor):
                 executor.queue.put_control(kind, executor.tasks[0], None)
 
+    def set_max_pending(self, values: dict[str, Any]) -> None:
+        """Self-regulation's max spout pending per spout component (absent: the conf's)."""
+        for executor in self.executors:
+            if isinstance(executor, SpoutExecutor):
+                executor.queue.put_control("max_pending", executor.tasks[0], values.get(executor.component))
+
     # -- routing -------------------------------------------------------------
 
     def send_data(self, task: int, batch: list[Any]) -> None:

@@ -263,8 +263,25 @@ class SpoutExecutor(ComponentExecutor):
                 self.active = False
                 for st in self.spouts:
                     st.spout.deactivate()
+        elif kind == "max_pending":
+            self.set_max_pending(payload)
         else:
             super().on_control(kind, task, payload)
+
+    def set_max_pending(self, value: Any) -> None:
+        """Self-regulation's max spout pending (squall.tuning.regulator), applied live; it
+        replaces the executor's own tuner, and ``None`` gives the conf's value back.  A
+        spout that limits itself (throttled_by_pending false) keeps doing so."""
+        if any(not getattr(st.spout, "throttled_by_pending", True) for st in self.spouts):
+            return
+        value = self.conf["topology.max.spout.pending"] if value is None else max(1, int(value))
+        if value != self.max_pending:
+            self.log.info("max spout pending set by self-regulation", max_spout_pending=value,
+                          was=self.max_pending)
+        self.tuner = None
+        self.max_pending = value
+        if self.bolt_queues:
+            self.yields_by_trees = self.tracking and value is not None
 
     def _hint_timeouts(self, n: int) -> None:
         """Say it once a message timeout (the tick's period) at most: trees that time out

@@ -29,13 +29,15 @@ rewritten while the worker runs)::
      "version": 7,
      "python": "/env/bin/python",  # the Python the supervisor launched it with (its topology's
                                    # environment, squall.runtime.envbuild); may be absent
-     "log_levels": {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1718000030.0}}}
+     "log_levels": {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1718000030.0}},
                                    # set_log_level's (squall.runtime.log_levels); may be absent
+     "tuning": {"max_spout_pending": {"spout": 90}}}
+                                   # self-regulation's (squall.tuning.regulator); may be absent
 
 The worker re-reads it when it changes (checked every
 ``worker.assignment.poll.secs``, 0.5 s): a new ``active`` activates or
 deactivates the spouts; new addresses of other workers' tasks re-route the
-tuples sent to them; new ``log_levels`` apply at once (and each expires by the
+tuples sent to them; new ``log_levels`` and ``tuning`` apply at once (and each expires by the
 worker's clock); any other change (topology_id, topology, conf, code_dir,
 address, or this worker's executors) makes the worker exit with
 :data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
@@ -219,6 +221,8 @@ class Assignment:
     active: bool
     version: int
     log_levels: dict[str, Any] = field(default_factory=dict)  # not in identity(): applied live
+    # Self-regulation's {"max_spout_pending": {spout: value}} (not in identity(): applied live).
+    tuning: dict[str, Any] = field(default_factory=dict)
 
     @property
     def topology_name(self) -> str:
@@ -251,6 +255,13 @@ class Assignment:
         if not isinstance(log_levels, dict):
             msg = f"{ASSIGNMENT}: 'log_levels' has the wrong type ({type(log_levels).__name__})"
             raise AssignmentError(msg)
+        tuning = data.get("tuning") or {}
+        pending = tuning.get("max_spout_pending") if isinstance(tuning, dict) else None
+        if not isinstance(tuning, dict) or not isinstance(pending or {}, dict) or not all(
+                type(v) is int and v >= 1 for v in (pending or {}).values()):
+            msg = (f"{ASSIGNMENT}: 'tuning' must be {{'max_spout_pending': {{spout: int >= 1}}}}, "
+                   f"got {tuning!r}")
+            raise AssignmentError(msg)
         return cls(
             topology_id=need("topology_id", str),
             topology=need("topology", dict),
@@ -262,6 +273,7 @@ class Assignment:
             active=need("active", bool),
             version=need("version", int),
             log_levels=log_levels,
+            tuning=tuning,
         )
 
     def identity(self) -> tuple[Any, ...]:

@@ -217,6 +217,8 @@ class WorkerProcess:
             msg = f"cannot build the worker: {e}"
             raise StartupError(msg, EXIT_BAD_ASSIGNMENT) from e
         self.worker.start()
+        if assignment.tuning.get("max_spout_pending"):  # a restarted worker keeps self-regulation's value
+            self.worker.set_max_pending(assignment.tuning["max_spout_pending"])
         log.info("worker process started", version=assignment.version, executors=assignment.executors,
                  active=assignment.active)
         self._write_heartbeat()
@@ -331,6 +333,9 @@ class WorkerProcess:
             worker.update_task_address(new.task_address)
         if new.log_levels != old.log_levels:
             self._set_levels(new.log_levels)
+        if new.tuning != old.tuning:
+            log.info("max spout pending set by self-regulation", values=new.tuning.get("max_spout_pending"))
+            worker.set_max_pending(new.tuning.get("max_spout_pending") or {})
         self.assignment = new
         return None
 
