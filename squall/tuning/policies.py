@@ -16,8 +16,9 @@ symptom, diagnoses its cause and proposes a resolution.  A pure core: the regula
   seen, at least one more, never past the component's task count (as in Storm, an
   executor runs one or more tasks: the tasks set the ceiling).
 * **latency over target** (``latency_p99_ms``): a spout's p99 over the target while no
-  bolt is overloaded — trees wait in queues, not for a missing executor — so fewer in
-  flight: max spout pending by Little's law (value x target / p99, with a margin).
+  bolt can be scaled (none overloaded, or those that are at their task count or ceiling)
+  — trees wait in queues, not for a missing executor — so fewer in flight: max spout
+  pending by Little's law (value x target / p99, with a margin).
   Under the target, with the spout held by its max spout pending, a quarter more.
 * **over-provisioned** — a bolt whose executors all idle (capacity under
   ``capacity_low``) for ``quiet_rounds`` rounds with nothing overloaded anywhere:

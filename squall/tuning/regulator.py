@@ -89,7 +89,7 @@ class Regulator:
         shape.baseline_workers = self.baseline_workers or shape.workers
         proposals: list[Proposal] = [scale_up(recent, shape, settings, name)
                                      for name in overloaded(recent, shape, settings)]
-        if not proposals:
+        if not any(p.acts for p in proposals):
             pending = latency(recent, shape, settings)
             if pending is not None:
                 proposals.append(pending)
@@ -97,14 +97,20 @@ class Regulator:
             down = scale_down(list(self.window)[-settings.quiet_rounds:], shape, settings)
             if down is not None:
                 proposals.append(down)
+        # The first proposal that can act does; else the first is noted (a bolt at its task
+        # count may still have its latency brought down by the pending policy after it).
+        noted: tuple[Proposal, str, str] | None = None
         for proposal in proposals:
             key = f"{proposal.policy}:{proposal.component}"
             if not proposal.acts:
-                return self._note(now, proposal, key)
-            if key in self.cooldowns:
-                return self._note(now, proposal, key, f"not retried until its cool-down ends "
-                                  f"(an earlier {proposal.policy} did not help)")
-            return self._act(now, shape, proposal, recent)
+                noted = noted or (proposal, key, "")
+            elif key in self.cooldowns:
+                noted = noted or (proposal, key, f"not retried until its cool-down ends "
+                                                 f"(an earlier {proposal.policy} did not help)")
+            else:
+                return self._act(now, shape, proposal, recent)
+        if noted is not None:
+            return self._note(now, *noted)
         return Step(reason="no symptom")
 
     def _note(self, now: float, proposal: Proposal, key: str, why: str = "") -> Step:
@@ -145,7 +151,15 @@ class Regulator:
             return Step(reason="the action judged is gone from the log")
         wanted = entry["resolution"].get("executors", {})
         running = {c: s.executors for c, s in signals.components.items()}
-        if any(running.get(c) != n for c, n in wanted.items()):
+        # A lower max spout pending is in force once the trees over it have drained, and
+        # the round they drained in still carries their waits: judged from the round after.
+        bounds = entry["resolution"].get("max_pending", {})
+        drained = all(c in signals.components and (signals.components[c].pending or 0)
+                      <= n * max(signals.components[c].executors, 1) for c, n in bounds.items())
+        if bounds and drained and not self.evaluating.get("drained"):
+            self.evaluating["drained"] = True
+            return Step("wait", reason="waiting for the trees in flight to drain")
+        if any(running.get(c) != n for c, n in wanted.items()) or not drained:
             self.evaluating["waited"] += 1
             if self.evaluating["waited"] >= STUCK_ROUNDS:
                 self.failed(entry["id"], "the topology did not take its new shape within "

@@ -35,6 +35,7 @@ class ExecutorReading:
     queue_depth: int = 0
     pending: int | None = None
     max_pending: int | None = None
+    recent_p99_ms: float | None = None  # spouts: the p99 of the trees acked since its last beat
 
 
 @dataclass(frozen=True)
@@ -125,8 +126,11 @@ def signals(before: Reading, after: Reading, running: Mapping[Executor, str]) ->
         complete = sum(d["complete_secs"] for _e, d, _r in rows)
         pendings = [r.pending for _e, _d, r in rows if r.pending is not None]
         bounds = [r.max_pending for _e, _d, r in rows]
-        p99s = [w.p99_ms[component] for slot, w in after.workers.items()
-                if component in w.p99_ms and any(hosting.get(e) == slot for e, _d, _r in rows)]
+        # The p99 of the round's own trees where the spouts report it, else the workers' summary
+        # (over their latest samples, much longer than a round).
+        p99s = [r.recent_p99_ms for _e, _d, r in rows if r.recent_p99_ms is not None] or [
+            w.p99_ms[component] for slot, w in after.workers.items()
+            if component in w.p99_ms and any(hosting.get(e) == slot for e, _d, _r in rows)]
         out[component] = ComponentSignals(
             name=component, executors=len(rows),
             capacity=min(max(busy), 1.0), capacity_mean=min(sum(busy) / len(busy), 1.0),
@@ -165,7 +169,9 @@ def reading_from_beats(beats: Mapping[str, Mapping[str, Mapping[str, Any]]], top
                         executed=_number(snap.get("executed")), acked=_number(snap.get("acked")),
                         failed=_number(snap.get("failed")), complete_secs=_number(snap.get("complete_secs")),
                         queue_depth=int(_number(snap.get("queue_depth"))),
-                        pending=_count(snap.get("pending")), max_pending=_count(snap.get("max_pending")))
+                        pending=_count(snap.get("pending")), max_pending=_count(snap.get("max_pending")),
+                        recent_p99_ms=(float(snap["recent_p99_ms"]) if isinstance(snap.get("recent_p99_ms"),
+                                                                                  (int, float)) else None))
                 except (KeyError, TypeError, ValueError, IndexError):
                     continue  # a malformed snapshot: that executor is not reporting
                 mine.append(executor)

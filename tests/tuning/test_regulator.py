@@ -144,8 +144,12 @@ def test_latency_over_target_lowers_max_spout_pending_by_littles_law() -> None:
     r.round(0, shape(pending=400), slow[0])
     step = r.round(1, shape(pending=400), slow[1])
     assert step.kind == "act" and step.resolution == {"max_pending": {"spout": 90}}  # 400 * 20/80 * 0.9
-    fast = round_of(2, comp("spout", acked=100, p99=15.0, pending=90), comp("count", capacity=0.5))
-    assert r.round(2, shape(pending=90), fast).kind == "none"
+    draining = round_of(2, comp("spout", acked=100, p99=70.0, pending=300), comp("count", capacity=0.5))
+    assert r.round(2, shape(pending=90), draining).reason == "waiting for the new shape"
+    drained = round_of(3, comp("spout", acked=100, p99=40.0, pending=90), comp("count", capacity=0.5))
+    assert r.round(3, shape(pending=90), drained).reason == "waiting for the trees in flight to drain"
+    fast = round_of(4, comp("spout", acked=100, p99=15.0, pending=90), comp("count", capacity=0.5))
+    assert r.round(4, shape(pending=90), fast).kind == "none"
     assert r.actions[-1]["status"] == "helped"
 
 
@@ -176,3 +180,14 @@ def test_the_shell_failing_an_action_marks_it_and_frees_the_loop() -> None:
     assert step.entry is not None
     r.failed(step.entry["id"], "rebalance refused: the topology is being killed")
     assert r.actions[-1]["status"] == "failed" and r.evaluating is None
+
+
+def test_a_bolt_at_its_task_count_leaves_the_latency_to_max_spout_pending() -> None:
+    settings = Settings(rounds=2, quiet_rounds=5, settle_rounds=1, latency_p99_ms=50.0)
+    r = Regulator(settings)
+    jammed = [round_of(t, comp("spout", acked=1000, p99=400.0, pending=400),
+                       comp("count", 4, capacity=0.99, executed=1000)) for t in range(2)]
+    r.round(0, shape(4, pending=400), jammed[0])
+    step = r.round(1, shape(4, pending=400), jammed[1])
+    assert step.kind == "act" and step.resolution == {"max_pending": {"spout": 45}}
+    assert step.entry is not None and step.entry["policy"] == "max spout pending"

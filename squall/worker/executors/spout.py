@@ -41,6 +41,10 @@ from squall.worker.executors.pending import settle
 
 LATENCY_SAMPLES = 200_000
 SUMMARY_SAMPLES = 10_000  # summarise_latencies' subsample
+# The p99 of the trees acked since the last snapshot (self-regulation's latency policy judges
+# a change by it: the summary's 200,000 samples would take minutes to show one), over the
+# newest of them at most.
+RECENT_SAMPLES = 2_000
 # A spout not bounded by its trees in flight yields for this long in a row at most, then
 # emits a batch; while it yields it looks at the queues this often (no ack wakes it: with
 # the 1 ms of an idle spout the bolts ran dry in between, pure-Python acking off lost a fifth).
@@ -119,6 +123,7 @@ class SpoutExecutor(ComponentExecutor):
         self.timed_out = 0  # of failed: trees not acked within the message timeout (not a bolt's fail)
         self.latencies: deque[float] = deque(maxlen=LATENCY_SAMPLES)
         self.complete_secs = 0.0  # sum of complete latencies of acked trees (with self.acked: the mean)
+        self.snapshot_acked = 0  # self.acked at the last stats_snapshot (recent_p99_ms)
         self.max_pending = self.conf["topology.max.spout.pending"]
         self.tuner: Any = None
         self.batch = self.conf["topology.spout.batch.size"]
@@ -329,6 +334,12 @@ class SpoutExecutor(ComponentExecutor):
         out.update(acked=acked, failed=self.failed, timed_out=self.timed_out, pending=self.tracker.count,
                    complete_secs=self.complete_secs, progress=self.progress(acked),
                    max_pending=self.max_pending)
+        fresh = min(acked - self.snapshot_acked, len(self.latencies), RECENT_SAMPLES)
+        self.snapshot_acked = acked
+        if fresh > 0:
+            # One C call over the deque's newest: the spout's thread cannot append meanwhile.
+            recent = sorted(itertools.islice(reversed(self.latencies), fresh))
+            out["recent_p99_ms"] = recent[min(fresh - 1, int(fresh * 0.99))] * 1000
         return out
 
     def progress(self, acked: int) -> float:
