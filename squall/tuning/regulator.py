@@ -105,8 +105,8 @@ class Regulator:
             if not proposal.acts:
                 noted = noted or (proposal, key, "")
             elif key in self.cooldowns:
-                noted = noted or (proposal, key, f"not retried until its cool-down ends "
-                                                 f"(an earlier {proposal.policy} did not help)")
+                why = f"not retried until its cool-down ends (an earlier {proposal.policy} did not help)"
+                noted = noted or (proposal, key, why)
             else:
                 return self._act(now, shape, proposal, recent)
         if noted is not None:

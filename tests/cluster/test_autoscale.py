@@ -79,7 +79,8 @@ def test_a_bottleneck_bolt_is_scaled_up_and_the_log_says_why(cluster: DevCluster
 def test_a_latency_over_target_brings_max_spout_pending_down_in_the_running_workers(
         cluster: DevCluster) -> None:
     _submit(cluster, "queueing", "QueueingTopology", "topology.autoscale.latency.p99.ms=60")
-    act = poll_for(lambda: _acted(cluster, "queueing"), timeout=90, interval=0.5, message="self-regulation acted")
+    act = poll_for(lambda: _acted(cluster, "queueing"), timeout=90, interval=0.5,
+                   message="self-regulation acted")
     assert act["policy"] == "max spout pending" and "over the 60 ms target" in act["symptom"]
     lowered = act["resolution"]["max_pending"]["numbers"]
     assert 1 <= lowered < 400
