@@ -223,6 +223,25 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
         status, answer = call(cluster, "GET", "/api/v1/topology/alices/logconfig",
                               token=cluster.tokens["carol"])  # type: ignore[attr-defined]
         assert (status, answer) == (200, {"namedLoggerLevels": {}})
+        # Self-regulation acts through rebalance: switched only by who may rebalance; its log
+        # read by the topology's readers only; an unknown action is no endpoint (issue 50).
+        for user, reason in (("bob", "may not rebalance"), ("auditor", "read-only")):
+            status, answer = call(cluster, "POST", "/api/v1/topology/alices/autoscale/enable",
+                                  token=cluster.tokens[user])  # type: ignore[attr-defined]
+            assert status == 403 and reason in answer["error"], answer
+        status, answer = call(cluster, "GET", "/api/v1/topology/alices/autoscale",
+                              token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+        assert status == 403 and "may not read topology" in answer["error"], answer
+        status, answer = call(cluster, "POST", "/api/v1/topology/alices/autoscale/resize",
+                              token=cluster.tokens["carol"])  # type: ignore[attr-defined]
+        assert status == 404, answer
+        assert cli(cluster, "carol", "autoscale", "enable", "alices").returncode == 0
+        assert cli(cluster, "auditor", "autoscale", "log", "alices").returncode == 0
+        assert cluster.api("GET", "topology/alices/autoscale")["enabled"] is True
+        # A setting out of its bounds is refused at submit, naming the key.
+        refused = cli(cluster, "alice", "submit", str(WORDCOUNT), "--name", "badscale",
+                      "--conf", "topology.autoscale.capacity.high=-1")
+        assert refused.returncode == 1 and "topology.autoscale.capacity.high" in refused.stderr, refused.stderr
         # A read-only user may not submit either.
         assert "read-only" in cli(cluster, "auditor", "submit", str(WORDCOUNT), "--name", "aud").stderr
         # topology.users and the admin may; the topology is still there and active.

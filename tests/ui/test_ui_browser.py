@@ -335,6 +335,15 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
     assert timeout_shown == [str(page["configuration"]["topology.message.timeout.secs"])]
     executed = wait_for("executed words", lambda: cell("bolts", "count", "executed"))
     wait_for("the executed count to grow", lambda: cell("bolts", "count", "executed") > executed)
+    # Self-regulation's section: off as submitted, switched on and off from the page.
+    state = lambda: browser.find_element(By.ID, "autoscale-state").text  # noqa: E731
+    wait_for("the self-regulation section", lambda: state() == "Disabled")
+    browser.find_element(By.ID, "autoscale-enable").click()
+    wait_for("self-regulation enabled", lambda: state() == "Enabled")
+    assert cluster.api("GET", f"topology/{topology['encodedId']}/autoscale")["enabled"] is True
+    browser.find_element(By.ID, "autoscale-disable").click()
+    wait_for("self-regulation disabled", lambda: state() == "Disabled")
+    assert cluster.api("GET", f"topology/{topology['encodedId']}/autoscale")["enabled"] is False
 
     # The live plots: uPlot's canvas drawn, fed more than one point.
     assert browser.find_elements(By.CSS_SELECTOR, "#plot-throughput canvas")

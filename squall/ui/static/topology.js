@@ -129,6 +129,46 @@ function renderPage(page) {
                                           _key: key})));
 }
 
+/* Self-regulation's action log (squall.nimbus.autoscale): a cluster's nimbus only, so the
+   section stays hidden where the API has none (local mode answers 404). */
+function resolutionText(r) {
+  const parts = Object.entries(r.executors || {}).map(([c, n]) => `executors ${c}=${n}`);
+  if (r.workers !== undefined && r.workers !== null) parts.push(`workers=${r.workers}`);
+  parts.push(...Object.entries(r.max_pending || {}).map(([s, n]) => `max spout pending ${s}=${n}`));
+  return parts.join(", ") || "none";
+}
+
+async function refreshAutoscale() {
+  let answer;
+  try {
+    answer = await squall.api("topology/" + encodeURIComponent(topologyId) + "/autoscale");
+  } catch (e) {
+    return;
+  }
+  document.getElementById("autoscale-section").hidden = false;
+  document.getElementById("autoscale-state").textContent = answer.enabled ? "Enabled" : "Disabled";
+  squall.table("autoscale", [["#", "id", {num: true}],
+                             ["Time", "time", {render: a => new Date(a.time * 1000).toLocaleString()}],
+                             ["Policy", "policy"], ["Component", "component"],
+                             ["Status", "status", {render: a => a.id === answer.judging ? "judging" : a.status}],
+                             ["Symptom", "symptom"], ["Diagnosis", "diagnosis"],
+                             ["Resolution", "resolution", {render: a => resolutionText(a.resolution || {})}],
+                             ["Outcome", "outcome"]],
+               answer.actions.map(a => ({...a, _key: String(a.id)})));
+}
+
+for (const [button, action] of [["autoscale-enable", "enable"], ["autoscale-disable", "disable"]]) {
+  document.getElementById(button).addEventListener("click", async () => {
+    try {
+      await squall.api("topology/" + encodeURIComponent(topologyId) + "/autoscale/" + action, "POST");
+      squall.message(`self-regulation ${action}d`);
+      await refreshAutoscale();
+    } catch (e) {
+      squall.message(String(e.message || e));
+    }
+  });
+}
+
 async function refreshTopology() {
   windowId = document.getElementById("window").value;
   const query = "?window=" + encodeURIComponent(windowId) + (sysBox.checked ? "&sys=1" : "");
@@ -138,6 +178,7 @@ async function refreshTopology() {
   renderPage(page);
   drawGraph(document.getElementById("graph"), graph, name => squall.componentHref(page.id, name, windowId));
   recordPoint(page);
+  await refreshAutoscale();
 }
 
 async function act(action) {
