@@ -23,7 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from squall.cli.devcluster import DevCluster  # noqa: E402
-from squall.cli.tables import table  # noqa: E402
+from squall.cli.tables import autoscale_report, table  # noqa: E402
 
 EXAMPLE = REPO / "examples" / "autoscale" / "sizing.py"
 SCENARIOS = {  # topology -> (its bolt, extra conf)
@@ -72,9 +72,10 @@ def run(cluster: DevCluster, topology: str, period: float, cap: float) -> list[A
             continue
         log = cluster.api("GET", f"topology/{name}/autoscale")
         acts = [a for a in log["actions"] if a["status"] != "noted"]
-        last = max((a.get("undone_at") or a["time"] for a in acts), default=None)
+        last = max((a.get("judged_at") or a["time"] for a in acts), default=None)
         settled = acts and all(a["status"] in ("helped", "undone", "failed") for a in acts)
-        if settled and last is not None and time.time() - last > 4 * period and len(samples) > 8:
+        # Converged: every action judged, and none for two symptoms' worth of rounds since.
+        if settled and last is not None and time.time() - last > 8 * period and len(samples) > 8:
             break
     log = cluster.api("GET", f"topology/{name}/autoscale")
     acts = sorted((a for a in log["actions"] if a["status"] != "noted"), key=lambda a: a["id"])
@@ -84,7 +85,8 @@ def run(cluster: DevCluster, topology: str, period: float, cap: float) -> list[A
                                                                   if acts else None]
     subprocess.run([sys.executable, "-m", "squall.cli", "kill", "--config", str(cluster.config_file), name,
                     "-w", "0"], check=False, capture_output=True, cwd=REPO)
-    took = (max(a.get("undone_at") or a["time"] for a in acts) - acts[0]["time"]) if acts else None
+    took = (max(a.get("judged_at") or a["time"] for a in acts) - acts[0]["time"]) if acts else None
+    print(autoscale_report(log), flush=True)
     return [topology, f"{rate(before):.0f}", f"{rate(after):.0f}",
             f"{moving[0]['executors'] if moving else '?'} -> {samples[-1]['executors'] if samples else '?'}",
             f"{moving[0]['workers'] if moving else '?'} -> {samples[-1]['workers'] if samples else '?'}",
@@ -118,7 +120,7 @@ def main() -> int:
             for topology in args.only or SCENARIOS:
                 rows.append(run(cluster, topology, args.period, args.cap))
                 print(table(["topology", "tuples/s before", "after", "bolt executors", "workers", "actions",
-                             "p99 ms before -> after", "s from first action to last judged"], rows[-1:]),
+                             "p99 ms before -> after", "s first action -> last judged"], rows[-1:]),
                       flush=True)
         finally:
             cluster.stop()

@@ -174,7 +174,7 @@ class Regulator:
         after = _measure(settled, shape, entry["component"])
         helped, outcome = _helped(entry, entry["before"], after, self.settings,
                                   overloaded(settled, shape, self.settings))
-        entry["after"] = after
+        entry.update(after=after, judged_at=now)
         self.evaluating = None
         if helped:
             entry.update(status="helped", outcome=outcome)
@@ -217,8 +217,10 @@ def _helped(entry: dict[str, Any], before: dict[str, Any], after: dict[str, Any]
              f"{before['capacity']:.2f} -> {after['capacity']:.2f}")
     policy = entry["policy"]
     if policy == "scale up":
+        # More executors must carry more, or clear the queue that held the spouts back; a
+        # capacity that fell only because the same load is spread thinner is no help.
         gained = thr1 >= thr0 * 1.05 or after["executed"] >= before["executed"] * 1.05
-        relieved = (after["capacity"] < settings.capacity_high
+        relieved = (before["congested"] >= settings.congested_high
                     and after["congested"] < settings.congested_high and thr1 >= thr0 * 0.95)
         return gained or relieved, moved + ("" if gained or relieved else ": no gain, undone")
     if policy == "scale down":

@@ -241,7 +241,8 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
         # A setting out of its bounds is refused at submit, naming the key.
         refused = cli(cluster, "alice", "submit", str(WORDCOUNT), "--name", "badscale",
                       "--conf", "topology.autoscale.capacity.high=-1")
-        assert refused.returncode == 1 and "topology.autoscale.capacity.high" in refused.stderr, refused.stderr
+        assert refused.returncode == 1, refused.stderr
+        assert "topology.autoscale.capacity.high" in refused.stderr, refused.stderr
         # A read-only user may not submit either.
         assert "read-only" in cli(cluster, "auditor", "submit", str(WORDCOUNT), "--name", "aud").stderr
         # topology.users and the admin may; the topology is still there and active.
