@@ -138,7 +138,7 @@ KEYS: dict[str, Key] = {
         "Memory (MB) one executor of a component is expected to use; declared anywhere, the topology is "
         "scheduled by resources (docs/scheduling.md)."),
     "topology.component.resources.offheap.memory.mb": Key(0.0, (int, float), 0,
-        "Memory (MB) an executor uses outside Python's heap (buffers, a child process); counted with onheap."),
+        "Memory (MB) an executor uses outside Python's heap (buffers, a child process); added to onheap."),
     "topology.component.cpu.pcore.percent": Key(10.0, (int, float), 0,
         "CPU one executor of a component is expected to use, in percent of a core (100: a whole core)."),
     "topology.worker.max.heap.size.mb": Key(768.0, (int, float), 1,

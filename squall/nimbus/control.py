@@ -304,7 +304,8 @@ class TopologyControl:
         if action.message is None:
             log.info("topology scheduled by resources", topology=action.name)
         else:
-            log.warning("topology not scheduled: resources short", topology=action.name, reason=action.message)
+            log.warning("topology not scheduled: resources short", topology=action.name,
+                        reason=action.message)
 
     def _orphaned(self, topology_id: str) -> bool:
         # Under the lock, an assignment is only ever written after its topology,

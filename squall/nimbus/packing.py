@@ -79,7 +79,8 @@ def worker_limit(executor_memory: float, max_heap: float) -> float:
     return round(min(executor_memory + WORKER_BASE_MB, max_heap), 1)
 
 
-def load(executors: list[ExecutorId], need: Mapping[ExecutorId, Need], max_heap: float) -> tuple[float, float]:
+def load(executors: list[ExecutorId], need: Mapping[ExecutorId, Need],
+         max_heap: float) -> tuple[float, float]:
     """(memory limit, CPU) of a worker running ``executors``."""
     return (worker_limit(sum(need[e].memory for e in executors), max_heap),
             round(sum(need[e].cpu for e in executors), 1))
@@ -186,9 +187,10 @@ def _short(loads: list[tuple[float, float]], placed: int, memory: float, cpu: fl
     return f"{head}; largest free node {node} has {', '.join(what)}"
 
 
-def schedule(executors: list[ExecutorId], need: Mapping[ExecutorId, Need], component_of: Mapping[ExecutorId, str],
-             workers: int, max_heap: float, rooms: Mapping[str, Room],
-             alive: Mapping[Slot, list[ExecutorId]] | None = None, pairs: Pairs | None = None) -> Packed | Unfit:
+def schedule(executors: list[ExecutorId], need: Mapping[ExecutorId, Need],
+             component_of: Mapping[ExecutorId, str], workers: int, max_heap: float, rooms: Mapping[str, Room],
+             alive: Mapping[Slot, list[ExecutorId]] | None = None,
+             pairs: Pairs | None = None) -> Packed | Unfit:
     """A topology's workers by resources.  ``rooms``: what each usable node has left, with
     this topology's ``alive`` workers (slot -> executors, which keep theirs) not yet charged;
     the executors of none of them (a dead worker's, all of them at first) are packed into

@@ -191,7 +191,8 @@ class Reconciler:
         return [WriteAssignment(record["id"], record["name"], written)]
 
     @staticmethod
-    def _by_resources(plan: TopologyPlan, record: Mapping[str, Any], supervisors: Mapping[str, Mapping[str, Any]],
+    def _by_resources(plan: TopologyPlan, record: Mapping[str, Any],
+                      supervisors: Mapping[str, Mapping[str, Any]],
                       observed: Observed, free: Mapping[str, list[int]], alive: dict[Slot, list[ExecutorId]],
                       component_of: Mapping[ExecutorId, str]) -> packing.Packed | packing.Unfit:
         """The resource-aware scheduler's placement (squall.nimbus.packing)."""

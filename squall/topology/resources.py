@@ -40,7 +40,8 @@ STORM_STRATEGIES = frozenset({
 # 1 TiB of memory for one executor or one worker, a thousand cores for one executor.
 MAX_MEMORY_MB = 1024 * 1024
 MAX_CPU_PERCENT = 100_000
-_LIMITS = {ON_HEAP: MAX_MEMORY_MB, OFF_HEAP: MAX_MEMORY_MB, WORKER_MAX_HEAP: MAX_MEMORY_MB, CPU: MAX_CPU_PERCENT}
+_LIMITS = {ON_HEAP: MAX_MEMORY_MB, OFF_HEAP: MAX_MEMORY_MB, WORKER_MAX_HEAP: MAX_MEMORY_MB,
+           CPU: MAX_CPU_PERCENT}
 _DEFAULTS = {ON_HEAP: 128.0, OFF_HEAP: 0.0, CPU: 10.0, WORKER_MAX_HEAP: 768.0}
 
 
@@ -87,7 +88,8 @@ def worker_max(topology_conf: Mapping[str, Any]) -> float:
     return check(WORKER_MAX_HEAP, topology_conf.get(WORKER_MAX_HEAP, _DEFAULTS[WORKER_MAX_HEAP]), "topology")
 
 
-def resource_aware(raw_topology_conf: Mapping[str, Any], component_confs: Iterable[Mapping[str, Any]]) -> bool:
+def resource_aware(raw_topology_conf: Mapping[str, Any],
+                   component_confs: Iterable[Mapping[str, Any]]) -> bool:
     """Is the topology scheduled by resources?  ``raw_topology_conf``: its own settings (the
     definition's and the submit's), not merged with the defaults, which name every key."""
     strategy = raw_topology_conf.get(STRATEGY)
@@ -102,6 +104,6 @@ def resource_aware(raw_topology_conf: Mapping[str, Any], component_confs: Iterab
 def check_strategy(raw_topology_conf: Mapping[str, Any]) -> None:
     strategy = raw_topology_conf.get(STRATEGY)
     if strategy is not None and strategy not in (EVEN, RESOURCE_AWARE) and strategy not in STORM_STRATEGIES:
-        msg = f"{STRATEGY} must be {RESOURCE_AWARE!r}, {EVEN!r} or one of Storm's resource-aware strategy " \
-              f"class names, got {strategy!r}"
+        msg = (f"{STRATEGY} must be {RESOURCE_AWARE!r}, {EVEN!r} or one of Storm's resource-aware strategy "
+               f"class names, got {strategy!r}")
         raise TopologyValidationError(msg)

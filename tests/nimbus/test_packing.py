@@ -8,13 +8,26 @@ import math
 import pytest
 
 from squall.nimbus import packing
-from squall.nimbus.packing import WORKER_BASE_MB, Packed, Room, Unfit, pack, place, schedule, usage, worker_limit
+from squall.nimbus.packing import (
+    WORKER_BASE_MB,
+    Packed,
+    Room,
+    Unfit,
+    pack,
+    place,
+    schedule,
+    usage,
+    worker_limit,
+)
 from squall.topology.resources import Need
 
 ExecutorId = tuple[int, int]
 
 
-def executors(**counts: tuple[int, float]) -> tuple[list[ExecutorId], dict[ExecutorId, Need], dict[ExecutorId, str]]:
+Needs = tuple[list[ExecutorId], dict[ExecutorId, Need], dict[ExecutorId, str]]
+
+
+def executors(**counts: tuple[int, float]) -> Needs:
     """component=(executors, MB each) -> ids, needs, components (task ids from 1, in order)."""
     ids, need, component_of = [], {}, {}
     task = 1
@@ -80,7 +93,8 @@ def test_an_executor_over_the_worker_maximum_does_not_fit_and_says_which() -> No
     ids, need, comp = executors(spout=(1, 10), big=(1, 900))
     bins = pack(ids, need, comp, 1, 768)
     assert isinstance(bins, Unfit)
-    assert "'big'" in bins.reason and "900 MB" in bins.reason and "topology.worker.max.heap.size.mb" in bins.reason
+    assert "'big'" in bins.reason and "900 MB" in bins.reason
+    assert "topology.worker.max.heap.size.mb" in bins.reason
 
 
 def test_uneven_sizes_fall_back_to_worst_fit_within_the_maximum() -> None:
@@ -95,7 +109,8 @@ def test_uneven_sizes_fall_back_to_worst_fit_within_the_maximum() -> None:
 
 
 def test_worst_fit_packs_every_executor_once_and_within_the_maximum() -> None:
-    need = {(i, i): Need(float(mb), 0.0, 1.0) for i, mb in enumerate([500, 400, 300, 200, 100, 90, 80, 70], 1)}
+    sizes = [500, 400, 300, 200, 100, 90, 80, 70]
+    need = {(i, i): Need(float(mb), 0.0, 1.0) for i, mb in enumerate(sizes, 1)}
     comp = {e: f"c{e[0]}" for e in need}
     bins = packing._worst_fit(sorted(need), need, 1, 600)
     assert sorted(e for b in bins for e in b) == sorted(need)
@@ -176,7 +191,7 @@ def test_live_workers_keep_their_executors_and_only_a_dead_ones_move() -> None:
     ids, need, comp = executors(spout=(2, 300), count=(2, 300))
     first = schedule(ids, need, comp, 1, 768, rooms(n1=(2, 4096, 400), n2=(2, 4096, 400)))
     assert isinstance(first, Packed)
-    (live_slot, live), (dead_slot, _dead) = sorted(first.placement.items())
+    (live_slot, live), _dead = sorted(first.placement.items())
     # The node of the live worker has room left for it only: the dead one's executors go elsewhere.
     free = rooms(n1=(1, 100, 400), n2=(1, 4096, 400))
     free[live_slot[0]] = Room([p for p in range(6700, 6702) if (live_slot[0], p) != live_slot], 800, 400)

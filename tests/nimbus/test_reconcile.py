@@ -277,8 +277,8 @@ def test_a_topology_that_does_not_fit_is_not_assigned_and_says_why_once() -> Non
 
 def test_other_topologies_memory_counts_against_a_node() -> None:
     other = {"other-1": {"workers": [{"node": "n1", "port": 6703, "executors": [[1, 1]], "memory_mb": 1500}]}}
-    actions = Reconciler(TASK_TIMEOUT, LAUNCH).topology(ras_record(300, workers=2), None,
-                                                        observed(sized(slots=4, mb=2500), assignments=other), 1000.0)
+    seen = observed(sized(slots=4, mb=2500), assignments=other)
+    actions = Reconciler(TASK_TIMEOUT, LAUNCH).topology(ras_record(300, workers=2), None, seen, 1000.0)
     assert type(actions[0]).__name__ == "SetSchedulerStatus"
     assert "1 placed; largest free node n1 has 304 MB free" in actions[0].message  # type: ignore[union-attr]
 
