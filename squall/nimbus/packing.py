@@ -37,8 +37,9 @@ Slot = tuple[str, int]
 Pairs = list[tuple[list[ExecutorId], list[ExecutorId]]]
 
 # What a worker's Python interpreter holds before any component's data: the
-# interpreter, Squall's modules, ZeroMQ, msgpack and the queues (about 60-80 MB of RSS
-# measured on an idle word-count worker), with room to spare.
+# interpreter, Squall's modules, ZeroMQ, msgpack and the queues (about 45 MB of RSS on
+# an idle worker of tests/cluster/topologies/sized.py), with room for a busy one's
+# queues and garbage not yet collected.
 WORKER_BASE_MB = 96.0
 # How a worker of a topology that declares nothing (the even scheduler's) is charged
 # on its node: Storm's default per executor.

@@ -36,7 +36,7 @@ class OverLimit:
         return (f"worker over its memory limit: {self.rss_mb:.0f} MB resident, limit {self.limit_mb:g} MB "
                 f"(its executors' declared memory and the interpreter's allowance), "
                 f"for {self.samples} samples "
-                f"over {self.over_secs:.0f}s; killed and restarted")
+                f"over {self.over_secs:.1f}s; killed and restarted")
 
 
 @dataclass
