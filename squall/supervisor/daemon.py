@@ -347,7 +347,7 @@ class Supervisor:
                     rss_mb=round(over.rss_mb), limit_mb=over.limit_mb, samples=over.samples,
                     over_secs=round(over.over_secs, 1))
         self.launcher.kill(slot, MEMORY_LIMIT, {"rss_mb": round(over.rss_mb), "limit_mb": over.limit_mb})
-        self.launcher.note_in_worker_log(topology_id, slot.port, reason)
+        self.launcher.note_in_worker_log(topology_id, slot.port, reason, self.now())
         # As each of the worker's components' error: the UI shows a component's last error.
         for component in components_of(want):
             self.state.add_error(topology_id, {

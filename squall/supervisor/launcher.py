@@ -349,11 +349,11 @@ class Launcher:
         for slot in self.slots.values():
             self.kill(slot, reason)
 
-    def note_in_worker_log(self, topology_id: str, port: int, message: str) -> None:
+    def note_in_worker_log(self, topology_id: str, port: int, message: str, when: float) -> None:
         """A line of the supervisor's in the worker's log (why it was killed), where its user
-        reads the rest: appended, never through a link."""
+        reads the rest: appended, never through a link; ``when``: wall seconds."""
         path = logfiles.worker_dir(self.local_dir, topology_id, port) / logfiles.WORKER_LOG
-        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
         if self.conf["supervisor.worker.log.json"]:
             line = json.dumps({"timestamp": stamp, "level": "error", "logger": "squall.supervisor",
                                "event": message})

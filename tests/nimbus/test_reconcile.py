@@ -297,3 +297,27 @@ def test_a_topology_declaring_nothing_keeps_the_even_scheduler_and_no_limits() -
     even["conf"] = {**even["conf"], "topology.scheduler.strategy": "resource-aware"}
     assignment = written(Reconciler(TASK_TIMEOUT, LAUNCH).topology(even, None, observed(sized()), 1000.0))
     assert all(w["memory_mb"] == 128 * 2 + 96 for w in assignment["workers"])
+
+
+def test_a_dead_workers_executors_move_by_resources_to_a_node_with_room() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    # n1 holds both workers of 696 MB at first (the roomier node); n2 has room for one only
+    nodes = {"n1": {"host": "h1", "ports": [6700, 6701], "memory_mb": 2000, "cpu": 400},
+             "n2": {"host": "h2", "ports": [6700, 6701], "memory_mb": 800, "cpu": 400}}
+    assignment = written(reconciler.topology(ras_record(300, workers=2), None, observed(nodes), clock.now()))
+    assert {w["node"] for w in assignment["workers"]} == {"n1"}
+    clock.advance(LAUNCH + 1)
+    # Given n1 is gone and stays gone past the task timeout
+    without_n1 = {"n2": nodes["n2"]}
+    reconciler.topology(ras_record(300, workers=2), assignment, observed(without_n1), clock.now())
+    clock.advance(TASK_TIMEOUT + 1)
+    actions = reconciler.topology(ras_record(300, workers=2), assignment, observed(without_n1), clock.now())
+    # Then its executors do not fit n2 (two workers of 696 MB in 800): nothing is half-placed
+    assert [type(a).__name__ for a in actions] == ["SetSchedulerStatus"]
+    # When n2 offers more, both workers go there
+    roomy = {"n2": {**nodes["n2"], "memory_mb": 1400}}
+    moved = written(reconciler.topology(ras_record(300, workers=2, scheduler="short"), assignment,
+                                        observed(roomy), clock.now())[1:])
+    assert {w["node"] for w in moved["workers"]} == {"n2"}
+    assert sorted(w["memory_mb"] for w in moved["workers"]) == [696.0, 696.0]
