@@ -321,3 +321,14 @@ def test_a_dead_workers_executors_move_by_resources_to_a_node_with_room() -> Non
                                         observed(roomy), clock.now())[1:])
     assert {w["node"] for w in moved["workers"]} == {"n2"}
     assert sorted(w["memory_mb"] for w in moved["workers"]) == [696.0, 696.0]
+
+
+def test_a_topology_that_no_longer_fits_still_gets_its_status_and_tuning() -> None:
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    current = written(reconciler.topology(ras_record(100), None, observed(sized(mb=2000)), 1000.0))
+    # A rebalance asks for too much: the workers stay, and a deactivation and a tuning still reach them
+    tuned = ras_record(600, status="inactive", scheduler="short", tuning={"max_spout_pending": 5})
+    actions = reconciler.topology(tuned, current, observed(sized(mb=2000)), 1001.0, reschedule=True)
+    (write,) = [a for a in actions if isinstance(a, WriteAssignment)]
+    assert write.assignment["workers"] == current["workers"] and write.assignment["active"] is False
+    assert write.assignment["tuning"] == {"max_spout_pending": 5}
