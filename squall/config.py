@@ -130,6 +130,24 @@ KEYS: dict[str, Key] = {
         "Serialize every emitted value as the wire would, not only values of unusual types (tests)."),
     "topology.auto.task.hooks": Key([], (list,), None,
         "Storm's task hooks: accepted so Storm configs load, but Squall runs no task hooks."),
+    # -- resource-aware scheduling (squall.topology.resources, squall.nimbus.packing,
+    # docs/scheduling.md): Storm's keys and defaults.  Declared on a component (its
+    # spec's set_memory_load / set_cpu_load, or these keys in its config) or for the whole
+    # topology; any declaration switches the topology to the resource-aware scheduler.
+    "topology.component.resources.onheap.memory.mb": Key(128.0, (int, float), 0,
+        "Memory (MB) one executor of a component is expected to use; declared anywhere, the topology is "
+        "scheduled by resources (docs/scheduling.md)."),
+    "topology.component.resources.offheap.memory.mb": Key(0.0, (int, float), 0,
+        "Memory (MB) an executor uses outside Python's heap (buffers, a child process); added to onheap."),
+    "topology.component.cpu.pcore.percent": Key(10.0, (int, float), 0,
+        "CPU one executor of a component is expected to use, in percent of a core (100: a whole core)."),
+    "topology.worker.max.heap.size.mb": Key(768.0, (int, float), 1,
+        "The most memory (MB) the resource-aware scheduler packs into one worker, and the cap on a worker's "
+        "memory limit."),
+    "topology.scheduler.strategy": Key(None, (str, type(None)), None,
+        "\"resource-aware\" (or Storm's DefaultResourceAwareStrategy class name): schedule by resources even "
+        "with none declared; \"even\": Storm's even scheduler whatever is declared; null: resource-aware "
+        "when a component declares resources."),
     # Worker restarts back off exponentially from initial to max.
     "supervisor.worker.restart.backoff.initial.secs": Key(1.0, (int, float), 0,
         "The first wait before restarting a worker (or multilang child) that died; it doubles while it "
@@ -414,6 +432,18 @@ KEYS: dict[str, Key] = {
     # Longer than worker.shutdown.timeout.secs: an orderly stop is not cut short.
     "supervisor.worker.shutdown.sleep.secs": Key(6, (int, float), 0,
         "How long the supervisor waits for a worker it stops before killing it."),
+    # -- resources (docs/scheduling.md): what the node offers the resource-aware scheduler,
+    # and the memory limits of the workers it places.
+    "supervisor.memory.capacity.mb": Key(None, (int, float, type(None)), 0,
+        "Memory (MB) this node offers workers; null: the machine's memory."),
+    "supervisor.cpu.capacity": Key(None, (int, float, type(None)), 0,
+        "CPU this node offers workers, in percent of a core; null: 100 per core."),
+    "supervisor.worker.memory.limit.enforce": Key(True, (bool,), None,
+        "Kill and restart a worker of a resource-aware topology whose memory (RSS, with its children) "
+        "stays over its limit (docs/scheduling.md)."),
+    "supervisor.worker.memory.limit.samples": Key(3, (int,), 1,
+        "Consecutive samples (one per supervisor.monitor.frequency.secs) a worker must be over its memory "
+        "limit before it is killed."),
     # -- topologies' own environments (squall.runtime.envbuild, docs/dependencies.md) ----
     "supervisor.env.cache.grace.secs": Key(600, (int, float), 0,
         "A topology's environment (<storm.local.dir>/envs/<hash>, built from its --requirements) that no "

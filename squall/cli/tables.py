@@ -50,6 +50,10 @@ def topology_report(page: dict[str, Any]) -> str:
             f"up {page.get('uptime')}, {page.get('workersTotal')} workers, "
             f"{page.get('executorsTotal')} executors, {page.get('tasksTotal')} tasks; "
             f"window {page.get('windowHint') or page.get('window')}")
+    if "schedulerInfo" in page:  # scheduled by resources (docs/scheduling.md)
+        head += (f"\nresources: {page.get('requestedTotalMem')} MB and {page.get('requestedCpu')}% CPU "
+                 f"requested, {page.get('assignedTotalMem')} MB and {page.get('assignedCpu')}% assigned; "
+                 f"{page['schedulerInfo']}")
     spouts = table(
         ["spout", "executors", "emitted", "emitted/s", "acked", "acked/s", "failed", "complete ms",
          "last error"],
@@ -65,10 +69,11 @@ def topology_report(page: dict[str, Any]) -> str:
           b.get("processLatency"), b.get("capacity"), _short(b.get("lastError"))]
          for b in page.get("bolts", [])])
     workers = table(
-        ["host", "port", "executors", "uptime", "components"],
+        ["host", "port", "executors", "uptime", "memory limit MB", "components"],
         [[w.get("host"), w.get("port"), w.get("executorsTotal"), w.get("uptime"),
+          w.get("assignedMemOnHeap", "-"),
           ", ".join(f"{c}:{n}" for c, n in sorted((w.get("componentNumTasks") or {}).items()))]
-         for w in page.get("workers", [])], right=[False, True, True, True, False])
+         for w in page.get("workers", [])], right=[False, True, True, True, True, False])
     return "\n\n".join([head, spouts, bolts, workers])
 
 

@@ -40,6 +40,7 @@ from squall.flux.parser import (
     Entry,
     FluxFile,
 )
+from squall.topology import resources
 from squall.topology.component import DEFAULT_STREAM, Bolt, ComponentSpec, Spout, Stream, StreamRef
 from squall.topology.grouping import CustomGrouping, Grouping, GroupingSpec, class_path
 from squall.topology.loading import resolve_class
@@ -401,9 +402,28 @@ def _spec(v: _Vertex) -> ComponentSpec:
     except ConfigError as e:
         raise entry.error("config", str(e)) from e
     task_count = None if tasks == -1 else tasks
+    conf = {**conf, **_resource_loads(entry)}
     # Through the class's own spec(), as a Python topology file does: a kind of
     # component that adds options in spec() gets them here too.
     if v.kind == "bolt":
         return v.cls.spec(name=v.id, inputs=v.inputs or None, par=par, tasks=task_count, config=conf,
                           **v.options)
     return v.cls.spec(name=v.id, par=par, tasks=task_count, config=conf, **v.options)
+
+
+# Flux's resource keys on a spout or bolt -> Storm's component config keys (docs/scheduling.md).
+_RESOURCE_LOADS = {"onHeapMemoryLoad": resources.ON_HEAP, "offHeapMemoryLoad": resources.OFF_HEAP,
+                   "cpuLoad": resources.CPU}
+
+
+def _resource_loads(entry: Any) -> dict[str, float]:
+    out = {}
+    for flux_key, key in _RESOURCE_LOADS.items():
+        value = entry.value(flux_key)
+        if value is None:
+            continue
+        try:
+            out[key] = resources.check(key, value, flux_key)
+        except TopologyValidationError as e:
+            raise entry.error(flux_key, str(e)) from e
+    return out

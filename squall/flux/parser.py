@@ -31,7 +31,8 @@ UNSUPPORTED_TOP = {
                       "bolts and streams here",
 }
 OBJECT_KEYS = ("id", "className", "constructorArgs", "properties", "configMethods", "factory", "factoryArgs")
-# Storm's resource hints are accepted and ignored: Squall's scheduler does not read them.
+# Storm's resource hints: the component config keys of the resource-aware scheduler
+# (builder._resource_loads).
 VERTEX_KEYS = (*OBJECT_KEYS, "parallelism", "numTasks", "config", "onHeapMemoryLoad", "offHeapMemoryLoad",
                "cpuLoad")
 STREAM_KEYS = ("name", "from", "to", "grouping")

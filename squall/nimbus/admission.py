@@ -18,7 +18,8 @@ from squall import plugins
 from squall.errors import ConfigError, TopologyValidationError
 from squall.nimbus.placement import colocations
 from squall.security.admission import MAX_NAME, check_id
-from squall.topology.topology import TopologyDef
+from squall.topology import resources
+from squall.topology.topology import TopologyDef, check_topology_resources
 from squall.worker.plan import TopologyPlan, plan_topology
 
 # The caps a cluster puts on one submit (Storm's nimbus.slots.perTopology and
@@ -53,6 +54,27 @@ def check_size(defn: TopologyDef, conf: Mapping[str, Any], limits: Mapping[str, 
             raise TopologyValidationError(msg)
 
 
+def check_resources(plan: TopologyPlan, raw_conf: Mapping[str, Any]) -> None:
+    """Each component's declared memory and CPU and the topology's worker maximum
+    (squall.topology.resources: numbers, not negative, not absurd), and no executor needing
+    more than a worker may hold, which no cluster could schedule."""
+    check_topology_resources(raw_conf, "the topology's conf")
+    for name, component in plan.components.items():
+        where = f"component {name!r}"
+        for key in resources.COMPONENT_KEYS:
+            if key in component.config:
+                resources.check(key, component.config[key], where)
+    if not resources.resource_aware(raw_conf, (c.config for c in plan.components.values())):
+        return
+    max_heap = resources.worker_max(plan.conf)
+    for name, component in sorted(plan.components.items()):
+        need = resources.need_of(component.config, plan.conf, f"component {name!r}")
+        if need.memory > max_heap:
+            msg = (f"component {name!r} declares {need.memory:g} MB per executor, over "
+                   f"{resources.WORKER_MAX_HEAP} ({max_heap:g} MB): no worker could hold one")
+            raise TopologyValidationError(msg)
+
+
 def plan_submission(name: Any, defn: TopologyDef, conf: Any, hosts: list[str], log: Any,
                     base: Mapping[str, Any] | None = None,
                     limits: Mapping[str, Any] | None = None) -> tuple[TopologyPlan, list[str]]:
@@ -74,6 +96,7 @@ def plan_submission(name: Any, defn: TopologyDef, conf: Any, hosts: list[str], l
     if limits is not None:
         check_size(defn, {**(base or {}), **defn.config, **conf}, limits)
     plan = plan_topology(defn, base, dict(conf))
+    check_resources(plan, {**defn.config, **conf})
     problems = colocations(plan)[1]
     if problems:
         raise TopologyValidationError(problems[0])

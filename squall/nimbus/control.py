@@ -31,6 +31,7 @@ from squall.nimbus.reconcile import (
     Reconciler,
     RemoveOrphanAssignment,
     RemoveTopology,
+    SetSchedulerStatus,
     WriteAssignment,
 )
 from squall.nimbus.views import record_named, resolve
@@ -286,9 +287,25 @@ class TopologyControl:
                 log.info("assignment written", topology=action.name, version=a["version"],
                          slots=[f"{w['node']}:{w['port']}" for w in a["workers"]], active=a["active"],
                          writer=a.get("writer"), term=a.get("term"), zxid=zxid)
+            elif isinstance(action, SetSchedulerStatus):
+                self._set_scheduler_status(action, fence)
             elif isinstance(action, RemoveOrphanAssignment) and self._orphaned(action.topology_id):
                 self.state.remove_assignment(action.topology_id, fence)
                 log.warning("orphan assignment removed", id=action.topology_id)
+
+    def _set_scheduler_status(self, action: SetSchedulerStatus, fence: LeaderFence | None) -> None:
+        """Keep what the scheduler says on the record (the topology's REST answer shows it),
+        and say it in the log once, when it changes."""
+        record = self.state.topology(action.topology_id)
+        if record is None:
+            return
+        record["scheduler"] = action.message
+        self.state.put_topology(record, fence)
+        if action.message is None:
+            log.info("topology scheduled by resources", topology=action.name)
+        else:
+            log.warning("topology not scheduled: resources short", topology=action.name,
+                        reason=action.message)
 
     def _orphaned(self, topology_id: str) -> bool:
         # Under the lock, an assignment is only ever written after its topology,

@@ -29,15 +29,19 @@ new leader gives each worker the timeout from its first look, as Storm does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from squall.clock import LastChange
+from squall.errors import TopologyValidationError
+from squall.nimbus import packing
 from squall.nimbus.placement import colocations
 from squall.nimbus.scheduler import ExecutorId, Slot, schedule
+from squall.topology import resources
 from squall.topology.topology import definition_from_dict
-from squall.worker.plan import plan_topology
+from squall.worker.plan import TopologyPlan, plan_topology
 
 
 @dataclass(frozen=True)
@@ -63,7 +67,17 @@ class RemoveOrphanAssignment:
     topology_id: str
 
 
-Action = RemoveTopology | WriteAssignment | RemoveOrphanAssignment
+@dataclass(frozen=True)
+class SetSchedulerStatus:
+    """What the scheduler says of the topology changed: ``message`` is why it is not (fully)
+    scheduled (resources short), None once it is; kept on the topology's record."""
+
+    topology_id: str
+    name: str
+    message: str | None
+
+
+Action = RemoveTopology | WriteAssignment | RemoveOrphanAssignment | SetSchedulerStatus
 
 
 @dataclass(frozen=True)
@@ -121,11 +135,32 @@ class Reconciler:
         # and takes nothing new.
         free = {node: [p for p in info["ports"] if (node, p) not in used and (node, p) not in alive]
                 for node, info in supervisors.items() if info.get("healthy", True)}
-        placement = schedule([e.id for e in plan.executors], record["num_workers"], free, alive,
-                             {e.id: e.component for e in plan.executors}, colocations(plan)[0])
+        actions: list[Action] = []
+        component_of = {e.id: e.component for e in plan.executors}
+        raw_conf = {**record["definition"].get("config", {}), **record["conf"]}
+        if resources.resource_aware(raw_conf, (c.config for c in plan.components.values())):
+            packed = self._by_resources(plan, record, supervisors, observed, free, alive, component_of)
+            message = packed.reason if isinstance(packed, packing.Unfit) else None
+            if message != record.get("scheduler"):
+                actions.append(SetSchedulerStatus(topology_id, record["name"], message))
+            if isinstance(packed, packing.Unfit):
+                # Nothing half-placed: what runs now (if anything) stays as it is.
+                if not current:
+                    return actions
+                return actions + self._activity(record, current, now)
+            placement = packed.placement
+            sizes = {slot: (packed.memory[slot], packed.cpu[slot]) for slot in placement}
+        else:
+            placement = schedule([e.id for e in plan.executors], record["num_workers"], free, alive,
+                                 component_of, colocations(plan)[0])
+            sizes = {}
         workers = [{"node": node, "port": port, "executors": [list(e) for e in sorted(execs)],
                     "since": since.get((node, port), now) if (node, port) in alive else now}
                    for (node, port), execs in sorted(placement.items())]
+        for w in workers:
+            memory, cpu = sizes.get((w["node"], w["port"]), (None, None))
+            if memory is not None:
+                w["memory_mb"], w["cpu"] = memory, cpu
         active = record["status"] == "active"
         known = (current or {}).get("hosts", {})
         hosts = {w["node"]: supervisors[w["node"]]["host"] if w["node"] in supervisors else known[w["node"]]
@@ -135,12 +170,55 @@ class Reconciler:
         tuning = record.get("tuning") or {}
         if (current and current["workers"] == workers and current["active"] == active
                 and (current.get("tuning") or {}) == tuning):
-            return []
+            return actions
         version = (current or {}).get("version", 0) + 1
         written = {"version": version, "time": now, "workers": workers, "hosts": hosts, "active": active}
         if tuning:
             written["tuning"] = tuning
-        return [WriteAssignment(topology_id, record["name"], written)]
+        return [*actions, WriteAssignment(topology_id, record["name"], written)]
+
+    @staticmethod
+    def _activity(record: Mapping[str, Any], current: Mapping[str, Any], now: float) -> list[Action]:
+        """The current assignment with its ``active`` (and tuning) brought up to the record's."""
+        active = record["status"] == "active"
+        tuning = record.get("tuning") or {}
+        if current["active"] == active and (current.get("tuning") or {}) == tuning:
+            return []
+        written = {k: v for k, v in current.items() if k != "tuning"}
+        written.update(version=current.get("version", 0) + 1, time=now, active=active)
+        if tuning:
+            written["tuning"] = tuning
+        return [WriteAssignment(record["id"], record["name"], written)]
+
+    @staticmethod
+    def _by_resources(plan: TopologyPlan, record: Mapping[str, Any],
+                      supervisors: Mapping[str, Mapping[str, Any]],
+                      observed: Observed, free: Mapping[str, list[int]], alive: dict[Slot, list[ExecutorId]],
+                      component_of: Mapping[ExecutorId, str]) -> packing.Packed | packing.Unfit:
+        """The resource-aware scheduler's placement (squall.nimbus.packing)."""
+        try:
+            need = {e.id: resources.need_of(plan.components[e.component].config, plan.conf,
+                                            f"component {e.component!r}") for e in plan.executors}
+            max_heap = resources.worker_max(plan.conf)
+        except TopologyValidationError as e:  # admission refuses these; a record from before it did
+            return packing.Unfit(str(e))
+        rooms = {}
+        for node, ports in free.items():
+            info = supervisors[node]
+            memory = info.get("memory_mb")
+            cpu = info.get("cpu")
+            rooms[node] = packing.Room(list(ports), math.inf if memory is None else float(memory),
+                                       math.inf if cpu is None else float(cpu))
+        for other_id, other in observed.assignments.items():
+            if other_id == record["id"]:
+                continue
+            for w in other["workers"]:
+                if w["node"] in rooms:
+                    memory, cpu = packing.usage(w)
+                    rooms[w["node"]].memory -= memory
+                    rooms[w["node"]].cpu -= cpu
+        return packing.schedule([e.id for e in plan.executors], need, component_of, record["num_workers"],
+                                max_heap, rooms, alive, colocations(plan)[0])
 
     def _alive(self, topology_id: str, worker: Mapping[str, Any], observed: Observed, now: float,
                local: float) -> bool:

@@ -14,15 +14,17 @@ from collections.abc import Callable
 from typing import Any
 
 from squall.cluster.state import ClusterState
-from squall.errors import NotFound
+from squall.errors import NotFound, TopologyValidationError
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
+from squall.nimbus import packing
+from squall.topology import resources
 from squall.topology.component import OPERATIONS_OPTION
 from squall.topology.topology import definition_from_dict
 from squall.ui import prometheus, storm_api
 from squall.ui.storm_api import TopologyView
 from squall.version import VERSION
-from squall.worker.plan import plan_topology
+from squall.worker.plan import TopologyPlan, plan_topology
 
 
 def record_named(state: ClusterState, name: str) -> dict[str, Any]:
@@ -52,6 +54,19 @@ def _did_you_mean(name: str, records: list[dict[str, Any]]) -> str:
     """A running topology whose name differs only in case (the list is anyone's to read)."""
     close = sorted({r["name"] for r in records if r["name"].lower() == name.lower()})
     return f" (did you mean {', '.join(map(repr, close))}? names are case-sensitive)" if close else ""
+
+
+def requested(plan: TopologyPlan, record: dict[str, Any]) -> tuple[float, float] | None:
+    """(MB, CPU %) a topology scheduled by resources declares for all its executors; None for
+    one the even scheduler places."""
+    raw = {**record["definition"].get("config", {}), **record["conf"]}
+    if not resources.resource_aware(raw, (c.config for c in plan.components.values())):
+        return None
+    try:
+        needs = [resources.need_of(plan.components[e.component].config, plan.conf) for e in plan.executors]
+    except TopologyValidationError:
+        return None
+    return round(sum(n.memory for n in needs), 1), round(sum(n.cpu for n in needs), 1)
 
 
 def worker_sample(beat: dict[str, Any]) -> dict[str, Any]:
@@ -196,7 +211,8 @@ class TopologyViews:
             workers=[{**w, "host": hosts.get(w["node"], w["node"])} for w in assignment.get("workers", [])],
             # The code lives in ZooKeeper: every nimbus has it.
             replication=max(len(self.state.nimbuses()), 1), samples=self.samples(record["id"]),
-            logviewers=self.logviewers())
+            logviewers=self.logviewers(), requested=requested(plan, record),
+            scheduler_info=record.get("scheduler"))
         if details:
             view.errors = self.state.errors(record["id"])
             now = self.now()
@@ -229,7 +245,13 @@ class TopologyViews:
         if head == "supervisor":
             # When each supervisor registered: the creation of its ephemeral node.
             started = self.state.supervisors_started()
-            return storm_api.supervisor_summary(supervisors, started, used, VERSION, now)
+            held: dict[str, tuple[float, float]] = {}
+            for a in self.state.assignments().values():
+                for w in a["workers"]:
+                    memory, cpu = packing.usage(w)
+                    before = held.get(w["node"], (0.0, 0.0))
+                    held[w["node"]] = (before[0] + memory, before[1] + cpu)
+            return storm_api.supervisor_summary(supervisors, started, used, VERSION, now, held)
         if head == "nimbus":
             return storm_api.nimbus_summary(self.state.nimbuses().values(), self.leader_url(), VERSION, now)
         views = [self.view(record) for record in self.state.topologies()]

@@ -102,6 +102,8 @@ def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[
         "executors": w["executors"], "task_address": task_address,
         "active": assignment["active"], "version": assignment["version"],
         "log_levels": dict(log_levels or {}), "tuning": dict(assignment.get("tuning") or {}),
+        # The resource-aware scheduler's limit (squall.supervisor.memory holds the worker to it).
+        **({"memory_limit_mb": w["memory_mb"]} if "memory_mb" in w else {}),
     } for w in mine}
     if python is not None:
         for want in workers.values():

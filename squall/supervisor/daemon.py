@@ -48,6 +48,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import psutil
 import structlog
 
 from squall.cluster.session import Session
@@ -61,10 +62,36 @@ from squall.supervisor.health import HealthCheck
 from squall.supervisor.launcher import Launcher, Slot
 from squall.supervisor.localizer import Localizer
 from squall.supervisor.logviewer import Logviewer, start_logviewer
+from squall.supervisor.memory import MEMORY_LIMIT, MIB, MemoryWatch
 from squall.supervisor.sync import NOT_RUNNING, Action, Kill, Launch, ProcessSync, WriteAssignment
 from squall.supervisor.workers import UMASK, error_record, private_dir
+from squall.topology.topology import definition_from_dict
+from squall.worker.plan import plan_topology
 
 log = structlog.get_logger("squall.supervisor.Supervisor")
+
+
+def capacity(conf: dict[str, Any]) -> dict[str, float]:
+    """What this node offers the resource-aware scheduler: supervisor.memory.capacity.mb (the
+    machine's memory) and supervisor.cpu.capacity (100 per core it may use)."""
+    memory = conf.get("supervisor.memory.capacity.mb")
+    cpu = conf.get("supervisor.cpu.capacity")
+    if memory is None:
+        memory = psutil.virtual_memory().total // MIB
+    if cpu is None:
+        cores = conf.get("supervisor.cpu.cores") or os.sched_getaffinity(0)
+        cpu = 100 * len(cores)
+    return {"memory_mb": float(memory), "cpu": float(cpu)}
+
+
+def components_of(want: dict[str, Any]) -> list[str]:
+    """The components a worker of ``want`` runs (system ones last), from its topology's plan."""
+    try:
+        plan = plan_topology(definition_from_dict(want["topology"]), overrides=want.get("conf"))
+        names = {plan.task_component[first] for first, _last in want["executors"]}
+    except Exception:  # noqa: BLE001 - a definition this supervisor cannot plan: said without components
+        return [""]
+    return sorted(names, key=lambda n: (n.startswith("__"), n)) or [""]
 
 
 def node_id(local_dir: Path) -> str:
@@ -107,6 +134,9 @@ class Supervisor:
         self.process_sync = ProcessSync(conf["supervisor.worker.timeout.secs"],
                                         conf["supervisor.worker.start.timeout.secs"])
         self._error_offsets: dict[int, int] = {}
+        # Workers held to their memory limits (squall.supervisor.memory, docs/scheduling.md).
+        self.memory = MemoryWatch(conf["supervisor.worker.memory.limit.samples"])
+        self.capacity = capacity(conf)
         self._stop = threading.Event()
         self._sync_now = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -197,7 +227,7 @@ class Supervisor:
 
     def _register(self) -> None:
         info = {"node": self.node, "host": self.host, "ports": self.launcher.ports, "time": self.now(),
-                "healthy": self.unhealthy is None}
+                "healthy": self.unhealthy is None, **self.capacity}
         if self.unhealthy is not None:
             info["health"] = self.unhealthy
         if self.logviewer is not None:
@@ -294,7 +324,37 @@ class Supervisor:
             self.launcher.reap(port)
             for action in self.process_sync.slot(desired.get(port), slot.look(), self.now(), self.local()):
                 self._execute(slot, action)
+            self._hold_to_memory_limit(slot, desired.get(port))
         self.localizer.keep_logs(desired)
+
+    def _hold_to_memory_limit(self, slot: Slot, want: dict[str, Any] | None) -> None:
+        """Sample the slot's worker against its memory limit; one over it for long enough is
+        killed and restarted, saying why here, in its log and in its topology's errors."""
+        limit = (want or {}).get("memory_limit_mb")
+        enforce = self.conf["supervisor.worker.memory.limit.enforce"]
+        rss = slot.rss() if limit is not None and enforce else None
+        if want is None or rss is None:
+            self.memory.forget(slot.port)
+            return
+        launch = (slot.pid_record() or {}).get("launch")
+        over = self.memory.sample(slot.port, launch, rss, limit, self.local())
+        if over is None:
+            return
+        topology_id = want["topology_id"]
+        reason = over.reason()
+        log.warning("worker over its memory limit: killing and restarting", port=slot.port,
+                    topology=topology_id,
+                    rss_mb=round(over.rss_mb), limit_mb=over.limit_mb, samples=over.samples,
+                    over_secs=round(over.over_secs, 1))
+        self.launcher.kill(slot, MEMORY_LIMIT, {"rss_mb": round(over.rss_mb), "limit_mb": over.limit_mb})
+        self.launcher.note_in_worker_log(topology_id, slot.port, reason, self.now())
+        # As each of the worker's components' error: the UI shows a component's last error.
+        for component in components_of(want):
+            self.state.add_error(topology_id, {
+                "component": component, "error": reason, "task": None, "time": self.now(), "fatal": True,
+                "worker": f"{self.host}:{slot.port}", "topology_id": topology_id, "node": self.node,
+                "port": slot.port})
+        self._launch(slot, want)
 
     def _execute(self, slot: Slot, action: Action) -> None:
         if isinstance(action, Kill):

@@ -117,6 +117,24 @@ class Slot:
             return None
         return proc
 
+    def rss(self) -> int | None:
+        """The resident memory (bytes) of the slot's worker and every process under it (its
+        multilang children, a sandbox's init); None if no worker runs."""
+        proc = self.process()
+        if proc is None:
+            return None
+        total = 0
+        try:
+            tree = [proc, *proc.children(recursive=True)]
+        except psutil.Error:
+            return None
+        for p in tree:
+            try:
+                total += p.memory_info().rss
+            except psutil.Error:
+                continue  # gone between the listing and the look
+        return total
+
     def look(self) -> SlotState:
         """What the process sync (squall.supervisor.sync) is told of this slot."""
         if self.process() is None:
@@ -330,6 +348,23 @@ class Launcher:
     def kill_all(self, reason: str) -> None:
         for slot in self.slots.values():
             self.kill(slot, reason)
+
+    def note_in_worker_log(self, topology_id: str, port: int, message: str, when: float) -> None:
+        """A line of the supervisor's in the worker's log (why it was killed), where its user
+        reads the rest: appended, never through a link; ``when``: wall seconds."""
+        path = logfiles.worker_dir(self.local_dir, topology_id, port) / logfiles.WORKER_LOG
+        stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(when))
+        if self.conf["supervisor.worker.log.json"]:
+            line = json.dumps({"timestamp": stamp, "level": "error", "logger": "squall.supervisor",
+                               "event": message})
+        else:
+            line = f"{stamp} [error    ] {message} [squall.supervisor]"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_NOFOLLOW)
+        except OSError:
+            return
+        with os.fdopen(fd, "a") as f:
+            f.write(line + "\n")
 
     def running_uids(self) -> set[int | None]:
         """The uids the live workers of this node's slots run as."""

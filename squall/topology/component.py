@@ -148,6 +148,26 @@ class ComponentSpec:
     def __getitem__(self, stream: str) -> StreamRef:
         return StreamRef(self, stream)
 
+    def set_memory_load(self, on_heap_mb: float, off_heap_mb: float | None = None) -> ComponentSpec:
+        """Storm's ``setMemoryLoad``: the memory (MB) one executor of this component uses, on
+        and off Python's heap; the resource-aware scheduler packs workers by it and each
+        worker's memory limit is their sum (docs/scheduling.md).  Returns the spec."""
+        from squall.topology import resources
+
+        where = f"{self!r}.set_memory_load"
+        self.config[resources.ON_HEAP] = resources.check(resources.ON_HEAP, on_heap_mb, where)
+        if off_heap_mb is not None:
+            self.config[resources.OFF_HEAP] = resources.check(resources.OFF_HEAP, off_heap_mb, where)
+        return self
+
+    def set_cpu_load(self, percent: float) -> ComponentSpec:
+        """Storm's ``setCPULoad``: the CPU one executor uses, in percent of a core (100: one
+        core); nodes are filled up to their supervisor.cpu.capacity.  Returns the spec."""
+        from squall.topology import resources
+
+        self.config[resources.CPU] = resources.check(resources.CPU, percent, f"{self!r}.set_cpu_load")
+        return self
+
     def __repr__(self) -> str:
         cls = getattr(self.cls, "__name__", self.cls)
         return f"<{self.kind} spec {self.name or self.display_name or '?'} of {cls} par={self.par}>"

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 from squall import config as config_mod
 from squall.errors import ConfigError, TopologyValidationError
+from squall.topology import resources
 from squall.topology.component import (
     DEFAULT_STREAM,
     Bolt,
@@ -139,6 +140,14 @@ class Topology:
 _RESERVED = frozenset({"config", "definition", "from_specs", "transactional_id"})
 
 
+def check_topology_resources(conf: Mapping[str, Any], where: str) -> None:
+    """The resource keys of a topology's own conf (squall.topology.resources)."""
+    for key in resources.KEYS:
+        if key in conf:
+            resources.check(key, conf[key], where)
+    resources.check_strategy(conf)
+
+
 def _fail(message: str) -> None:
     raise TopologyValidationError(message)
 
@@ -149,6 +158,7 @@ def build_definition(name: str, specs: Mapping[str, ComponentSpec], conf: dict[s
     except ConfigError as e:
         msg = f"topology {name}: {e}"
         raise TopologyValidationError(msg) from e
+    check_topology_resources(conf, f"topology {name}")
     by_name: dict[str, ComponentSpec] = {}
     attr_of: dict[int, str] = {}
     for attr, spec in specs.items():
@@ -205,6 +215,9 @@ def _component_def(topo: str, cname: str, spec: ComponentSpec) -> ComponentDef:
         config_mod.validate(spec.config)
     except ConfigError as e:
         _fail(f"{where}: {e}")
+    for key in resources.COMPONENT_KEYS:
+        if key in spec.config:
+            resources.check(key, spec.config[key], where)
     streams = normalize_outputs(spec.raw_outputs, where)
     return ComponentDef(
         name=cname,

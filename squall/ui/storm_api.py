@@ -36,9 +36,14 @@ Log links, as Storm's: ``workerLogLink`` of each worker and executor, ``errorWor
 of each error, to the node's logviewer (squall.supervisor.logviewer; empty where the node
 runs none).
 
-Left out, having no Squall counterpart: memory and CPU figures of Storm's
-resource-aware scheduler (``requestedMem*``, ``assignedMem*``, ``totalMem``,
-``assignedCpu``...), ``logviewerPort`` (the links carry it),
+Storm's resource-aware figures (docs/scheduling.md): each supervisor's ``totalMem``,
+``totalCpu``, ``usedMem``, ``usedCpu``, ``availMem``, ``availCpu``; each topology's
+``schedulerInfo`` (why it is not scheduled, for one that does not fit), ``requestedTotalMem``,
+``requestedCpu``, ``assignedTotalMem`` and ``assignedCpu``, and each worker's ``assignedMemOnHeap``
+(its memory limit) and ``assignedCpu``.
+
+Left out, having no Squall counterpart: the on/off-heap split of the memory figures,
+``logviewerPort`` (the links carry it),
 profiling and event-log debugging, owners and users, JSONP callbacks.
 """
 
@@ -80,6 +85,9 @@ class TopologyView:
     # [previous or None, latest] (see worker_system)
     samples: dict[tuple[str, int], list[dict[str, Any] | None]] = field(default_factory=dict)
     logviewers: dict[str, str] = field(default_factory=dict)  # node -> its logviewer's base URL
+    # Scheduled by resources: (MB, CPU %) its executors declare; None: the even scheduler's
+    requested: tuple[float, float] | None = None
+    scheduler_info: str | None = None  # why it is not scheduled (squall.nimbus.packing.Unfit)
 
     @property
     def hosts(self) -> dict[str, str]:
@@ -157,16 +165,26 @@ def cluster_summary(views: Iterable[TopologyView], supervisors: Mapping[str, Map
 
 
 def supervisor_summary(supervisors: Mapping[str, Mapping[str, Any]], started: Mapping[str, float],
-                       used: set[tuple[str, int]], version: str, now: float) -> dict[str, Any]:
+                       used: set[tuple[str, int]], version: str, now: float,
+                       held: Mapping[str, tuple[float, float]] | None = None) -> dict[str, Any]:
+    """``held``: node -> (MB, CPU %) its workers hold (squall.nimbus.packing.usage)."""
     out = []
     for node, s in sorted(supervisors.items()):
         busy = sum(1 for p in s["ports"] if (node, p) in used)
+        memory, cpu = (held or {}).get(node, (0.0, 0.0))
+        total_memory, total_cpu = s.get("memory_mb"), s.get("cpu")
         out.append({"id": node, "host": s["host"], **_uptime(started.get(node), now),
                     "slotsTotal": len(s["ports"]), "slotsUsed": busy, "slotsFree": len(s["ports"]) - busy,
                     "version": version,
+                    # Storm's resource-aware figures: what the node offers, and what its workers hold
+                    "totalMem": total_memory, "totalCpu": total_cpu, "usedMem": round(memory, 1),
+                    "usedCpu": round(cpu, 1),
+                    "availMem": None if total_memory is None else round(total_memory - memory, 1),
+                    "availCpu": None if total_cpu is None else round(total_cpu - cpu, 1),
                     # Squall's own: its health check (storm.health.check.dir) failing, no new workers
                     "healthy": s.get("healthy", True), "health": s.get("health")})
-    return {"supervisors": out, "schedulerDisplayResource": False}
+    resources = any("memory_mb" in s for s in supervisors.values())
+    return {"supervisors": out, "schedulerDisplayResource": resources}
 
 
 def nimbus_summary(nimbuses: Iterable[Mapping[str, Any]], leader: str | None, version: str,
@@ -194,10 +212,17 @@ def _executors_total(view: TopologyView) -> int:
 
 def topology_entry(view: TopologyView, now: float) -> dict[str, Any]:
     """One topology of /api/v1/topology/summary (and the head of its page)."""
-    return {"id": view.id, "encodedId": encode(view.id), "name": view.name,
-            "status": storm_status(view.status), **_uptime(view.submitted, now),
-            "tasksTotal": _tasks_total(view), "workersTotal": len(view.workers),
-            "executorsTotal": _executors_total(view), "replicationCount": view.replication}
+    entry = {"id": view.id, "encodedId": encode(view.id), "name": view.name,
+             "status": storm_status(view.status), **_uptime(view.submitted, now),
+             "tasksTotal": _tasks_total(view), "workersTotal": len(view.workers),
+             "executorsTotal": _executors_total(view), "replicationCount": view.replication}
+    if view.requested is not None:  # scheduled by resources
+        entry.update({
+            "schedulerInfo": view.scheduler_info or ("Fully Scheduled" if view.workers else "Not Scheduled"),
+            "requestedTotalMem": view.requested[0], "requestedCpu": view.requested[1],
+            "assignedTotalMem": round(sum(w.get("memory_mb", 0.0) for w in view.workers), 1),
+            "assignedCpu": round(sum(w.get("cpu", 0.0) for w in view.workers), 1)})
+    return entry
 
 
 def topology_summary(views: Iterable[TopologyView], now: float) -> dict[str, Any]:
@@ -221,6 +246,8 @@ def worker_summaries(view: TopologyView, now: float) -> list[dict[str, Any]]:
                     "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(w["executors"]),
                     "componentNumTasks": counts, "workerLogLink": log_link(view, w["node"], w["port"]),
                     **_uptime(w.get("since"), now),
+                    **({"assignedMemOnHeap": w["memory_mb"], "assignedCpu": w.get("cpu")}
+                       if "memory_mb" in w else {}),
                     **worker_system(*view.samples.get((w["node"], int(w["port"])), [None, None]))})
     return out
 

@@ -165,3 +165,22 @@ def test_a_source_without_a_default_stream(tmp_path: Path) -> None:
     message = error_of(path)
     assert_points_at(message, path, 12, "from")
     assert "'quiet' declares no stream 'default' (its streams: none)" in message
+
+
+def test_the_resource_keys_become_the_components_declaration(tmp_path: Path) -> None:
+    path = broken(tmp_path, '    className: "tests.flux.parts.Sink"\n',
+                  '    className: "tests.flux.parts.Sink"\n    onHeapMemoryLoad: 256\n'
+                  '    offHeapMemoryLoad: 64.5\n    cpuLoad: 50\n')
+    sink = squall.flux.load(str(path)).definition().components["sink"]
+    assert sink.config["topology.component.resources.onheap.memory.mb"] == 256
+    assert sink.config["topology.component.resources.offheap.memory.mb"] == 64.5
+    assert sink.config["topology.component.cpu.pcore.percent"] == 50
+
+
+@pytest.mark.parametrize("value", ["-1", '"lots"', "true", ".nan"])
+def test_a_bad_resource_value_names_its_key(tmp_path: Path, value: str) -> None:
+    path = broken(tmp_path, '    className: "tests.flux.parts.Sink"\n',
+                  f'    className: "tests.flux.parts.Sink"\n    onHeapMemoryLoad: {value}\n')
+    message = error_of(path)
+    assert_points_at(message, path, 9, "onHeapMemoryLoad")
+    assert "topology.component.resources.onheap.memory.mb must be" in message

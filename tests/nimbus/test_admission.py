@@ -126,3 +126,34 @@ def test_a_colocated_component_runs_in_its_anchors_worker_in_local_mode() -> Non
         workers = [{e.component for e in execs} for execs in runner.placement]
         (beside,) = [components for components in workers if "tally" in components]
         assert "count" in beside
+
+
+RESOURCES_BAD = [
+    ({"topology.component.resources.onheap.memory.mb": float("nan")}, r"onheap\.memory\.mb must be a number"),
+    ({"topology.component.resources.onheap.memory.mb": -5}, ConfigError),
+    ({"topology.component.cpu.pcore.percent": True}, ConfigError),
+    ({"topology.component.resources.offheap.memory.mb": 10**9}, r"over the most Squall accepts"),
+    ({"topology.worker.max.heap.size.mb": float("inf")}, r"max\.heap\.size\.mb must be a number"),
+    ({"topology.component.resources.onheap.memory.mb": 900},
+     r"declares 900 MB per executor, over topology\.worker\.max\.heap\.size\.mb \(768 MB\)"),
+    ({"topology.scheduler.strategy": "fastest"}, r"topology\.scheduler\.strategy must be"),
+]
+
+
+@pytest.mark.parametrize(("conf", "expected"), RESOURCES_BAD)
+def test_resource_declarations_are_checked_at_submit(conf: dict[str, Any], expected: Any) -> None:
+    # A submit's conf: refused with the key named, before anything is planned onto a node
+    error, match = (TopologyValidationError, expected) if isinstance(expected, str) else (expected, None)
+    with pytest.raises(error, match=match):
+        plan_submission("counting", Counting.definition(), conf, ["node-a"], structlog.get_logger(),
+                        limits={})
+
+
+def test_a_components_own_declaration_is_checked_at_submit_too() -> None:
+    from squall.topology.topology import definition_from_dict
+
+    d = Counting.definition().to_dict()
+    d["components"][0]["config"]["topology.component.cpu.pcore.percent"] = float("nan")
+    with pytest.raises(TopologyValidationError, match=r"component '\w+': topology\.component\.cpu\.pcore"):
+        plan_submission("counting", definition_from_dict(d), {}, ["node-a"], structlog.get_logger(),
+                        limits={})

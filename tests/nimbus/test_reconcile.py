@@ -230,3 +230,105 @@ def test_a_node_failing_its_health_check_keeps_its_workers_and_takes_no_new_ones
     moved = written(reconciler.topology(record(), assignment, observed(supervisors=sick), clock.now(),
                                         reschedule=True))
     assert {node for node, _port in slots(moved)} == {"n1"}
+
+
+# -- by resources (squall.nimbus.packing) ---------------------------------------
+
+ON_HEAP = "topology.component.resources.onheap.memory.mb"
+
+
+def ras_record(mb: float, workers: int = 1, **extra: Any) -> dict[str, Any]:
+    """The pipe with every executor declaring ``mb`` (two ackers, the spout, the bolt)."""
+    rec = record(workers=workers, **extra)
+    rec["conf"] = {**rec["conf"], ON_HEAP: mb}
+    return rec
+
+
+def sized(slots: int = 2, mb: float = 4096, cpu: float = 400) -> dict[str, Any]:
+    return {"n1": {"host": "h1", "ports": list(range(6700, 6700 + slots)), "memory_mb": mb, "cpu": cpu}}
+
+
+def test_a_topology_declaring_resources_is_packed_by_them_and_its_workers_carry_limits() -> None:
+    # 2 ackers (topology.workers: 2) + spout + bolt at 300 MB each: 1200 MB, two workers of 768 at most.
+    actions = Reconciler(TASK_TIMEOUT, LAUNCH).topology(ras_record(300, workers=2), None,
+                                                        observed(sized(slots=4)), 1000.0)
+    assignment = written(actions)
+    assert len(assignment["workers"]) == 2
+    assert sorted(w["memory_mb"] for w in assignment["workers"]) == [696.0, 696.0]
+    assert all(w["cpu"] == 20.0 for w in assignment["workers"])
+
+
+def test_a_topology_that_does_not_fit_is_not_assigned_and_says_why_once() -> None:
+    from squall.nimbus.reconcile import SetSchedulerStatus
+
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    (status,) = reconciler.topology(ras_record(300, workers=2), None, observed(sized(mb=1000)), 1000.0)
+    assert isinstance(status, SetSchedulerStatus) and status.topology_id == TID
+    assert status.message is not None and "needs 2 workers of 696 MB" in status.message
+    # Said already (on the record): nothing more to do while nothing changes.
+    assert reconciler.topology(ras_record(300, workers=2, scheduler=status.message), None,
+                               observed(sized(mb=1000)), 1001.0) == []
+    # A node with room: assigned, and the message cleared.
+    actions = reconciler.topology(ras_record(300, workers=2, scheduler=status.message), None,
+                                  observed(sized(mb=2000)), 1002.0)
+    assert [type(a).__name__ for a in actions] == ["SetSchedulerStatus", "WriteAssignment"]
+    assert actions[0].message is None  # type: ignore[union-attr]
+
+
+def test_other_topologies_memory_counts_against_a_node() -> None:
+    other = {"other-1": {"workers": [{"node": "n1", "port": 6703, "executors": [[1, 1]], "memory_mb": 1500}]}}
+    seen = observed(sized(slots=4, mb=2500), assignments=other)
+    actions = Reconciler(TASK_TIMEOUT, LAUNCH).topology(ras_record(300, workers=2), None, seen, 1000.0)
+    assert type(actions[0]).__name__ == "SetSchedulerStatus"
+    assert "1 placed; largest free node n1 has 304 MB free" in actions[0].message  # type: ignore[union-attr]
+
+
+def test_a_rebalance_that_does_not_fit_leaves_the_running_assignment() -> None:
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    current = written(reconciler.topology(ras_record(100), None, observed(sized(mb=2000)), 1000.0))
+    actions = reconciler.topology(ras_record(600), current, observed(sized(mb=2000)), 1001.0, reschedule=True)
+    assert [type(a).__name__ for a in actions] == ["SetSchedulerStatus"]
+
+
+def test_a_topology_declaring_nothing_keeps_the_even_scheduler_and_no_limits() -> None:
+    assignment = written(Reconciler(TASK_TIMEOUT, LAUNCH).topology(record(), None, observed(), 1000.0))
+    assert all("memory_mb" not in w for w in assignment["workers"])
+    even = record()
+    even["conf"] = {**even["conf"], "topology.scheduler.strategy": "resource-aware"}
+    assignment = written(Reconciler(TASK_TIMEOUT, LAUNCH).topology(even, None, observed(sized()), 1000.0))
+    assert all(w["memory_mb"] == 128 * 2 + 96 for w in assignment["workers"])
+
+
+def test_a_dead_workers_executors_move_by_resources_to_a_node_with_room() -> None:
+    clock = FakeClock()
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    # n1 holds both workers of 696 MB at first (the roomier node); n2 has room for one only
+    nodes = {"n1": {"host": "h1", "ports": [6700, 6701], "memory_mb": 2000, "cpu": 400},
+             "n2": {"host": "h2", "ports": [6700, 6701], "memory_mb": 800, "cpu": 400}}
+    assignment = written(reconciler.topology(ras_record(300, workers=2), None, observed(nodes), clock.now()))
+    assert {w["node"] for w in assignment["workers"]} == {"n1"}
+    clock.advance(LAUNCH + 1)
+    # Given n1 is gone and stays gone past the task timeout
+    without_n1 = {"n2": nodes["n2"]}
+    reconciler.topology(ras_record(300, workers=2), assignment, observed(without_n1), clock.now())
+    clock.advance(TASK_TIMEOUT + 1)
+    actions = reconciler.topology(ras_record(300, workers=2), assignment, observed(without_n1), clock.now())
+    # Then its executors do not fit n2 (two workers of 696 MB in 800): nothing is half-placed
+    assert [type(a).__name__ for a in actions] == ["SetSchedulerStatus"]
+    # When n2 offers more, both workers go there
+    roomy = {"n2": {**nodes["n2"], "memory_mb": 1400}}
+    moved = written(reconciler.topology(ras_record(300, workers=2, scheduler="short"), assignment,
+                                        observed(roomy), clock.now())[1:])
+    assert {w["node"] for w in moved["workers"]} == {"n2"}
+    assert sorted(w["memory_mb"] for w in moved["workers"]) == [696.0, 696.0]
+
+
+def test_a_topology_that_no_longer_fits_still_gets_its_status_and_tuning() -> None:
+    reconciler = Reconciler(TASK_TIMEOUT, LAUNCH)
+    current = written(reconciler.topology(ras_record(100), None, observed(sized(mb=2000)), 1000.0))
+    # A rebalance asks for too much: the workers stay, and a deactivation and a tuning still reach them
+    tuned = ras_record(600, status="inactive", scheduler="short", tuning={"max_spout_pending": 5})
+    actions = reconciler.topology(tuned, current, observed(sized(mb=2000)), 1001.0, reschedule=True)
+    (write,) = [a for a in actions if isinstance(a, WriteAssignment)]
+    assert write.assignment["workers"] == current["workers"] and write.assignment["active"] is False
+    assert write.assignment["tuning"] == {"max_spout_pending": 5}

@@ -390,3 +390,25 @@ def test_storms_actions_drive_the_topology(cluster: DevCluster) -> None:
     assert code == 200 and body["topologyOperation"] == "kill"
     poll_for(lambda: status() == [], timeout=30, interval=0.2, message="the topology removed")
     assert act(f"/api/v1/topology/{ident}")[0] == 404
+
+
+def test_storms_resource_figures_for_supervisors_topologies_and_workers() -> None:
+    supervisors = {"n1": {"host": "h1", "ports": [6700, 6701], "memory_mb": 2048.0, "cpu": 200.0},
+                   "n2": {"host": "h2", "ports": [6700]}}
+    answer = api.supervisor_summary(supervisors, {}, set(), "v", 1000.0, {"n1": (696.0, 30.0)})
+    n1, n2 = answer["supervisors"]
+    assert (n1["totalMem"], n1["usedMem"], n1["availMem"]) == (2048.0, 696.0, 1352.0)
+    assert (n1["totalCpu"], n1["usedCpu"], n1["availCpu"]) == (200.0, 30.0, 170.0)
+    assert n2["totalMem"] is None and n2["availMem"] is None and n2["usedMem"] == 0
+    assert answer["schedulerDisplayResource"] is True
+    view = _view()
+    assert "schedulerInfo" not in api.topology_entry(view, 1010.0)  # the even scheduler's
+    view.requested = (900.0, 40.0)
+    view.workers[0].update(memory_mb=696.0, cpu=30.0)
+    entry = api.topology_entry(view, 1010.0)
+    assert entry["schedulerInfo"] == "Fully Scheduled"
+    assert (entry["requestedTotalMem"], entry["assignedTotalMem"]) == (900.0, 696.0)
+    assert entry["assignedCpu"] == 30.0
+    assert api.topology_page(view, "600", 1010.0)["workers"][0]["assignedMemOnHeap"] == 696.0
+    view.scheduler_info, view.workers = "needs 1 worker of 596 MB", []
+    assert api.topology_entry(view, 1010.0)["schedulerInfo"] == "needs 1 worker of 596 MB"

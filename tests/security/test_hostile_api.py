@@ -425,6 +425,26 @@ def test_parallelism_and_workers_are_capped(cluster: DevCluster) -> None:
     alive(cluster)
 
 
+@pytest.mark.parametrize(
+    ("component_conf", "conf", "named"),
+    [
+        ({"topology.component.resources.onheap.memory.mb": 10**12}, {}, "over the most Squall accepts"),
+        ({"topology.component.cpu.pcore.percent": True}, {}, "topology.component.cpu.pcore.percent"),
+        ({"topology.component.resources.offheap.memory.mb": -1}, {}, "offheap.memory.mb"),
+        ({}, {"topology.worker.max.heap.size.mb": "lots"}, "topology.worker.max.heap.size.mb"),
+        ({}, {"topology.component.resources.onheap.memory.mb": 10**6}, "no worker could hold one"),
+    ],
+)
+def test_absurd_resource_declarations_are_refused_at_submit(
+    cluster: DevCluster, component_conf: dict[str, Any], conf: dict[str, Any], named: str
+) -> None:
+    # docs/scheduling.md: what the resource-aware scheduler packs by and the supervisors kill by
+    body = submit_body("sized", [{**SPOUT, "config": component_conf}], conf=conf)
+    status, answer = call(cluster, "POST", "/api/v1/topologies", body)
+    assert status == 400 and named in answer["error"], answer
+    alive(cluster)
+
+
 def test_the_zip_bomb_is_refused(cluster: DevCluster) -> None:
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as zf:

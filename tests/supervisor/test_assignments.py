@@ -160,3 +160,11 @@ def test_a_node_runs_its_own_workers_of_an_assignment_knowing_where_every_task_l
     assert (first["active"], first["version"], first["conf"], first["code_dir"]) == (False, 7, {"k": 1},
                                                                                       "/code/t-1")
     assert workers_of_node("c", "10.0.0.3", "t-1", assignment, record, {}, "/code/t-1") == {}
+
+
+def test_a_worker_placed_by_resources_gets_its_memory_limit() -> None:
+    a = assignment(("a", 6700, [[1, 1]]), ("a", 6701, [[2, 2]]))
+    a["workers"][0].update(memory_mb=396.0, cpu=20.0)
+    got = workers_of_node(NODE, HOST, "t-1", a, record("t-1"), {}, "/code/t-1")
+    assert got[6700]["memory_limit_mb"] == 396.0
+    assert "memory_limit_mb" not in got[6701]  # the even scheduler's: no limit

@@ -606,3 +606,40 @@ def test_component_class_by_name_that_does_not_load_is_refused_at_submit() -> No
     T = Topology.from_specs("T", {"words": spec})
     with LocalCluster() as cluster, invalid("no_such_module_xyz:Spout", "cannot load"):
         cluster.submit("t", T)
+
+
+# -- resources (squall.topology.resources) -----------------------------------------------
+
+
+def test_a_spec_declares_memory_and_cpu_as_storms_component_keys() -> None:
+    class Sized(Topology):
+        words = Words.spec(par=2).set_memory_load(256, 64).set_cpu_load(50)
+        split = Split.spec(inputs=[words], config={"topology.component.resources.onheap.memory.mb": 100})
+
+    comps = Sized.definition().components
+    assert comps["words"].config == {"topology.component.resources.onheap.memory.mb": 256.0,
+                                     "topology.component.resources.offheap.memory.mb": 64.0,
+                                     "topology.component.cpu.pcore.percent": 50.0}
+    assert comps["split"].config["topology.component.resources.onheap.memory.mb"] == 100
+
+
+@pytest.mark.parametrize(("call", "message"), [
+    (lambda s: s.set_memory_load(-1), r"onheap\.memory\.mb must be >= 0 \(MB\), got -1"),
+    (lambda s: s.set_memory_load("512"), r"onheap\.memory\.mb must be a number \(MB\), got '512'"),
+    (lambda s: s.set_memory_load(128, True), r"offheap\.memory\.mb must be a number \(MB\), got True"),
+    (lambda s: s.set_cpu_load(float("inf")), r"cpu\.pcore\.percent must be a number \(percent of a core\)"),
+    (lambda s: s.set_cpu_load(10**7), r"over the most Squall accepts \(100000\)"),
+])
+def test_a_bad_declaration_is_refused_at_once(call: Any, message: str) -> None:
+    with pytest.raises(TopologyValidationError, match=message):
+        call(Words.spec())
+
+
+def test_a_bad_value_through_the_config_keys_is_refused_when_the_topology_is_defined() -> None:
+    with pytest.raises(TopologyValidationError, match=r"component 'words': topology\.component\.cpu\.pcore"):
+        class Bad(Topology):
+            words = Words.spec(config={"topology.component.cpu.pcore.percent": float("nan")})
+    with pytest.raises(TopologyValidationError, match=r"topology\.worker\.max\.heap\.size\.mb must be"):
+        class BadToo(Topology):
+            config = {"topology.worker.max.heap.size.mb": float("nan")}
+            words = Words.spec()

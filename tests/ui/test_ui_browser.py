@@ -186,6 +186,9 @@ def test_cluster_page(cluster: DevCluster, topology: dict[str, Any], browser: An
     assert len(supervisors) == 1
     slots = supervisors[0].find_element(By.CSS_SELECTOR, "td[data-key=slotsTotal]").text
     assert slots == "3"
+    # what its workers hold of the memory it offers (docs/scheduling.md): "used / total"
+    memory = supervisors[0].find_element(By.CSS_SELECTOR, "td[data-key=usedMem]").text
+    assert memory.replace(" / ", "/").split("/")[1].isdigit() and int(memory.split(" / ")[0]) > 0
     nimbus = wait_for("the nimbus", lambda: browser.find_elements(
         By.CSS_SELECTOR, "#nimbuses tbody tr[data-row]"))
     assert "Leader" in nimbus[0].text

@@ -66,6 +66,10 @@ function renderPage(page) {
     ["Status", squall.status(page.status)], ["Id", page.id], ["Uptime", page.uptime],
     ["Workers", page.workersTotal], ["Executors", page.executorsTotal], ["Tasks", page.tasksTotal],
     ["Message timeout", page.msgTimeout + " s"],
+    // Scheduled by resources (docs/scheduling.md): what it asked, what it got, and why not.
+    ...(page.schedulerInfo === undefined ? [] : [
+      ["Memory MB", `${page.assignedTotalMem} of ${page.requestedTotalMem} requested`],
+      ["Scheduler", page.schedulerInfo]]),
   ].map(([label, value]) => squall.el("div", {}, label, squall.el("b", {"data-key": label}, value))));
   if (!waitSet && page.msgTimeout !== null && page.msgTimeout !== undefined) {
     document.getElementById("kill-wait").value = page.msgTimeout;
