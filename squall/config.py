@@ -517,6 +517,21 @@ KEYS: dict[str, Key] = {
     "logviewer.max.requests.per.user": Key(4, (int,), 1,
         "Requests one user may have open at one logviewer at once (a download holds its place until its "
         "last byte); past it 429 at once."),
+    # -- worker profiling (squall.runtime.profiling, docs/profiling.md) ------------
+    # Storm's key: whether nimbus takes profile, stack dump and restart requests for workers
+    # (py-spy, run by the worker's supervisor).  On by default: py-spy ships with Squall.
+    "worker.profiler.enabled": Key(True, (bool,), None,
+        "Whether nimbus takes requests to dump a worker's stacks, profile it or restart it (its "
+        "supervisor runs py-spy); off: they are refused (503)."),
+    # The longest profile one request may ask for (Storm's UI asks for 10 minutes).
+    "worker.profiler.max.secs": Key(600, (int, float), 1,
+        "The longest profile of a worker one request may ask for, in seconds."),
+    # What py-spy writes is kept beside the worker's log; past this many files the oldest go.
+    "worker.profiler.keep.files": Key(20, (int,), 1,
+        "Stack dumps and profiles kept per worker (beside its log); the oldest go first."),
+    # How long one stack dump may take before py-spy is killed and the request fails.
+    "worker.profiler.dump.timeout.secs": Key(30, (int, float), 1,
+        "How long one stack dump (py-spy dump) may take before it is stopped and the request fails."),
     # How long a token nimbus mints for reading one logviewer (squall.security.logtokens) is
     # valid.  Nimbus's clock and the supervisors' must agree far better than this (NTP).
     "logviewer.token.validity.secs": Key(300, (int, float), 1,

@@ -295,6 +295,14 @@ def cmd_logs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_profile(args: argparse.Namespace) -> int:
+    """A component's workers' stacks or profiles, by py-spy on their nodes (squall.cli.profile)."""
+    from squall.cli import profile
+
+    conf = _client_conf(args)
+    return profile.main(args, conf, _client(conf))
+
+
 def add_command(sub: Any, name: str, func: Any, help_text: str,
                 aliases: tuple[str, ...] = ()) -> argparse.ArgumentParser:
     """A cluster command's parser, reading ``--config`` after the command too."""
@@ -377,3 +385,7 @@ def add_commands(sub: Any) -> None:
     from squall.cli.logs import add_arguments
 
     add_arguments(command("logs", cmd_logs, "a topology's workers' logs, from the nodes' logviewers"))
+    from squall.cli import profile
+
+    profile.add_arguments(command("profile", cmd_profile,
+                                  "a component's workers' thread stacks (--dump) or a profile (--seconds N)"))

@@ -18,6 +18,10 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
     autoscale/<id>         self-regulation's switch and state (squall.tuning.regulator): the
                            action log, the action being judged, the cool-downs; a new leader
                            carries on from it
+    profilerequests/<node>/<request id>
+                           a worker profile asked for (squall.runtime.profiling): by node, so
+                           that a supervisor watches its own requests alone; removed by that
+                           supervisor once carried out (or found stale)
     owners/<state id>      {"owner"}: the user whose topologies alone may use a transactional
                            id or checkpointed state's key (claimed by the first submit that
                            uses it; kept as long as the state itself, which outlives topologies)
@@ -74,7 +78,8 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "logconfigs", "autoscale", "drpc", "owners", "nimbus/election", "nimbus/hosts")
+         "logconfigs", "autoscale", "drpc", "owners", "profilerequests", "nimbus/election",
+         "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
 
@@ -455,6 +460,32 @@ class ClusterState:
                       fence: LeaderFence | None = None) -> None:
         """Only while the term holds, with ``fence``: a deposed leader's round writes nothing."""
         self._fenced_put(self.path("autoscale", topology_id), record, fence)
+
+    # -- worker profiling ----------------------------------------------------
+
+    def put_profile_request(self, node: str, request_id: str, record: dict[str, Any]) -> None:
+        """A profile request for a worker of ``node`` (squall.runtime.profiling)."""
+        self._put(self.path("profilerequests", node, request_id), record)
+
+    def profile_requests(self, node: str) -> dict[str, Any]:
+        """The requests for ``node``'s workers by node name, as written (None: not JSON); the
+        reader checks them."""
+        base = self.path("profilerequests", node)
+        out: dict[str, Any] = {}
+        for name in self._children(base):
+            try:
+                out[name] = self._get(f"{base}/{name}")
+            except ValueError:
+                out[name] = None
+        return out
+
+    def remove_profile_request(self, node: str, request_id: str) -> None:
+        self._delete(self.path("profilerequests", node, request_id))
+
+    def watch_profile_requests(self, node: str, on_change: Callable[[list[str]], None]) -> ChildrenWatch:
+        """``on_change(request ids)`` now and whenever a request for ``node`` comes or goes."""
+        self.zk.ensure_path(self.path("profilerequests", node))
+        return ChildrenWatch(self.zk, self.path("profilerequests", node), on_change)
 
     # -- code ----------------------------------------------------------------
 

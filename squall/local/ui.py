@@ -18,6 +18,7 @@ queue depths, backpressure and frames are their own).
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from typing import Any
@@ -89,6 +90,13 @@ class LocalBackend:
     def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
         self.resolve(ident)
         raise NotFound(LOCAL_LOG_LEVELS)
+
+    def profile(self, ident: str, action: str, worker: str, timeout: str | None = None,
+                fmt: str | None = None, locals_: bool = False, user: str | None = None) -> dict[str, Any]:
+        self.resolve(ident)
+        msg = ("local mode runs no workers to profile: `py-spy dump --pid` this process "
+               f"({os.getpid()}) instead (docs/profiling.md)")
+        raise NotFound(msg)
 
     def _runner(self, name: str) -> LocalTopology:
         runner = self.cluster.topologies().get(name)

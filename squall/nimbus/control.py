@@ -25,6 +25,7 @@ from squall import config as config_mod
 from squall.cluster.election import LeaderFence, NotLeader
 from squall.cluster.state import ClusterState
 from squall.errors import Conflict, InvalidRequest, NotFound, Unavailable
+from squall.nimbus.profiling import WorkerProfiling
 from squall.nimbus.reconcile import (
     Action,
     Observed,
@@ -66,6 +67,7 @@ class TopologyControl:
         # slots of a topology that no longer exists stayed taken for ever.
         self._reconcile_lock = threading.RLock()
         self._log_levels_lock = threading.Lock()  # two changes at once: neither lost
+        self.profiling = WorkerProfiling(state, conf, now)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -198,6 +200,13 @@ class TopologyControl:
         answer = logconfig.logconfig_answer(levels)
         warnings = logconfig.unmatched(changes, record["name"], logconfig.components_of(record))
         return {**answer, "warnings": warnings} if warnings else answer
+
+    # -- worker profiling ----------------------------------------------------
+
+    def profile(self, ident: str, action: str, worker: str, timeout: str | None = None,
+                fmt: str | None = None, locals_: bool = False, user: str | None = None) -> dict[str, Any]:
+        """Storm's /topology/:id/profiling/<action>/:host-port (squall.nimbus.profiling)."""
+        return self.profiling.ask(ident, action, worker, timeout, fmt, locals_, user)
 
     # -- reconciliation ------------------------------------------------------
 

@@ -8,7 +8,8 @@ Storm's SimpleACLAuthorizer shape, on identities the keyring authenticated:
   (the default) or names them;
 * a topology's owner (who submitted it) and the users its conf lists in
   ``topology.users`` may kill, rebalance, activate and deactivate it, and set
-  its log levels (Storm's setLogConfig);
+  its log levels (Storm's setLogConfig), and profile or restart its workers (Storm's
+  setWorkerProfiler);
 * a topology's details (its definition, configuration, errors, workers: Storm's
   getTopologyConf and getTopologyInfo) are read by its owner, ``topology.users``
   and ``logs.users``, ``nimbus.readonly.users`` and the admins only; the list of
@@ -27,7 +28,8 @@ READ = "read"
 READ_TOPOLOGY = "read_topology"
 SUBMIT = "submit"
 SET_LOG_LEVEL = "set_log_level"
-MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL)
+PROFILE = "profile"  # Storm's setWorkerProfiler: a stack dump, a profile or a restart of a worker
+MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL, PROFILE)
 
 
 @dataclass(frozen=True)

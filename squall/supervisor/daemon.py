@@ -63,6 +63,7 @@ from squall.supervisor.launcher import Launcher, Slot
 from squall.supervisor.localizer import Localizer
 from squall.supervisor.logviewer import Logviewer, start_logviewer
 from squall.supervisor.memory import MEMORY_LIMIT, MIB, MemoryWatch
+from squall.supervisor.profiler import WorkerProfiler
 from squall.supervisor.sync import NOT_RUNNING, Action, Kill, Launch, ProcessSync, WriteAssignment
 from squall.supervisor.workers import UMASK, error_record, private_dir
 from squall.topology.topology import definition_from_dict
@@ -155,6 +156,8 @@ class Supervisor:
             wake=self._sync_now, now=now, secure=self.secure, credentials=self.zk_credentials or [],
             worker_extras=dict if self.spark is None else self.spark.worker_conf)
         self.logviewer: Logviewer | None = None
+        # Stack dumps, profiles and restarts nimbus asks of this node's workers (its own thread).
+        self.profiler = WorkerProfiler(conf, self.node, self.local_dir, self.state, self.launcher, now, local)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -179,6 +182,7 @@ class Supervisor:
             self.logviewer.follow(self.state)  # the keys of the tokens nimbus mints for it
         self._register()
         self._assignments_watch = self.state.watch_assignments(self._on_assignments_changed)
+        self.profiler.start()
         loops = [(self._heartbeat_loop, "heartbeat"), (self._assignments_loop, "sync-assignments"),
                  (self._processes_loop, "sync-processes")]
         if self.health.directory is not None:
@@ -204,6 +208,7 @@ class Supervisor:
         if self._assignments_watch is not None:
             self._assignments_watch.stop()
         self.assignments.stop()
+        self.profiler.stop()
         for thread in self._threads:
             thread.join(10)
         if kill_workers:

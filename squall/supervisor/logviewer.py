@@ -12,6 +12,8 @@ Storm's routes and parameters (``file`` is ``<topology id>/<port>/worker.log``):
                                                     matches with their context (JSON, Storm's shape)
     GET /api/v1/listLogs?topoId=&port=              the worker logs this user may read (JSON)
     GET /api/v1/daemonlog?file=&start=&length=&grep=   and /api/v1/daemondownload?file=
+    GET /api/v1/dumps/:topology-id/:host-port[/:file]  a worker's stack dumps and profiles
+                                                    (squall.supervisor.dumps)
 
 Who may read (squall.security.authz.may_read_logs): ``nimbus.admins`` and ``logs.users``
 everything; a topology's owner, its ``topology.users`` and its own ``logs.users`` its
@@ -56,7 +58,7 @@ from squall.httpd.answers import JsonAnswer, call
 from squall.httpd.guard import Guard
 from squall.httpd.server import HttpServer, tls_for_conf
 from squall.security import authz
-from squall.supervisor import logfiles
+from squall.supervisor import dumps, logfiles
 from squall.supervisor.logfiles import BadLogRequest
 from squall.supervisor.logviewer_auth import LogviewerGate
 from squall.supervisor.workers import open_plain_file
@@ -283,6 +285,7 @@ ROUTES = [
     Route("/api/v1/searchLogs", list_logs, methods=["GET"]),
     Route("/api/v1/daemonlog", daemon_log, methods=["GET"]),
     Route("/api/v1/daemondownload", daemon_download, methods=["GET"]),
+    *dumps.ROUTES,
     Mount("/ui", StaticFiles(directory=STATIC), name="ui"),
 ]
 
@@ -295,11 +298,14 @@ class BrowserPage:
         self.app = app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and scope["method"] == "GET" and scope["path"] in (
-                "/api/v1/log", "/api/v1/daemonlog"):
+        path = scope.get("path", "")
+        listing = path.startswith("/api/v1/dumps/") and path.count("/") == 5
+        if scope["type"] == "http" and scope["method"] == "GET" and (
+                path in ("/api/v1/log", "/api/v1/daemonlog") or listing):
             headers = Headers(scope=scope)
             if "authorization" not in headers and "text/html" in headers.get("accept", ""):
-                await FileResponse(STATIC / "log.html")(scope, receive, send)
+                page = "dumps.html" if listing else "log.html"
+                await FileResponse(STATIC / page)(scope, receive, send)
                 return
         await self.app(scope, receive, send)
 

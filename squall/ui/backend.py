@@ -40,6 +40,11 @@ class Control(Protocol):
     def set_log_config(self, ident: str, changes: dict[str, Any]) -> dict[str, Any]:
         """``changes`` (squall.ui.logconfig.logconfig_request's) made; the answer as a GET's."""
 
+    def profile(self, ident: str, action: str, worker: str, timeout: str | None = None,
+                fmt: str | None = None, locals_: bool = False, user: str | None = None) -> dict[str, Any]:
+        """Storm's ``/topology/:id/profiling/<action>/:host-port[/:timeout]``: a profile, a stack
+        dump or a restart of one worker asked of its supervisor (squall.runtime.profiling)."""
+
 
 class Leadership(Protocol):
     def require_leader(self) -> None:

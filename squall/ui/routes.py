@@ -14,6 +14,13 @@ Squall approximates are in squall.ui.storm_api), Squall's own API, ``/metrics`` 
          rebalance's body: {"rebalanceOptions": {"numWorkers": N, "executors": {component: n}}}
     GET  /api/v1/topology/:id/autoscale           self-regulation: its switch, settings, action log
     POST /api/v1/topology/:id/autoscale/:action   enable or disable it (as who may rebalance)
+    GET|POST /api/v1/topology/:id/profiling/start/:host-port/:timeout   profile a worker: py-spy
+         records for :timeout minutes (Storm's unit) or seconds (``30s``); ?format=speedscope
+         for a speedscope JSON instead of a flame graph (SVG)
+    GET|POST /api/v1/topology/:id/profiling/stop | dumpprofile | dumpjstack | restartworker/:host-port
+         end the record early | write it now and record on | every thread's stack (?locals=1:
+         with locals) | restart the worker; dumpheap: 501, a Python worker has no heap dump
+         (squall.nimbus.profiling; the outputs: the logviewer's /api/v1/dumps/:id/:host-port)
     GET  /api/v1/topology/:id/logconfig           the log levels set on its workers
     POST /api/v1/topology/:id/logconfig           set or reset them (squall.ui.logconfig):
          {"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "timeout": 30}}}
@@ -54,6 +61,7 @@ from starlette.staticfiles import StaticFiles
 from squall.errors import ApiError
 from squall.httpd.answers import JsonAnswer, call, json_body, raw_body, target
 from squall.metrics.book import window_id
+from squall.runtime import profiling
 from squall.security import authz
 from squall.ui import STATIC, logconfig, storm_api
 
@@ -236,6 +244,44 @@ async def topology_autoscale(request: Request) -> Response:
     return JsonAnswer(await call(request, change))
 
 
+NO_HEAP_DUMP = ("a Python worker has no heap to dump (Storm's dumpheap is the JVM's jmap): "
+                "dumpjstack gives every thread's stack, start a sampled profile")
+
+
+async def topology_profiling(request: Request) -> Response:
+    """Storm's ``/api/v1/topology/:id/profiling/<action>/:host-port[/:timeout]`` (GET as Storm's
+    UI sends it, or POST): checked here and by nimbus, carried out by the worker's supervisor."""
+    params = request.path_params
+    ident, action, worker = params["id"], params["action"], params["worker"]
+    timeout = params.get("timeout")
+    if action == "dumpheap":
+        raise ApiError(501, NO_HEAP_DUMP)
+    if action not in profiling.STORM_ACTIONS:
+        known = ", ".join(a for a in profiling.STORM_ACTIONS)
+        raise ApiError(404, f"no such profiling action {action!r} ({known})")
+    if (timeout is not None) != (action == "start"):
+        usage = "/api/v1/topology/:id/profiling/" + action + "/:host-port" + (
+            "/:timeout" if action == "start" else "")
+        raise ApiError(404, f"no such endpoint {target(request)!r} (it is {usage})")
+    query = request.query_params
+    fmt = query.get("format") or None
+    if fmt is not None and fmt not in profiling.FORMATS:
+        raise ApiError(400, f"format is one of {', '.join(profiling.FORMATS)}, got {fmt[:40]!r}")
+    locals_ = (query.get("locals") or "").lower() in ("1", "true", "yes")
+    await raw_body(request)  # Storm's clients may send a form or nothing: not read
+    backend = request.app.state.backend
+
+    def ask() -> Any:
+        backend.leadership.require_leader()
+        _authorize(request, authz.PROFILE, backend.views.resolve(ident))
+        return backend.control.profile(ident, action, worker, timeout, fmt, locals_,
+                                       getattr(request.state, "user", None))
+
+    return JsonAnswer(await call(request, ask))
+
+
+PROFILING = "/api/v1/topology/{id:seg}/profiling/{action:seg}/{worker:seg}"
+
 STORM: list[BaseRoute] = [
     *(_summary(head) for head in SUMMARIES),
     Route("/api/v1/cluster/configuration", configuration, methods=["GET"]),
@@ -246,6 +292,8 @@ STORM: list[BaseRoute] = [
     Route("/api/v1/topology/{id:seg}/logconfig", topology_logconfig, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/autoscale", topology_autoscale, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/autoscale/{action:seg}", topology_autoscale, methods=["GET", "POST"]),
+    Route(PROFILING, topology_profiling, methods=["GET", "POST"]),
+    Route(PROFILING + "/{timeout:seg}", topology_profiling, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}/{wait:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology-workers/{id:seg}", topology_workers, methods=["GET"]),

@@ -523,6 +523,84 @@ def test_fuzzed_requests_never_get_a_500_or_hurt_nimbus(
     assert nimbus_process(cluster).is_running()
 
 
+def logviewer_token(cluster: DevCluster, user: str, link: str) -> str:
+    base = link.split("/api/v1/", 1)[0]
+    answer = cluster.request("POST", "/api/v1/logviewer/token", json.dumps({"logviewer": base}).encode(),
+                             token=cluster.tokens[user])  # type: ignore[attr-defined]
+    assert answer.status_code == 200, answer.text
+    return answer.json()["token"]  # type: ignore[no-any-return]
+
+
+def test_a_workers_stacks_and_profile_by_its_owner_only(cluster: DevCluster, tmp_path: Path) -> None:
+    """Issue 50: Storm's profiling endpoints and `squall profile`, py-spy reaching the sandboxed
+    workers from their root supervisor; hostile paths, users and readers refused."""
+    submitted = cli(cluster, "alice", "submit", str(WORDCOUNT), "--name", "profiled",
+                    "--conf", "topology.users=[carol]")
+    assert submitted.returncode == 0, submitted.stdout + submitted.stderr
+    try:
+        poll_for(lambda: cluster.worker_pids(), timeout=60, message="the word count's worker running")
+        poll_for(lambda: cluster.api("GET", "topology/profiled")["workers"], timeout=30,
+                 message="its worker in the topology page")
+        # When its owner asks for the stacks of the workers running split
+        dumped = cli(cluster, "alice", "profile", "profiled", "-c", "split", "--dump")
+        # Then each thread's stack is printed, split's executor threads named
+        assert dumped.returncode == 0, dumped.stdout + dumped.stderr
+        assert "executor threads of split: executor-split-" in dumped.stdout
+        assert 'Thread ' in dumped.stdout and '"executor-split-' in dumped.stdout, dumped.stdout
+        # And a 2 s profile is a flame graph saved where asked
+        recorded = cli(cluster, "carol", "profile", "profiled", "-c", "split", "--seconds", "2",
+                       "-o", str(tmp_path))
+        assert recorded.returncode == 0, recorded.stdout + recorded.stderr
+        saved = Path(recorded.stdout.strip().rsplit(": ", 1)[1])
+        assert saved.parent == tmp_path and saved.suffix == ".svg" and b"<svg" in saved.read_bytes()
+        # A component that is not there, and one that is, are told apart
+        refused = cli(cluster, "alice", "profile", "profiled", "-c", "nope", "--dump")
+        assert refused.returncode == 1 and "has no component 'nope'" in refused.stderr, refused.stderr
+
+        # Storm's paths: nobody but its owner, topology.users and the admins may profile it
+        worker = "{host}:{port}".format(**cluster.api("GET", "topology/profiled")["workers"][0])
+        base = "/api/v1/topology/profiled/profiling"
+        status, answer = call(cluster, "GET", f"{base}/dumpjstack/{worker}",
+                              token=cluster.tokens["bob"])  # type: ignore[attr-defined]
+        assert status == 403 and "may not profile" in answer["error"], answer
+        status, answer = call(cluster, "POST", f"{base}/dumpjstack/{worker}",
+                              token=cluster.tokens["auditor"])  # type: ignore[attr-defined]
+        assert status == 403 and "read-only" in answer["error"], answer
+        # Its timeout is a bounded positive number of minutes, or seconds with an s
+        for timeout in ("nan", "0", "-1", "11", "601s", "1e3", "inf", "x" * 300):
+            status, answer = call(cluster, "GET", f"{base}/start/{worker}/{timeout}")
+            assert status == 400 and ("timeout" in answer["error"] or "seconds" in answer["error"]), answer
+        # The worker must be one of the topology's: its host and port
+        for other, code in (("127.0.0.1:1", 404), ("not-a-worker", 400), ("..%2F..%2Fetc:6700", 404),
+                            (f"{worker.rsplit(':', 1)[0]}:99999", 400)):
+            status, answer = call(cluster, "GET", f"{base}/dumpjstack/{other}")
+            assert status == code, (other, answer)
+        status, answer = call(cluster, "GET", f"{base}/dumpheap/{worker}")
+        assert status == 501 and "no heap" in answer["error"], answer
+        for path in (f"{base}/start/{worker}", f"{base}/rm/{worker}",
+                     f"{base}/start/{worker}/1s?format=evil"):
+            status, answer = call(cluster, "GET", path)
+            assert status in (400, 404), (path, answer)
+        status, answer = call(cluster, "GET", "/api/v1/topology/nope/profiling/dumpjstack/h:1")
+        assert status == 404, answer
+        # The outputs: listed for its readers only, through the logviewer's minted tokens
+        status, answer = call(cluster, "GET", f"{base}/dumpjstack/{worker}")
+        link = answer["dumplink"]
+        assert status == 200 and link.endswith(f"/{worker.replace(':', '%3A')}") and "/api/v1/dumps/" in link
+        assert cluster.request("GET", link, token=None).status_code == 401
+        forbidden = cluster.request("GET", link, token=logviewer_token(cluster, "bob", link))
+        assert forbidden.status_code == 403, forbidden.text
+        files = cluster.request("GET", link, token=logviewer_token(cluster, "alice", link)).json()["files"]
+        assert {f["kind"] for f in files} >= {"jstack", "record"}, files
+        for name in ("worker.log", "..%2Freaders.json", "readers.json"):
+            got = cluster.request("GET", f"{link}/{name}", token=logviewer_token(cluster, "alice", link))
+            assert got.status_code in (400, 404), (name, got.text)
+    finally:
+        assert cli(cluster, "alice", "kill", "profiled", "--wait", "0").returncode == 0
+    poll_for(lambda: cluster.api("GET", "topologies") == [], timeout=60, message="profiled killed")
+    alive(cluster)
+
+
 def test_nimbus_survived_everything(cluster: DevCluster) -> None:
     alive(cluster)
     assert os.path.exists(cluster.root / "logs" / "nimbus-0.log")
