@@ -7,7 +7,7 @@ microseconds per sentence.
 (as root, or wherever ptrace of one's own children is allowed)
 
 The word count runs in a child pinned to one core (one spout, split and count, one acker).
-py-spy (the ``bench`` extra) samples its threads ``--rate`` times a second with native
+py-spy (a dependency of squall) samples its threads ``--rate`` times a second with native
 frames, so the Cython builds of the hot path show (as their generated C files' functions).
 It stops the process for each sample, which slows it (to about two thirds of its
 throughput at 100 Hz, a half at 500) and adds to the CPU a sentence takes (12 us
@@ -134,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     if not Path(spy).exists():
-        print("py-spy is missing: pip install py-spy (the bench extra)", file=sys.stderr)
+        print("py-spy is missing: pip install py-spy (a dependency of squall)", file=sys.stderr)
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         ready, raw = Path(tmp) / "ready", args.stacks or Path(tmp) / "stacks.txt"

@@ -34,7 +34,8 @@ transfer's, cumulative),
 
 Log links, as Storm's: ``workerLogLink`` of each worker and executor, ``errorWorkerLogLink``
 of each error, to the node's logviewer (squall.supervisor.logviewer; empty where the node
-runs none).
+runs none); ``workerDumpLink`` of each worker (Squall's): its stack dumps and profiles there
+(squall.supervisor.dumps), Storm's profiling answers' ``dumplink``.
 
 Storm's resource-aware figures (docs/scheduling.md): each supervisor's ``totalMem``,
 ``totalCpu``, ``usedMem``, ``usedCpu``, ``availMem``, ``availCpu``; each topology's
@@ -245,6 +246,7 @@ def worker_summaries(view: TopologyView, now: float) -> list[dict[str, Any]]:
         out.append({"supervisorId": w["node"], "host": w.get("host", w["node"]), "port": w["port"],
                     "topologyId": view.id, "topologyName": view.name, "executorsTotal": len(w["executors"]),
                     "componentNumTasks": counts, "workerLogLink": log_link(view, w["node"], w["port"]),
+                    "workerDumpLink": dump_link(view, w["node"], w.get("host", w["node"]), w["port"]),
                     **_uptime(w.get("since"), now),
                     **({"assignedMemOnHeap": w["memory_mb"], "assignedCpu": w.get("cpu")}
                        if "memory_mb" in w else {}),
@@ -309,6 +311,15 @@ def log_link(view: TopologyView, node: str, port: Any) -> str:
     if not base or port is None:
         return ""
     return f"{base}/api/v1/log?file={quote(f'{view.id}/{port}/worker.log', safe='')}"
+
+
+def dump_link(view: TopologyView, node: str, host: str, port: Any) -> str:
+    """Where the worker's stack dumps and profiles are listed on its node's logviewer ("" where
+    there is none): Storm's profiling answers' ``dumplink`` (squall.supervisor.dumps)."""
+    base = view.logviewers.get(node)
+    if not base or port is None:
+        return ""
+    return f"{base}/api/v1/dumps/{quote(view.id, safe='')}/{quote(f'{host}:{port}', safe='')}"
 
 
 def _error_fields(view: TopologyView, error: Mapping[str, Any], now: float) -> dict[str, Any]:

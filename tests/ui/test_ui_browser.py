@@ -355,6 +355,25 @@ def test_topology_page_graph_numbers_plots_and_kill(cluster: DevCluster, topolog
         " && window.squallPlots.latency.data[0].length > 1"))
     assert browser.execute_script("return Math.max(...window.squallPlots.throughput.data[1])") > 0
 
+    # (issue 50) A worker's stack dump, asked with its button, is listed under its "outputs"
+    # (the node's logviewer, signed in on the click) and shown there, its executor threads named.
+    row = "#workers tbody tr:first-child"
+    wait_for("the stack dump button", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"{row} button[data-action=dumpjstack]")).click()
+    wait_for("the dump asked", lambda: "stack dump of" in browser.find_element(By.ID, "message").text)
+    ui_window = browser.current_window_handle
+    wait_for("the outputs link", lambda: browser.find_element(
+        By.CSS_SELECTOR, f"{row} td[data-key=profiling] a.log-link")).click()
+    browser.switch_to.window(wait_for("the outputs' tab",
+                                      lambda: [h for h in browser.window_handles if h != ui_window])[0])
+    try:
+        wait_for("the dump listed", lambda: browser.find_element(
+            By.CSS_SELECTOR, "#files td[data-key=name] button"), timeout=60).click()
+        wait_for("the dump shown", lambda: '"executor-' in browser.find_element(By.ID, "shown").text)
+    finally:
+        browser.close()
+        browser.switch_to.window(ui_window)
+
     # On a narrow window the graph shrinks to the page, never clipped, and wide tables scroll
     # in their own box instead of widening the page.
     size = browser.get_window_size()

@@ -124,7 +124,8 @@ function renderPage(page) {
                            ["Sent", "bytesSent", {num: true, render: mb("bytesSent")}],
                            ["Executors", "executorsTotal", {num: true}],
                            ["Components (tasks)", "componentNumTasks", {render: w =>
-                             Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}]],
+                             Object.entries(w.componentNumTasks).map(([c, n]) => `${c}: ${n}`).join(", ")}],
+                           ["Profiling", "profiling", {render: profilingCell}]],
                page.workers.map(w => ({...w, _key: w.host + ":" + w.port})));
   /* Storm's "Topology Configuration": every key the topology runs with (secrets redacted by nimbus). */
   squall.table("configuration", [["Key", "key"], ["Value", "value"]],
@@ -171,6 +172,38 @@ for (const [button, action] of [["autoscale-enable", "enable"], ["autoscale-disa
       squall.message(String(e.message || e));
     }
   });
+}
+
+/* Storm's worker buttons (JStack, Profile, Restart Worker): each asks nimbus, whose request the
+   worker's supervisor carries out with py-spy; what it writes is listed on the node's logviewer
+   ("outputs", opened like a log link, signed in for that logviewer). */
+function profilingCell(w) {
+  const worker = w.host + ":" + w.port;
+  const button = (text, action, title) => {
+    const b = squall.el("button", {class: "profile", "data-action": action, title: title}, text);
+    b.addEventListener("click", () => profileWorker(worker, action));
+    return b;
+  };
+  return squall.el("span", {}, button("Stack dump", "dumpjstack", "every thread's stack (py-spy dump)"), " ",
+                   button("Profile", "start", "a flame graph of the seconds set above (py-spy record)"), " ",
+                   button("Restart", "restartworker", "kill the worker; its supervisor starts it again"), " ",
+                   squall.logLink(w.workerDumpLink, "outputs"));
+}
+
+async function profileWorker(worker, action) {
+  let path = "topology/" + encodeURIComponent(topologyId) + "/profiling/" + action + "/" + encodeURIComponent(worker);
+  if (action === "start") {
+    const secs = Math.max(1, Math.floor(Number(document.getElementById("profile-secs").value) || 30));
+    path += "/" + secs + "s";
+  }
+  if (action === "restartworker" && !window.confirm(`Restart worker ${worker}?`)) return;
+  try {
+    const answer = await squall.api(path, "POST");
+    const what = {dumpjstack: "stack dump", start: `profile of ${answer.seconds} s`, restartworker: "restart"}[action];
+    squall.message(`${what} of ${worker} asked: its "outputs" will list it once written`);
+  } catch (e) {
+    squall.message(String(e.message || e));
+  }
 }
 
 async function refreshTopology() {
