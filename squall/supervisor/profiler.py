@@ -51,6 +51,9 @@ log = structlog.get_logger("squall.supervisor.profiler")
 
 ERROR_CHARS = 4000  # of py-spy's own output, kept in an error file
 RECORD_GRACE_SECS = 30.0  # a record past its length by this much is killed
+# py-spy takes ^C as "write what you have" only once it is sampling; before, ^C just kills
+# it (and the record is lost): an interrupt asked sooner waits until the record is this old.
+INTERRUPTIBLE_AFTER_SECS = 1.0
 IDLE_WAKE_SECS = 5.0  # looks again this often without a watch firing (a request missed)
 BUSY_WAKE_SECS = 0.5  # while records run: how soon one that ended is noticed
 
@@ -73,6 +76,8 @@ class _Running:
     record: Record
     partial: Path  # where py-spy writes; renamed to the record's name once whole
     deadline: float  # local clock: killed past it
+    started: float  # local clock
+    interrupt_at: float | None = None  # local clock: when to send it ^C (an interrupt asked)
 
 
 class WorkerProfiler:
@@ -172,7 +177,8 @@ class WorkerProfiler:
         elif isinstance(instruction, Interrupt):
             running = self._running.get(instruction.port)
             if running is not None:
-                _interrupt(running.proc)
+                running.interrupt_at = running.started + INTERRUPTIBLE_AFTER_SECS
+                self._reap()
         elif isinstance(instruction, Restart):
             self._restart(instruction.request)
 
@@ -222,8 +228,9 @@ class WorkerProfiler:
                    request.format, "--output", str(partial), "--idle", "--nonblocking"]
         proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
                                 stderr=subprocess.PIPE)
-        deadline = self.local() + seconds + RECORD_GRACE_SECS
-        self._running[request.port] = _Running(proc, record, partial, deadline)
+        started = self.local()
+        self._running[request.port] = _Running(proc, record, partial, started + seconds + RECORD_GRACE_SECS,
+                                               started)
         log.info("worker profile recording", port=request.port, pid=pid, seconds=seconds, request=request.id)
 
     def _reap(self) -> None:
@@ -231,6 +238,9 @@ class WorkerProfiler:
             if running.proc.poll() is None:
                 if self.local() > running.deadline:
                     running.proc.kill()
+                elif running.interrupt_at is not None and self.local() >= running.interrupt_at:
+                    running.interrupt_at = None
+                    _interrupt(running.proc)
                 continue
             del self._running[port]
             _, err = running.proc.communicate()
