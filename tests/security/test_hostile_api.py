@@ -595,6 +595,19 @@ def test_a_workers_stacks_and_profile_by_its_owner_only(cluster: DevCluster, tmp
         for name in ("worker.log", "..%2Freaders.json", "readers.json"):
             got = cluster.request("GET", f"{link}/{name}", token=logviewer_token(cluster, "alice", link))
             assert got.status_code in (400, 404), (name, got.text)
+        # Storm's start for a minute, stopped at once: what was sampled is written now
+        status, started = call(cluster, "GET", f"{base}/start/{worker}/1?format=speedscope")
+        assert status == 200 and started["seconds"] == 60, started
+        assert call(cluster, "POST", f"{base}/stop/{worker}")[0] == 200
+        token = logviewer_token(cluster, "alice", link)
+        poll_for(lambda: [f for f in cluster.request("GET", link, token=token).json()["files"]
+                          if f["request"] == started["request"] and f["name"].endswith(".json")],
+                 timeout=30, message="the stopped profile written")
+        # And restartworker: the worker is killed and its supervisor starts it again
+        before = set(cluster.worker_pids().values())
+        assert call(cluster, "POST", f"{base}/restartworker/{worker}")[0] == 200
+        poll_for(lambda: (now := set(cluster.worker_pids().values())) and not now & before, timeout=60,
+                 message="the worker restarted")
     finally:
         assert cli(cluster, "alice", "kill", "profiled", "--wait", "0").returncode == 0
     poll_for(lambda: cluster.api("GET", "topologies") == [], timeout=60, message="profiled killed")
