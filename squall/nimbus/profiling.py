@@ -20,11 +20,15 @@ import structlog
 
 from squall import config as config_mod
 from squall.cluster.state import ClusterState
-from squall.errors import Conflict, InvalidRequest, NotFound, Unavailable
+from squall.errors import Conflict, InvalidRequest, NotFound, TooBusy, Unavailable
 from squall.nimbus.views import resolve
 from squall.runtime import profiling
 
 log = structlog.get_logger("squall.nimbus.profiling")
+
+# Requests waiting for one node's supervisor at most: each is a py-spy run (or a restart)
+# there, and a node whose supervisor is down takes none; past it, 429 at once.
+MAX_PENDING_PER_NODE = 16
 
 
 def _setting(conf: dict[str, Any], key: str) -> Any:
@@ -68,6 +72,7 @@ class WorkerProfiling:
             profiling.check(request)
         except ValueError as e:
             raise InvalidRequest(str(e)) from e
+        self._make_room(node)
         self.state.put_profile_request(node, request.id, request.to_record())
         log.info("worker profile asked", topology=record["name"], worker=f"{host}:{port}", kind=kind,
                  seconds=seconds or None, request=request.id, user=user)
@@ -92,6 +97,21 @@ class WorkerProfiling:
                 return str(node), str(hosts.get(node, node)), port
         raise NotFound(f"topology {record['name']!r} has no worker {worker[:200]!r} "
                        "(its workers: GET /api/v1/topology-workers/:id)")
+
+    def _make_room(self, node: str) -> None:
+        """Drop ``node``'s requests its supervisor can no longer take (stale: it was down), and
+        refuse a new one while MAX_PENDING_PER_NODE wait."""
+        pending = self.state.profile_requests(node)
+        now = self.now()
+        for name, raw in list(pending.items()):
+            requested = raw.get("requested") if isinstance(raw, dict) else None
+            if not isinstance(requested, (int, float)) or now - requested > 2 * profiling.PICKUP_SECS:
+                self.state.remove_profile_request(node, name)
+                del pending[name]
+        if len(pending) >= MAX_PENDING_PER_NODE:
+            msg = (f"{len(pending)} profiling requests wait for the supervisor of node {node} already; "
+                   "ask again once it has taken them")
+            raise TooBusy(msg)
 
     def _dumplink(self, node: str, topology_id: str, worker: str) -> str:
         base = (self.state.supervisors().get(node) or {}).get("logviewer")
