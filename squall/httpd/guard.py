@@ -4,7 +4,9 @@ logviewer's): :class:`Guard` -- authentication, the request budget and the audit
 Secure mode (``squall.secure``), and local mode's ``--ui`` (its run's token, which a browser
 holds as a cookie: squall.httpd.auth.RunToken, squall.httpd.loopback): every request but the
 UI's own static files carries a token (``Authorization: Bearer <token>``, or that cookie);
-every POST leaves an audit line; every answer has its secrets redacted.  At most
+every POST leaves an audit line, and so does every GET of Storm's profiling paths (its UI
+sends them as GETs, and they dump, profile and restart workers); every answer has its secrets
+redacted.  At most
 ``max_requests`` authenticated requests are served at once, and at most ``per_user`` of one
 user's (squall.httpd.budget); past either a request is answered at once (503 busy, 429 for
 that user), never queued behind a slow one.  Only those who presented a token count against
@@ -98,8 +100,13 @@ class Guard:
             finally:
                 self.budget.release(user)
         finally:
-            if method not in ("GET", "HEAD") and (self.audit_successes or not 0 < status < 400):
+            if changes(method, scope) and (self.audit_successes or not 0 < status < 400):
                 audit(scope, user, status)
+
+
+def changes(method: str, scope: Scope) -> bool:
+    """Whether a request may change something (its audit line says who asked)."""
+    return method not in ("GET", "HEAD") or b"/profiling/" in (scope.get("raw_path") or b"")
 
 
 def audit(scope: Scope, user: str | None, status: int) -> None:

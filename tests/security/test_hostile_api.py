@@ -611,6 +611,11 @@ def test_a_workers_stacks_and_profile_by_its_owner_only(cluster: DevCluster, tmp
     finally:
         assert cli(cluster, "alice", "kill", "profiled", "--wait", "0").returncode == 0
     poll_for(lambda: cluster.api("GET", "topologies") == [], timeout=60, message="profiled killed")
+    # Storm's profiling GETs change things: each leaves an audit line naming who, as a POST does
+    logs = "".join(p.read_text(errors="replace") for p in (cluster.root / "logs").glob("nimbus*.log"))
+    audit = [line for line in logs.splitlines() if "audit" in line and "/profiling/" in line]
+    assert any("user=bob" in line and "outcome=refused" in line and "GET" in line for line in audit), audit
+    assert any("user=admin" in line and "outcome=ok" in line and "restartworker" in line for line in audit)
     alive(cluster)
 
 
