@@ -13,6 +13,7 @@ action log with its symptom, diagnosis, resolution and outcome.
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,7 +116,8 @@ class Regulator:
 
     def _note(self, now: float, proposal: Proposal, key: str, why: str = "") -> Step:
         """A diagnosis nothing is done about: logged once while it lasts."""
-        note = f"{key}:{proposal.diagnosis}:{why}"
+        # The same finding with other numbers (a worker's CPU moves every round) is not news.
+        note = re.sub(r"\d+(\.\d+)?", "#", f"{key}:{proposal.diagnosis}:{why}")
         if note != self.noted:
             self.noted = note
             self._log({"time": now, "policy": proposal.policy, "component": proposal.component,
