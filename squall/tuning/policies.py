@@ -178,11 +178,12 @@ def latency(window: list[Signals], shape: Shape, settings: Settings) -> Proposal
     return None
 
 
-def scale_down(window: list[Signals], shape: Shape, settings: Settings) -> Proposal | None:
-    """The first bolt idle through the quiet window (``window`` is that long), or workers
-    to give back."""
+def scale_down(window: list[Signals], shape: Shape, settings: Settings) -> list[Proposal]:
+    """Each bolt idle through the quiet window (``window`` is that long), then workers to
+    give back."""
     if overloaded(window[-settings.rounds:], shape, settings):
-        return None
+        return []
+    out = []
     for name in sorted(shape.executors):
         n = shape.executors[name]
         if name in shape.spouts or name.startswith("__") or n <= 1:
@@ -194,15 +195,16 @@ def scale_down(window: list[Signals], shape: Shape, settings: Settings) -> Propo
         peak = max(r.capacity for r in rows)
         want = max(1, math.ceil(peak * n / settings.capacity_target))
         if want < n:
-            return Proposal("scale down", name,
-                            f"{name} idle for {len(rows)} rounds: capacity at most {peak:.2f}",
-                            f"over-provisioned: {want} executor(s) would run at about "
-                            f"{peak * n / want:.2f}", executors={name: want})
+            out.append(Proposal("scale down", name,
+                                f"{name} idle for {len(rows)} rounds: capacity at most {peak:.2f}",
+                                f"over-provisioned: {want} executor(s) would run at about "
+                                f"{peak * n / want:.2f}", executors={name: want}))
     if shape.workers > max(shape.baseline_workers, settings.min_workers):
         busiest = [sum(s.workers_cpu.values()) for s in window]
         if busiest and max(busiest) < settings.worker_cpu_high * 0.5 * (shape.workers - 1):
-            return Proposal("scale down", "(workers)",
-                            f"the topology's workers used at most {max(busiest):.2f} cores over "
-                            f"{len(window)} rounds", f"over-provisioned: {shape.workers - 1} workers hold it",
-                            workers=shape.workers - 1)
-    return None
+            out.append(Proposal("scale down", "(workers)",
+                                f"the topology's workers used at most {max(busiest):.2f} cores over "
+                                f"{len(window)} rounds",
+                                f"over-provisioned: {shape.workers - 1} workers hold it",
+                                workers=shape.workers - 1))
+    return out

@@ -95,9 +95,7 @@ class Regulator:
             if pending is not None:
                 proposals.append(pending)
         if not proposals and len(self.window) >= settings.quiet_rounds:
-            down = scale_down(list(self.window)[-settings.quiet_rounds:], shape, settings)
-            if down is not None:
-                proposals.append(down)
+            proposals += scale_down(list(self.window)[-settings.quiet_rounds:], shape, settings)
         # The first proposal that can act does; else the first is noted (a bolt at its task
         # count may still have its latency brought down by the pending policy after it).
         noted: tuple[Proposal, str, str] | None = None
@@ -226,8 +224,10 @@ def _helped(entry: dict[str, Any], before: dict[str, Any], after: dict[str, Any]
                     and after["congested"] < settings.congested_high and thr1 >= thr0 * 0.95)
         return gained or relieved, moved + ("" if gained or relieved else ": no gain, undone")
     if policy == "scale down":
-        kept = thr1 >= thr0 * 0.9 and not overloaded_now
-        return kept, moved + ("" if kept else ": lost throughput or overloaded a bolt, undone")
+        # Judged by whether what is left keeps up, not by the throughput: an input that
+        # fell meanwhile (often why the bolt idled) must not undo it.
+        kept = not overloaded_now and after["capacity"] < settings.capacity_high
+        return kept, moved + ("" if kept else ": overloaded a bolt, undone")
     p0, p1 = before.get("p99_ms"), after.get("p99_ms")
     latency_moved = f"p99 {p0 or 0:.1f} -> {p1 or 0:.1f} ms, throughput {thr0:.1f} -> {thr1:.1f}/s"
     target = settings.latency_p99_ms or 0.0

@@ -193,3 +193,32 @@ def test_a_bolt_at_its_task_count_leaves_the_latency_to_max_spout_pending() -> N
     step = r.round(1, shape(4, pending=400), jammed[1])
     assert step.kind == "act" and step.resolution == {"max_pending": {"spout": 45}}
     assert step.entry is not None and step.entry["policy"] == "max spout pending"
+
+
+def test_a_bolt_cooling_down_does_not_keep_another_idle_bolt_from_shrinking() -> None:
+    r = Regulator(SETTINGS)
+    r.cooldowns["scale down:count"] = 1000.0
+
+    def idle(t: float) -> Signals:
+        return round_of(t, comp("spout", acked=20), comp("count", 4, capacity=0.05, executed=20),
+                        comp("split", 4, capacity=0.05, executed=20))
+
+    wide = Shape(executors={"spout": 1, "count": 4, "split": 4}, tasks={"spout": 1, "count": 4, "split": 4},
+                 spouts=frozenset({"spout"}), workers=1, free_slots=0, baseline_workers=1)
+    r.round(0, wide, idle(0))
+    r.round(1, wide, idle(1))
+    step = r.round(2, wide, idle(2))
+    assert step.kind == "act" and step.resolution == {"executors": {"split": 1}}
+
+
+def test_a_scale_down_is_kept_when_the_input_keeps_falling() -> None:
+    r = Regulator(SETTINGS)
+    idle = [round_of(t, comp("spout", acked=200), comp("count", 4, capacity=0.1, executed=200))
+            for t in range(3)]
+    for t in range(3):
+        step = r.round(t, shape(4), idle[t])
+    assert step.kind == "act"
+    quieter = [round_of(t, comp("spout", acked=20), comp("count", 1, capacity=0.1, executed=20))
+               for t in (3, 4)]
+    r.round(3, shape(1), quieter[0])
+    assert r.round(4, shape(1), quieter[1]).kind == "none" and r.actions[-1]["status"] == "helped"
