@@ -7,9 +7,10 @@ symptom, diagnoses its cause and proposes a resolution.  A pure core: the regula
   ``congested_high`` of a round), every round of the window.  Diagnosed as:
     - *data skew* when one executor takes far more than its share of the tuples while
       the others idle: more executors would not spread a hot key; nothing is done;
-    - *under-provisioned, CPU bound* when a worker that hosts it uses a whole core: in
-      one Python process threads share the GIL, so more executors need another worker
-      as well (one more, where the cluster has a free slot and the ceiling allows);
+    - *under-provisioned, CPU bound* when its busiest executor's thread is on a CPU for
+      most of its busy time (or, where threads report no CPU time, its worker uses a whole
+      core): in one Python process threads share the GIL, so more executors need another
+      worker as well (one more, where the cluster has a free slot and the ceiling allows);
     - *under-provisioned, waiting* otherwise (I/O, sleeps, a remote call): more
       executors in the same workers help.
   Resolution: executors for the target capacity (``capacity_target``) given the load
@@ -49,6 +50,7 @@ class Settings:
     max_workers: int = 4
     min_workers: int = 1
     worker_cpu_high: float = 0.85  # cores: a worker this busy is CPU bound
+    cpu_share_high: float = 0.5  # an executor on a CPU this share of its busy time computes
     latency_p99_ms: float | None = None
 
 
@@ -126,18 +128,24 @@ def scale_up(window: list[Signals], shape: Shape, settings: Settings, name: str)
     # Storm's capacity saturates at 1: a congested queue says the load is higher still.
     load = capacity * n * (1 + congested)
     want = min(shape.tasks.get(name, n), max(n + 1, math.ceil(load / settings.capacity_target)))
-    cpu_bound = last.worker_cpu >= settings.worker_cpu_high
+    # CPU bound: its thread computes most of the time it is busy (where threads report their
+    # CPU), or its worker uses a whole core.  Judged by the thread where it can be: on a
+    # loaded machine a CPU-bound worker may get much less than a core.
+    share = last.cpu_share
+    cpu_bound = (share >= settings.cpu_share_high if share is not None
+                 else last.worker_cpu >= settings.worker_cpu_high)
     workers = None
     if cpu_bound and shape.workers < settings.max_workers and shape.free_slots > 0:
         workers = shape.workers + 1
+    computes = "" if share is None else f"it computes {share:.0%} of its busy time, "
     if cpu_bound:
-        diagnosis = (f"under-provisioned, CPU bound: its worker uses {last.worker_cpu:.2f} of a core "
-                     "(threads in one Python process share the GIL)")
+        diagnosis = (f"under-provisioned, CPU bound: {computes}its worker uses {last.worker_cpu:.2f} "
+                     "of a core (threads in one Python process share the GIL)")
         if workers is None:
             diagnosis += ("; no worker can be added (" + ("no free slot" if shape.free_slots <= 0 else
                           f"at the ceiling of {settings.max_workers} workers") + ")")
     else:
-        diagnosis = f"under-provisioned, waiting: its worker uses {last.worker_cpu:.2f} of a core"
+        diagnosis = f"under-provisioned, waiting: {computes}its worker uses {last.worker_cpu:.2f} of a core"
     proposal = Proposal("scale up", name, symptom, diagnosis, workers=workers)
     if want > n:
         proposal.executors = {name: want}

@@ -36,6 +36,7 @@ class ExecutorReading:
     pending: int | None = None
     max_pending: int | None = None
     recent_p99_ms: float | None = None  # spouts: the p99 of the trees acked since its last beat
+    cpu_secs: float | None = None  # its thread's CPU time (None: not reported)
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,9 @@ class ComponentSignals:
     max_pending: int | None  # spouts: the max spout pending in force (None: unbounded)
     shares: tuple[float, ...] = ()  # each executor's share of the component's executed tuples
     worker_cpu: float = 0.0  # the busiest of its workers, in cores
+    # Of its busiest executor's busy time, the share its thread was on a CPU (None: not
+    # reported): near 1 it computes (the GIL its bound), near 0 it waits (I/O, sleeps).
+    cpu_share: float | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {k: (round(v, 4) if isinstance(v, float) else list(v) if isinstance(v, tuple) else v)
@@ -111,6 +115,8 @@ def signals(before: Reading, after: Reading, running: Mapping[Executor, str]) ->
         took = now.time - then.time
         # Per second of its own worker's beats: every rate below is a sum of these.
         delta = {name: max(getattr(now, name) - getattr(then, name), 0.0) / took for name in _COUNTED}
+        if now.cpu_secs is not None and then.cpu_secs is not None:
+            delta["cpu_secs"] = max(now.cpu_secs - then.cpu_secs, 0.0) / took
         per.setdefault(component, []).append((executor, delta, now))
     cpu: dict[tuple[str, int], float] = {}
     for slot, w in after.workers.items():
@@ -143,8 +149,16 @@ def signals(before: Reading, after: Reading, running: Mapping[Executor, str]) ->
             max_pending=(None if not bounds or any(b is None for b in bounds)
                          else sum(b for b in bounds if b is not None)),
             shares=tuple(d["executed"] / executed for _e, d, _r in rows) if executed else (),
-            worker_cpu=max((cpu.get(hosting[e], 0.0) for e, _d, _r in rows if e in hosting), default=0.0))
+            worker_cpu=max((cpu.get(hosting[e], 0.0) for e, _d, _r in rows if e in hosting), default=0.0),
+            cpu_share=_cpu_share(rows))
     return Signals(time=after.time, span=span, components=out, missing=missing, workers_cpu=cpu)
+
+
+def _cpu_share(rows: list[tuple[Executor, dict[str, float], ExecutorReading]]) -> float | None:
+    _e, busiest, _r = max(rows, key=lambda row: row[1]["busy_secs"])
+    if "cpu_secs" not in busiest or busiest["busy_secs"] <= 0:
+        return None
+    return min(busiest["cpu_secs"] / busiest["busy_secs"], 1.0)
 
 
 def reading_from_beats(beats: Mapping[str, Mapping[str, Mapping[str, Any]]], topology_id: str,
@@ -170,8 +184,8 @@ def reading_from_beats(beats: Mapping[str, Mapping[str, Mapping[str, Any]]], top
                         failed=_number(snap.get("failed")), complete_secs=_number(snap.get("complete_secs")),
                         queue_depth=int(_number(snap.get("queue_depth"))),
                         pending=_count(snap.get("pending")), max_pending=_count(snap.get("max_pending")),
-                        recent_p99_ms=(float(snap["recent_p99_ms"]) if isinstance(snap.get("recent_p99_ms"),
-                                                                                  (int, float)) else None))
+                        recent_p99_ms=_optional(snap.get("recent_p99_ms")),
+                        cpu_secs=_optional(snap.get("cpu_secs")))
                 except (KeyError, TypeError, ValueError, IndexError):
                     continue  # a malformed snapshot: that executor is not reporting
                 mine.append(executor)
@@ -201,3 +215,7 @@ def _count(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
     return int(value)
+
+
+def _optional(value: Any) -> float | None:
+    return None if isinstance(value, bool) or not isinstance(value, (int, float)) else float(value)

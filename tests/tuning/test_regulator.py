@@ -68,6 +68,9 @@ def test_signals_are_rates_over_the_round_and_a_restarted_worker_is_missing() ->
     s2 = signals(after, restarted, {(1, 1): "count", (2, 2): "count", (3, 3): "spout"})
     assert s2.missing == [(1, 1)] and not s2.complete
     assert signals(after, after, {(2, 2): "count"}).missing == [(2, 2)]  # the same beat read twice
+    timed = Reading(4.0, {(1, 1): ExecutorReading("count", inc, 4.0, busy_secs=4.8, cpu_secs=1.5)}, {})
+    earlier = Reading(2.0, {(1, 1): ExecutorReading("count", inc, 2.0, busy_secs=2.8, cpu_secs=0.5)}, {})
+    assert signals(earlier, timed, {(1, 1): "count"}).components["count"].cpu_share == 0.5
 
 
 def test_an_overloaded_waiting_bolt_gets_executors_for_the_target_capacity_then_is_judged_helped() -> None:
@@ -110,6 +113,16 @@ def test_a_cpu_bound_bolt_gets_a_worker_where_a_slot_is_free_and_says_when_none_
     assert full.workers is None and "no free slot" in full.diagnosis
     ceiling = scale_up(window, shape(workers=3), SETTINGS, "count")
     assert ceiling.workers is None and "ceiling of 3 workers" in ceiling.diagnosis
+    # Where threads report their CPU time, that decides: a loaded machine may give a
+    # computing worker much less than a core, and a waiting one may share a busy worker.
+    computing = [round_of(t, comp("spout"), dataclasses.replace(comp("count", capacity=0.97, cpu=0.4),
+                                                                cpu_share=0.9)) for t in (0, 1)]
+    p = scale_up(computing, shape(), SETTINGS, "count")
+    assert p.workers == 2 and "CPU bound: it computes 90% of its busy time" in p.diagnosis
+    waiting = [round_of(t, comp("spout"), dataclasses.replace(comp("count", capacity=0.97, cpu=0.95),
+                                                              cpu_share=0.05)) for t in (0, 1)]
+    p = scale_up(waiting, shape(), SETTINGS, "count")
+    assert p.workers is None and "waiting: it computes 5% of its busy time" in p.diagnosis
 
 
 def test_a_bolt_at_its_task_count_and_a_skewed_bolt_are_noted_not_scaled() -> None:

@@ -198,7 +198,18 @@ class Executor:
         return {"component": self.component, "executor": list(self.tasks[:1] + self.tasks[-1:]),
                 "emitted": emitted, "transferred": transferred, "busy_secs": self.busy_secs,
                 "queue_depth": self.queue.size, "backpressure_secs": self.queue.backpressure_secs(),
-                "uptime_secs": round(time.monotonic() - self.started, 3)}
+                "uptime_secs": round(time.monotonic() - self.started, 3), "cpu_secs": self.cpu_secs()}
+
+    def cpu_secs(self) -> float | None:
+        """The CPU its thread has used: with busy_secs, whether it computes or waits
+        (self-regulation's diagnosis).  None where the platform has no thread clocks."""
+        ident = self.thread.ident
+        if ident is None or not hasattr(time, "pthread_getcpuclockid"):
+            return None
+        try:
+            return round(time.clock_gettime(time.pthread_getcpuclockid(ident)), 4)
+        except OSError:  # the thread has ended
+            return None
 
     def report(self, exc: BaseException, task: int) -> None:
         if self.errors.allow():
