@@ -17,6 +17,7 @@ from typing import Any
 from urllib.parse import quote
 
 from squall.cli.cluster import _client, _client_conf, add_command
+from squall.errors import SquallError
 from squall.runtime.debug_options import DEFAULT_PCT, parse_pct
 
 
@@ -32,17 +33,20 @@ def _pct(value: float) -> str:
 
 
 def cmd_debug(args: argparse.Namespace) -> int:
+    if args.pct is not None and not args.enable:
+        raise SquallError("--pct goes with --enable (the share of tuples sampled from then on)")
     client = _client(_client_conf(args))
     path = f"topology/{quote(args.name, safe='')}"
     if args.component is not None:
         path += f"/component/{quote(args.component, safe='')}"
     what = f"component {args.component!r} of topology {args.name!r}" if args.component \
         else f"every component of topology {args.name!r}"
+    pct = DEFAULT_PCT if args.pct is None else args.pct
     if args.enable or args.disable:
         action = "enable" if args.enable else "disable"
-        client.request("POST", f"{path}/debug/{action}/{args.pct:g}")
+        client.request("POST", f"{path}/debug/{action}/{pct:g}")
         if args.enable:
-            print(f"debug on: {_pct(args.pct)} of the tuples {what} emits go to its workers' events.log")
+            print(f"debug on: {_pct(pct)} of the tuples {what} emits go to its workers' events.log")
             print(f"see them with: squall logs {args.name} --events" +
                   (f" -c {args.component}" if args.component else ""))
         else:
@@ -64,5 +68,5 @@ def add_commands(sub: Any) -> None:
     switch = p.add_mutually_exclusive_group()
     switch.add_argument("--enable", action="store_true", help="start sampling")
     switch.add_argument("--disable", action="store_true", help="stop sampling")
-    p.add_argument("--pct", type=percentage, default=DEFAULT_PCT,
+    p.add_argument("--pct", type=percentage, default=None,
                    help=f"the share of tuples sampled, 0-100 (default {DEFAULT_PCT:g}, Storm's)")

@@ -83,6 +83,15 @@ def test_a_components_tuples_sampled_into_events_log_and_stopped(cluster: DevClu
              message="20 more tuples")
     assert len(events(cluster)) == seen
     assert cluster.api("GET", "topology/chatty/component/chatty")["debug"] is False
+    # And topology-wide: every component follows it but one whose own setting says otherwise
+    out = squall_cli(cluster, "debug", "chatty", "--enable", "--pct", "50").stdout
+    assert "debug on: 50 % of the tuples every component of topology 'chatty' emits" in out
+    page = cluster.api("GET", "topology/chatty")
+    assert (page["debug"], page["samplingPct"]) == (True, 50.0)
+    assert cluster.api("GET", "topology/chatty/component/ticks")["samplingPct"] == 50.0
+    assert cluster.api("GET", "topology/chatty/component/chatty")["debug"] is False
+    squall_cli(cluster, "debug", "chatty", "--disable")
+    assert cluster.api("GET", "topology/chatty")["debug"] is False
     # Then it was the same worker throughout
     assert cluster.worker_pids() == pids
 
