@@ -89,8 +89,13 @@ KEYS: dict[str, Key] = {
         "Seconds between __tick tuples to each bolt task (process_tick); null: no ticks.  Per component "
         "through spec(config=...)."),
     "topology.debug": Key(False, (bool,), None,
-        "Storm's debug switch; Squall reads it only in its multilang child adapter, whose logger then "
-        "shows debug lines."),
+        "Storm's debug switch: true writes every tuple the topology (or, in a component's own conf, that "
+        "component) emits to its worker's events.log until a debug action says otherwise; Squall's "
+        "multilang child adapter also shows debug lines."),
+    # Storm's event logger bolts; Squall's event logger lives in each worker (squall.worker.event_log).
+    "topology.eventlogger.executors": Key(None, (int, type(None)), 0,
+        "Storm's event logger executors; Squall has one event logger in each worker instead: 0 turns it "
+        "off (no events.log lines, debug actions refused), any other value or null leaves it on."),
     # Shuffle prefers the emitting worker's own tasks, as Storm 2's load-aware shuffle does:
     # it widens to every task when the local ones' load (queue fill, or the share of a core
     # their threads use, whichever is higher) passes the higher bound and narrows again

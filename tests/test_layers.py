@@ -47,7 +47,8 @@ FEATURE_STEPS: list[set[str]] = [
 # backpressure flag, gc tuning), then the wire, the executors over it, the Worker placing
 # them, and the OS process around it.  Lowest first; a part imports only parts below it.
 WORKER_STEPS: list[set[str]] = [
-    {"plan", "backpressure", "gc_tuning"},
+    {"plan", "backpressure", "gc_tuning", "event_lines"},
+    {"event_log"},
     {"wire"},
     {"executors"},
     {"worker"},

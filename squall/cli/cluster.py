@@ -287,7 +287,8 @@ def cmd_logs(args: argparse.Namespace) -> int:
     page = _client(conf).request("GET", f"topology/{quote(args.name, safe='')}")
     reader = logs.LogReader(conf)
     try:
-        logs.show(reader, logs.worker_logs(page, args.component), args.component, args.grep, args.follow)
+        logs.show(reader, logs.worker_logs(page, args.component, args.events), args.component, args.grep,
+                  args.follow, events=args.events)
     except KeyboardInterrupt:
         pass
     finally:

@@ -1,11 +1,13 @@
-"""``squall logs TOPOLOGY [--component C] [--follow] [--grep TEXT]``: the workers' logs of a
-topology, read from each node's logviewer (squall.supervisor.logviewer) with the keyring's
+"""``squall logs TOPOLOGY [--component C] [--follow] [--grep TEXT] [--events]``: the workers'
+logs of a topology (with ``--events`` their events.log: the tuples ``squall debug`` samples),
+read from each node's logviewer (squall.supervisor.logviewer) with the keyring's
 CA and, for each logviewer, a token nimbus minted for it and this user (the keyring's own
 token goes to nimbus only), each line led by the worker it came from.
 
 Nimbus's topology page names every worker and its log link (Storm's ``workerLogLink``);
 ``--component`` keeps the workers that run the component and, of their lines, those the
-component logged (``component=C``) with the lines that continue them (a trace).
+component logged (``component=C``) with the lines that continue them (a trace); with
+``--events``, the tuples it emitted (an event line's second field, squall.worker.event_lines).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import httpx
 
 from squall.cli.client import NimbusClient, credentials, http_client
 from squall.errors import SquallError
+from squall.supervisor.logfiles import EVENTS_LOG, WORKER_LOG
 
 TAIL_BYTES = 16 * 1024  # of each worker's log, before following it
 GREP_BYTES = 8 * 1024 * 1024  # searched with --grep
@@ -41,9 +44,14 @@ class WorkerLog:
     link: str  # its workerLogLink
 
 
-def worker_logs(page: dict[str, Any], component: str | None) -> list[WorkerLog]:
-    """The topology page's workers (those running ``component``, if given) and their links;
-    SquallError when one has none, saying why."""
+def events_link(link: str) -> str:
+    """A worker's log link -> the link of its events.log, beside it."""
+    return link[:-len(WORKER_LOG)] + EVENTS_LOG if link.endswith(WORKER_LOG) else link
+
+
+def worker_logs(page: dict[str, Any], component: str | None, events: bool = False) -> list[WorkerLog]:
+    """The topology page's workers (those running ``component``, if given) and their links
+    (of their events.log with ``events``); SquallError when one has none, saying why."""
     out = []
     for w in page.get("workers") or []:
         if component is not None and component not in (w.get("componentNumTasks") or {}):
@@ -53,7 +61,7 @@ def worker_logs(page: dict[str, Any], component: str | None) -> list[WorkerLog]:
             msg = (f"the node of worker {name} serves no logs (its supervisor runs no logviewer: "
                    "logviewer.port, and its log says why)")
             raise SquallError(msg)
-        out.append(WorkerLog(name, w["workerLogLink"]))
+        out.append(WorkerLog(name, events_link(w["workerLogLink"]) if events else w["workerLogLink"]))
     if not out:
         where = f"component {component!r} of " if component else ""
         msg = f"no worker runs {where}topology {page.get('name', '?')!r} now"
@@ -74,6 +82,18 @@ def component_lines(lines: Iterable[bytes], component: str | None) -> Iterator[b
         if _EVENT_START.match(line):
             keep = bool(mark.search(line))
         if keep:
+            yield line
+
+
+def event_lines(lines: Iterable[bytes], component: str | None) -> Iterator[bytes]:
+    """The event lines of tuples ``component`` emitted (every line when None)."""
+    if not component:
+        yield from lines
+        return
+    name = component.encode()
+    for line in lines:
+        fields = line.split(b",", 2)
+        if len(fields) > 2 and fields[1] == name:
             yield line
 
 
@@ -141,9 +161,10 @@ class LogReader:
         return answer.content, int(answer.headers["X-Log-Start"]), int(answer.headers["X-Log-Size"])
 
 
-def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any) -> int:
+def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any,
+           events: bool = False) -> int:
     shown = 0
-    for line in component_lines(data.splitlines(), component):
+    for line in (event_lines if events else component_lines)(data.splitlines(), component):
         if grep is None or grep.encode() in line:
             out.write(f"{worker}  {line.decode(errors='replace')}\n")
             shown += 1
@@ -153,7 +174,7 @@ def _print(worker: str, data: bytes, component: str | None, grep: str | None, ou
 
 def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: str | None, follow: bool,
          out: Any = sys.stdout, sleep: Callable[[float], None] = time.sleep,
-         rounds: int | None = None) -> None:
+         rounds: int | None = None, events: bool = False) -> None:
     """Each worker's last lines (TAIL_BYTES; GREP_BYTES with ``grep``), then, following, what
     each log gains, a second at a time (``rounds``: how many, for tests; None: until ^C)."""
     offsets: dict[str, int] = {}
@@ -162,9 +183,13 @@ def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: 
         data, start, size = reader.page(log, None, GREP_BYTES if grep else TAIL_BYTES)
         if start > 0:
             data = data.split(b"\n", 1)[1] if b"\n" in data else b""  # its first line is cut
-        shown += _print(log.worker, data, component, grep, out)
+        shown += _print(log.worker, data, component, grep, out, events)
         offsets[log.worker] = size
-    if not shown and (component or grep):
+    if not shown and events:
+        what = f" of component {component!r}" if component else ""
+        print(f"no sampled tuple{what} in the last part of {len(logs)} worker events.log(s): "
+              f"squall debug starts sampling", file=sys.stderr)
+    elif not shown and (component or grep):
         # Nothing matched: say so, rather than print nothing as if all were well.
         what = " and ".join(f for f in (component and f"logged by component {component!r}",
                                          grep and f"holding {grep!r}") if f)
@@ -183,7 +208,7 @@ def show(reader: LogReader, logs: list[WorkerLog], component: str | None, grep: 
                 data, _start, size = reader.page(log, 0, FOLLOW_BYTES)
             complete = data[:data.rfind(b"\n") + 1]  # a line still being written waits
             offsets[log.worker] = offset + len(complete)
-            _print(log.worker, complete, component, grep, out)
+            _print(log.worker, complete, component, grep, out, events)
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -191,3 +216,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("-c", "--component", help="only the workers running it, and its own lines")
     p.add_argument("-f", "--follow", action="store_true", help="keep printing what the logs gain (^C stops)")
     p.add_argument("--grep", help="only lines holding this text")
+    p.add_argument("--events", action="store_true",
+                   help="their events.log instead: the tuples squall debug samples (with -c: that "
+                        "component's)")

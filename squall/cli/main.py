@@ -175,6 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     flux_command.add_filter_flags(local)
     local.set_defaults(func=cmd_local)
     from squall.cli import cluster as cluster_cli
+    from squall.cli import debug as debug_cli
     from squall.cli import drpc as drpc_cli
     from squall.cli import log_levels as log_levels_cli
     from squall.cli import secrets as secrets_cli
@@ -183,6 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     flux_command.add_commands(sub)
     cluster_cli.add_commands(sub)
     log_levels_cli.add_commands(sub)
+    debug_cli.add_commands(sub)
     drpc_cli.add_commands(sub)
     secrets_cli.add_commands(sub)
     sparse_cli.add_commands(sub, main)

@@ -22,6 +22,8 @@ Layout under ``storm.zookeeper.root`` (Storm's tree as the model)::
                            a worker profile asked for (squall.runtime.profiling): by node, so
                            that a supervisor watches its own requests alone; removed by that
                            supervisor once carried out (or found stale)
+    debug/<id>             its debug sampling (Storm's component_debug, apart from the record
+                           for the same reason; the form is squall.runtime.debug_options')
     owners/<state id>      {"owner"}: the user whose topologies alone may use a transactional
                            id or checkpointed state's key (claimed by the first submit that
                            uses it; kept as long as the state itself, which outlives topologies)
@@ -78,7 +80,7 @@ MAX_ERRORS = 20
 MAX_ACL_NODES = 100_000
 ACL_BATCH = 500
 PARTS = ("topologies", "code", "assignments", "supervisors", "workerbeats", "errors", "secrets",
-         "logconfigs", "autoscale", "drpc", "owners", "profilerequests", "nimbus/election",
+         "logconfigs", "debug", "autoscale", "drpc", "owners", "profilerequests", "nimbus/election",
          "nimbus/hosts")
 
 log = structlog.get_logger("squall.cluster.state.ClusterState")
@@ -233,7 +235,7 @@ class ClusterState:
         if isinstance(granted.get("paths"), list):
             self.revoke([p for p in granted["paths"] if isinstance(p, str)])
         self._fenced_delete(self.path("assignments", topology_id), fence)
-        for part in ("code", "errors", "secrets", "logconfigs", "autoscale"):
+        for part in ("code", "errors", "secrets", "logconfigs", "debug", "autoscale"):
             self._delete(self.path(part, topology_id))
         self._fenced_delete(self.path("topologies", topology_id), fence)
         for name in self._children(self.path("drpc")):
@@ -486,6 +488,19 @@ class ClusterState:
         """``on_change(request ids)`` now and whenever a request for ``node`` comes or goes."""
         self.zk.ensure_path(self.path("profilerequests", node))
         return ChildrenWatch(self.zk, self.path("profilerequests", node), on_change)
+
+    # -- debug sampling --------------------------------------------------------
+
+    def debug_options(self, topology_id: str) -> dict[str, Any]:
+        """The topology's debug sampling (Storm's debug action): {} when none was set."""
+        return self._get(self.path("debug", topology_id)) or {}
+
+    def put_debug_options(self, topology_id: str, options: dict[str, Any]) -> None:
+        self._put(self.path("debug", topology_id), options)
+
+    def watch_debug_options(self, topology_id: str, on_change: Callable[[], None]) -> DataWatch:
+        """``on_change()`` now and whenever the topology's debug sampling is written or removed."""
+        return DataWatch(self.zk, self.path("debug", topology_id), lambda _data: on_change())
 
     # -- code ----------------------------------------------------------------
 

@@ -47,6 +47,8 @@ HOST = "localhost"
 INGEST_EVERY_SECS = 1.0
 LOCAL_LOG_LEVELS = ("log levels are set on a cluster's running workers (squall set_log_level); "
                     "local mode's are its --log-level")
+LOCAL_DEBUG = ("debug sampling writes to the events.log of a cluster's workers (squall debug); "
+               "local mode has none")
 
 
 class LocalBackend:
@@ -97,6 +99,10 @@ class LocalBackend:
         msg = ("local mode runs no workers to profile: `py-spy dump --pid` this process "
                f"({os.getpid()}) instead (docs/profiling.md)")
         raise NotFound(msg)
+
+    def debug(self, ident: str, component: str | None, action: str, pct: str) -> dict[str, Any]:
+        self.resolve(ident)
+        raise NotFound(LOCAL_DEBUG)
 
     def _runner(self, name: str) -> LocalTopology:
         runner = self.cluster.topologies().get(name)

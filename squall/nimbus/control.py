@@ -1,5 +1,6 @@
 """What nimbus changes: a topology's status (activate, deactivate, kill), its
-size (rebalance), its workers' log levels (set_log_level), and the reconciliation
+size (rebalance), its workers' log levels (set_log_level) and debug sampling (Storm's
+debug action), and the reconciliation
 that follows every change and runs each monitor round.
 
 The decisions of a reconciliation are :class:`squall.nimbus.reconcile.Reconciler`'s;
@@ -36,6 +37,7 @@ from squall.nimbus.reconcile import (
     WriteAssignment,
 )
 from squall.nimbus.views import record_named, resolve
+from squall.runtime.debug_options import DebugOptions, parse_action, parse_pct
 from squall.runtime.log_levels import merge
 from squall.ui import logconfig, storm_api
 
@@ -68,6 +70,7 @@ class TopologyControl:
         self._reconcile_lock = threading.RLock()
         self._log_levels_lock = threading.Lock()  # two changes at once: neither lost
         self.profiling = WorkerProfiling(state, conf, now)
+        self._debug_lock = threading.Lock()  # two debug changes at once: neither lost
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -207,6 +210,32 @@ class TopologyControl:
                 fmt: str | None = None, locals_: bool = False, user: str | None = None) -> dict[str, Any]:
         """Storm's /topology/:id/profiling/<action>/:host-port (squall.nimbus.profiling)."""
         return self.profiling.ask(ident, action, worker, timeout, fmt, locals_, user)
+
+    # -- debug sampling ------------------------------------------------------
+
+    def debug(self, ident: str, component: str | None, action: str, pct: str) -> dict[str, Any]:
+        """Storm's POST /topology/:id[/component/:component]/debug/:action/:spct: sample ``pct``
+        percent of the tuples the topology's components (or ``component``'s) emit into their
+        workers' events.log, or stop; the supervisors carry it to the running workers."""
+        try:
+            enable, share = parse_action(action), parse_pct(pct)
+        except ValueError as e:
+            raise InvalidRequest(str(e)) from e
+        record = resolve(self.state, ident)
+        name = record["name"]
+        if component is not None and component not in logconfig.components_of(record):
+            raise NotFound(f"topology {name!r} has no component {component!r}")
+        if record["status"] == "killing":  # its settings would outlive it in ZooKeeper
+            raise Conflict(f"topology {name!r} is being killed")
+        if (record.get("conf") or {}).get("topology.eventlogger.executors") == 0:
+            raise InvalidRequest(f"topology {name!r} runs no event logger (topology.eventlogger.executors "
+                                 f"is 0): resubmit it without that setting to debug it")
+        with self._debug_lock:
+            options = DebugOptions.from_wire(self.state.debug_options(record["id"]))
+            options = options.with_setting(component, enable, share)
+            self.state.put_debug_options(record["id"], options.to_wire())
+        log.info("debug sampling set", topology=name, component=component, enable=enable, sampling_pct=share)
+        return storm_api.op_response(record["id"], f"debug/{action}")
 
     # -- reconciliation ------------------------------------------------------
 

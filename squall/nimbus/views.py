@@ -18,6 +18,7 @@ from squall.errors import NotFound, TopologyValidationError
 from squall.metrics.book import StatsBook
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
 from squall.nimbus import packing
+from squall.runtime.debug_options import conf_debug
 from squall.topology import resources
 from squall.topology.component import OPERATIONS_OPTION
 from squall.topology.topology import definition_from_dict
@@ -203,7 +204,8 @@ class TopologyViews:
                              "executors": [e.id for e in plan.executors if e.component == name],
                              "inputs": [(i.component, i.stream) for i in c.inputs],
                              "streams": list(c.streams), "trident": c.options.get("trident"),
-                             "operations": c.options.get(OPERATIONS_OPTION)}
+                             "operations": c.options.get(OPERATIONS_OPTION),
+                             "conf_debug": conf_debug(plan.component_conf(name))}
                       for name, c in plan.components.items()}
         view = TopologyView(
             id=record["id"], name=record["name"], status=record["status"], submitted=record["submitted"],
@@ -212,7 +214,7 @@ class TopologyViews:
             # The code lives in ZooKeeper: every nimbus has it.
             replication=max(len(self.state.nimbuses()), 1), samples=self.samples(record["id"]),
             logviewers=self.logviewers(), requested=requested(plan, record),
-            scheduler_info=record.get("scheduler"))
+            scheduler_info=record.get("scheduler"), debug=self.state.debug_options(record["id"]))
         if details:
             view.errors = self.state.errors(record["id"])
             now = self.now()

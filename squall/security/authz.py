@@ -7,9 +7,9 @@ Storm's SimpleACLAuthorizer shape, on identities the keyring authenticated:
 * anyone else authenticated may read; may submit if ``nimbus.users`` is None
   (the default) or names them;
 * a topology's owner (who submitted it) and the users its conf lists in
-  ``topology.users`` may kill, rebalance, activate and deactivate it, and set
-  its log levels (Storm's setLogConfig), and profile or restart its workers (Storm's
-  setWorkerProfiler);
+  ``topology.users`` may kill, rebalance, activate and deactivate it, set
+  its log levels (Storm's setLogConfig) and its debug sampling (Storm's debug), and
+  profile or restart its workers (Storm's setWorkerProfiler);
 * a topology's details (its definition, configuration, errors, workers: Storm's
   getTopologyConf and getTopologyInfo) are read by its owner, ``topology.users``
   and ``logs.users``, ``nimbus.readonly.users`` and the admins only; the list of
@@ -29,7 +29,8 @@ READ_TOPOLOGY = "read_topology"
 SUBMIT = "submit"
 SET_LOG_LEVEL = "set_log_level"
 PROFILE = "profile"  # Storm's setWorkerProfiler: a stack dump, a profile or a restart of a worker
-MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL, PROFILE)
+DEBUG = "debug"  # Storm's debug: event log sampling switched on or off
+MANAGE = ("kill", "rebalance", "activate", "deactivate", SET_LOG_LEVEL, PROFILE, DEBUG)
 
 
 @dataclass(frozen=True)

@@ -80,11 +80,12 @@ def worker_conf(defaults: Mapping[str, Any], topology_conf: Mapping[str, Any], e
 def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[str, Any],
                     record: Mapping[str, Any], worker_conf: dict[str, Any],
                     code_dir: str, log_levels: Mapping[str, Any] | None = None,
-                    python: str | None = None) -> dict[int, dict[str, Any]]:
+                    python: str | None = None,
+                    debug: Mapping[str, Any] | None = None) -> dict[int, dict[str, Any]]:
     """Port -> what its worker runs, for the workers of one topology's assignment that
     ``node`` (reached at ``host``) runs: the worker's own address, its executors, and
     where every task of the topology listens (Storm's worker reads the same from its
-    assignment), and the log levels set on the topology; ``python``: the topology
+    assignment), and the log levels and debug sampling set on the topology; ``python``: the topology
     environment's, which the launcher runs it with (None: the supervisor's own).  Empty
     when the assignment puts nothing on ``node``."""
     mine = [w for w in assignment["workers"] if w["node"] == node]
@@ -102,6 +103,7 @@ def workers_of_node(node: str, host: str, topology_id: str, assignment: Mapping[
         "executors": w["executors"], "task_address": task_address,
         "active": assignment["active"], "version": assignment["version"],
         "log_levels": dict(log_levels or {}), "tuning": dict(assignment.get("tuning") or {}),
+        "debug": dict(debug or {}),
         # The resource-aware scheduler's limit (squall.supervisor.memory holds the worker to it).
         **({"memory_limit_mb": w["memory_mb"]} if "memory_mb" in w else {}),
     } for w in mine}
@@ -152,8 +154,9 @@ class Assignments:
         self.refused: dict[str, str] = {}  # topology id -> why its workers are not launched
         # topology id -> who may read its workers' logs (squall.supervisor.logfiles.readers_record)
         self.log_readers: dict[str, dict[str, Any]] = {}
-        # Per topology run here: a change of its log levels syncs at once, not a round later.
-        self._log_level_watches: dict[str, DataWatch] = {}
+        # Per topology run here: a change of its log levels or debug sampling syncs at once,
+        # not a round later.
+        self._log_level_watches: dict[str, list[DataWatch]] = {}
 
     def current(self) -> dict[int, dict[str, Any]]:
         """What each slot should run, as the latest sync left it."""
@@ -196,7 +199,8 @@ class Assignments:
             topology_id, record.get("name", topology_id), record.get("owner"), record["conf"])
         conf = worker_conf(self.worker_defaults, record["conf"], self.worker_extras(), self.secure, run_as)
         return workers_of_node(self.node, self.host, topology_id, assignment, record, conf, str(code_dir),
-                               self.state.log_levels(topology_id), python)
+                               self.state.log_levels(topology_id), python,
+                               self.state.debug_options(topology_id))
 
     def _localize(self, topology_id: str, record: dict[str, Any]) -> tuple[Path, RunAs | None,
                                                                            Requirements | None]:
@@ -230,14 +234,17 @@ class Assignments:
 
     def _watch_log_levels(self, topology_ids: set[str]) -> None:
         for gone in set(self._log_level_watches) - topology_ids:
-            self._log_level_watches.pop(gone).stop()
+            for watch in self._log_level_watches.pop(gone):
+                watch.stop()
         for topology_id in topology_ids - set(self._log_level_watches):
-            watch = self.state.watch_log_levels(topology_id, self.wake.set)
-            self._log_level_watches[topology_id] = watch
+            self._log_level_watches[topology_id] = [
+                self.state.watch_log_levels(topology_id, self.wake.set),
+                self.state.watch_debug_options(topology_id, self.wake.set)]
 
     def stop(self) -> None:
-        for watch in self._log_level_watches.values():
-            watch.stop()
+        for watches in self._log_level_watches.values():
+            for watch in watches:
+                watch.stop()
 
     def refuse(self, topology_id: str, record: dict[str, Any], reason: str) -> None:
         """Not launching this topology's workers: said once (log and topology errors) per reason."""

@@ -7,7 +7,8 @@ worker's), ``pid`` (ours: pid, process start time and launch time, so that a
 restarted supervisor can find and adopt the workers it left running) and, in a
 secure cluster, ``secrets.json`` (ours, 0600, removed when the worker is killed;
 what it holds: :func:`squall.supervisor.localizer.worker_secrets`).  The worker's
-stdout and stderr go to its ``worker.log`` (squall.supervisor.logfiles).
+stdout and stderr go to its ``worker.log``, and the descriptor it is given with
+``--events-fd`` to its ``events.log`` (the event logger's; squall.supervisor.logfiles).
 
 Everything here is this user's only: directories 0700, files 0600, and the
 worker runs with umask 077.  Its environment is an allow-list
@@ -63,6 +64,18 @@ from squall.worker.process.contract import ASSIGNMENT, ERRORS, HEARTBEAT, SECRET
 log = structlog.get_logger("squall.supervisor.launcher")
 
 PID_RECORD = "pid"  # the supervisor's own file in a slot: never the worker's to write
+
+
+def open_log(path: Path) -> int:
+    """A worker's log file opened for appending (its descriptor), the supervisor's own (0600);
+    a link found where it was is removed, not followed."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
+    except OSError:  # a link where the log was: not ours to follow
+        path.unlink(missing_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_APPEND, 0o600)
+    os.fchmod(fd, 0o600)
+    return fd
 
 
 def worker_env(environ: Mapping[str, str], allow: Iterable[str], topology_environment: Any,
@@ -166,16 +179,24 @@ class Slot:
         # Told back in every heartbeat, so that the supervisor knows this launch's beats
         # from a predecessor's without comparing two processes' wall clocks.
         launch = os.urandom(8).hex()
-        command = [python, "-m", "squall.worker", "--dir", str(self.dir), "--launch", launch]
+        log_dir = log_dir or self.dir
+        # Opened here, as its stdout is: a sandboxed worker sees nothing of its log directory.
+        events_fd = open_log(log_dir / logfiles.EVENTS_LOG)
+        command = [python, "-m", "squall.worker", "--dir", str(self.dir), "--launch", launch,
+                   "--events-fd", str(events_fd)]
         code_dir = assignment.get("code_dir") or None
         info_read = info_write = options_fd = None
         if run_as is not None:
-            info_read, info_write = os.pipe()
-            env_dir = [str(Path(python).parents[1])] if assignment.get("python") else []
-            command, options_fd = self._sandboxed(command, run_as, env, code_dir, env_dir, info_write)
+            try:
+                info_read, info_write = os.pipe()
+                env_dir = [str(Path(python).parents[1])] if assignment.get("python") else []
+                command, options_fd = self._sandboxed(command, run_as, env, code_dir, env_dir, info_write)
+            except BaseException:
+                os.close(events_fd)
+                raise
             env = {"PATH": sandbox.FIXED_PATH}
             code_dir = None  # bwrap changes into it, as the worker's user
-        proc = self._start(command, env, code_dir, log_dir or self.dir, (info_write, options_fd))
+        proc = self._start(command, env, code_dir, log_dir, (info_write, options_fd, events_fd))
         children[self.port] = proc
         pid = proc.pid
         if info_read is not None:
@@ -226,16 +247,16 @@ class Slot:
         return sandbox.hidden_options(sandbox.command(box, command))
 
     def _start(self, command: list[str], env: dict[str, str], code_dir: str | None, log_dir: Path,
-               fds: tuple[int | None, int | None]) -> subprocess.Popen[bytes]:
+               fds: tuple[int | None, ...]) -> subprocess.Popen[bytes]:
         """The worker's process, its output appended to its worker.log; ``fds`` (the sandbox's
-        info and options) passed to it, and closed here."""
-        log_path = log_dir / logfiles.WORKER_LOG
+        info and options, the events.log's) passed to it, and closed here."""
         try:
-            log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o600)
-        except OSError:  # a link where the log was: not ours to follow
-            log_path.unlink(missing_ok=True)
-            log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        os.fchmod(log_fd, 0o600)
+            log_fd = open_log(log_dir / logfiles.WORKER_LOG)
+        except BaseException:
+            for fd in fds:
+                if fd is not None:
+                    os.close(fd)
+            raise
         with os.fdopen(log_fd, "ab") as out:
             # A session of its own: the worker outlives a supervisor restart.
             try:

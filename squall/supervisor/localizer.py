@@ -204,10 +204,11 @@ class Localizer:
         remove stopped ones'.  From what the slots should run, which the process sync just
         acted on: no process or file of a slot looked at a second time."""
         live = [(want["topology_id"], port) for port, want in desired.items()]
+        cap = int(self.conf["logviewer.max.per.worker.logs.size.mb"] * 2**20)
         for topology_id, port in live:
-            logrotation.rotate_if_due(logfiles.worker_dir(self.local_dir, topology_id, port),
-                                      self.conf["supervisor.worker.log.max.bytes"],
-                                      int(self.conf["logviewer.max.per.worker.logs.size.mb"] * 2**20))
+            for name in logfiles.LOGS:  # worker.log and events.log, each within the same bounds
+                logrotation.rotate_if_due(logfiles.worker_dir(self.local_dir, topology_id, port),
+                                          self.conf["supervisor.worker.log.max.bytes"], cap, name)
         now = self.now()
         if now >= self._next_log_cleanup:
             self._next_log_cleanup = now + self.conf["logviewer.cleanup.interval.secs"]

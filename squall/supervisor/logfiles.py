@@ -6,15 +6,19 @@ Storm's layout, under the supervisor's local dir::
 
     workers-artifacts/<topology id>/<port>/worker.log      the worker's stdout and stderr
                                           /worker.log.1    rotated (newest first)
+                                          /events.log      its event logger's sampled tuples
+                                                           (squall.worker.event_log), rotated
+                                                           as worker.log is: events.log.1, ...
                                           /readers.json    who may read them (see below)
 
 A directory per topology and port, not per slot: a slot that runs another topology
 later starts another directory, so one topology's reader never sees another's lines.
-The supervisor opens ``worker.log`` for the worker (its stdout, O_APPEND) and owns the
+The supervisor opens ``worker.log`` (its stdout) and ``events.log`` for the worker (O_APPEND) and owns the
 directory; the worker, sandboxed, sees none of it.  ``readers.json`` is written at the
 worker's launch: the topology's owner and readers (``topology.users`` and its
 ``logs.users``), so that its logs can be authorized after the topology is gone.
-A request names a file as Storm's logviewer does: ``<topology id>/<port>/worker.log``.
+A request names a file as Storm's logviewer does: ``<topology id>/<port>/worker.log`` (or
+``events.log``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ from squall.errors import ApiError
 
 ARTIFACTS = "workers-artifacts"
 WORKER_LOG = "worker.log"
+EVENTS_LOG = "events.log"
+LOGS = (WORKER_LOG, EVENTS_LOG)  # what a worker's directory holds that rotates and may be read
 READERS = "readers.json"
 PAGE_BYTES = 51200  # Storm's logviewer's default page
 MAX_PAGE_BYTES = 8 * 1024 * 1024  # one answer's most
@@ -37,7 +43,7 @@ MAX_SEARCH_BYTES = 1024  # the longest search string
 DEFAULT_MATCHES = 10
 
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}")
-_WORKER_FILE = re.compile(r"worker\.log(\.[1-9][0-9]{0,3})?")
+_WORKER_FILE = re.compile(r"(worker|events)\.log(\.[1-9][0-9]{0,3})?")
 _DAEMON_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,199}\.log(\.[1-9][0-9]{0,3})?")
 
 
@@ -72,12 +78,13 @@ def worker_file(text: str | None) -> WorkerFile:
     """``<topology id>/<port>/worker.log[.N]``; BadLogRequest saying what is wrong with
     anything else (a path of its own, ``..``, another file)."""
     if not text:
-        msg = "name a worker's log: file=<topology id>/<port>/worker.log"
+        msg = "name a worker's log: file=<topology id>/<port>/worker.log (or events.log)"
         raise BadLogRequest(msg)
     parts = text.split("/")
     if len(parts) != 3 or not _ID.fullmatch(parts[0]) or not parts[1].isdigit() or \
             not _WORKER_FILE.fullmatch(parts[2]):
-        msg = f"not a worker's log: {text[:200]!r} (file=<topology id>/<port>/worker.log, or worker.log.N)"
+        msg = (f"not a worker's log: {text[:200]!r} (file=<topology id>/<port>/worker.log or events.log, "
+               f"or worker.log.N, events.log.N)")
         raise BadLogRequest(msg)
     return WorkerFile(parts[0], int(parts[1]), parts[2])
 
@@ -97,8 +104,8 @@ def readers_record(topology_id: str, name: str, owner: str | None, conf: Mapping
             "users": sorted({str(u) for u in users})}
 
 
-def rotated_name(n: int) -> str:
-    return f"{WORKER_LOG}.{n}"
+def rotated_name(n: int, name: str = WORKER_LOG) -> str:
+    return f"{name}.{n}"
 
 
 # -- pages and searches --------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""Keeping the workers' logs within bounds: a worker's log rotates past
+"""Keeping the workers' logs within bounds: a worker's log (and its events.log, each on its own) rotates past
 ``supervisor.worker.log.max.bytes``, its rotated files stay within
 ``logviewer.max.per.worker.logs.size.mb``, and stopped workers' logs go after
 ``logviewer.cleanup.age.mins`` or when all of them pass
@@ -27,19 +27,20 @@ log = structlog.get_logger("squall.supervisor.logrotation")
 COPY_PASSES = 4  # copies of what was appended meanwhile before the cut
 
 
-def _rotated(directory: Path) -> dict[int, int]:
-    """number -> size of the rotated files in ``directory``."""
+def _rotated(directory: Path, name: str) -> dict[int, int]:
+    """number -> size of the rotated files of ``name`` in ``directory``."""
     out = {}
     for entry in directory.iterdir():
-        suffix = entry.name[len(logfiles.WORKER_LOG) + 1:]
-        if entry.name.startswith(logfiles.WORKER_LOG + ".") and suffix.isdigit() and not entry.is_symlink():
+        suffix = entry.name[len(name) + 1:]
+        if entry.name.startswith(name + ".") and suffix.isdigit() and not entry.is_symlink():
             out[int(suffix)] = entry.stat().st_size
     return out
 
 
-def rotate_if_due(directory: Path, max_bytes: int, cap_bytes: int) -> bool:
-    """Rotate ``directory``'s worker.log if it has passed ``max_bytes``; True if it did."""
-    current = directory / logfiles.WORKER_LOG
+def rotate_if_due(directory: Path, max_bytes: int, cap_bytes: int, name: str = logfiles.WORKER_LOG) -> bool:
+    """Rotate ``directory``'s ``name`` (worker.log, events.log) if it has passed ``max_bytes``;
+    True if it did."""
+    current = directory / name
     try:
         fd = os.open(current, os.O_RDWR | os.O_NOFOLLOW)
     except OSError:
@@ -48,10 +49,11 @@ def rotate_if_due(directory: Path, max_bytes: int, cap_bytes: int) -> bool:
         size = os.fstat(fd).st_size
         if size < max_bytes:
             return False
-        rotated = _rotated(directory)
+        rotated = _rotated(directory, name)
         for n in sorted(rotated, reverse=True):
-            os.replace(directory / logfiles.rotated_name(n), directory / logfiles.rotated_name(n + 1))
-        target = directory / logfiles.rotated_name(1)
+            os.replace(directory / logfiles.rotated_name(n, name),
+                       directory / logfiles.rotated_name(n + 1, name))
+        target = directory / logfiles.rotated_name(1, name)
         with open(target, "xb", opener=lambda p, f: os.open(p, f | os.O_NOFOLLOW, 0o600)) as dst:
             copied = 0
             for _ in range(COPY_PASSES):
@@ -66,8 +68,8 @@ def rotate_if_due(directory: Path, max_bytes: int, cap_bytes: int) -> bool:
             os.ftruncate(fd, 0)
         sizes = {n + 1: s for n, s in rotated.items()} | {1: copied}
     for n in logfiles.to_drop(sizes, 0, cap_bytes):
-        (directory / logfiles.rotated_name(n)).unlink(missing_ok=True)
-    log.info("worker log rotated", dir=str(directory), bytes=copied)
+        (directory / logfiles.rotated_name(n, name)).unlink(missing_ok=True)
+    log.info("worker log rotated", dir=str(directory), file=name, bytes=copied)
     return True
 
 

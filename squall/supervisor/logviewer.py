@@ -2,7 +2,8 @@
 ``storm.log.dir``) over HTTP(S), with the cluster's TLS and the tokens nimbus mints for it
 (squall.supervisor.logviewer_auth: a user's own token never comes here).
 
-Storm's routes and parameters (``file`` is ``<topology id>/<port>/worker.log``)::
+Storm's routes and parameters (``file`` is ``<topology id>/<port>/worker.log``, or ``events.log``,
+the event logger's)::
 
     GET /api/v1/log?file=&start=&length=&grep=      a page of the file (text; the last 51,200
                                                     bytes by default); X-Log-Start, X-Log-End

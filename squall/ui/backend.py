@@ -44,6 +44,8 @@ class Control(Protocol):
                 fmt: str | None = None, locals_: bool = False, user: str | None = None) -> dict[str, Any]:
         """Storm's ``/topology/:id/profiling/<action>/:host-port[/:timeout]``: a profile, a stack
         dump or a restart of one worker asked of its supervisor (squall.runtime.profiling)."""
+    def debug(self, ident: str, component: str | None, action: str, pct: str) -> dict[str, Any]:
+        """Storm's debug action (``component`` None: the whole topology's); Storm's answer."""
 
 
 class Leadership(Protocol):

@@ -21,6 +21,9 @@ Squall approximates are in squall.ui.storm_api), Squall's own API, ``/metrics`` 
          end the record early | write it now and record on | every thread's stack (?locals=1:
          with locals) | restart the worker; dumpheap: 501, a Python worker has no heap dump
          (squall.nimbus.profiling; the outputs: the logviewer's /api/v1/dumps/:id/:host-port)
+    POST /api/v1/topology/:id/debug/:action/:spct   action enable or disable: sample spct percent
+    POST /api/v1/topology/:id/component/:component/debug/:action/:spct
+         (0-100) of the tuples its components (or that one) emit into their workers' events.log
     GET  /api/v1/topology/:id/logconfig           the log levels set on its workers
     POST /api/v1/topology/:id/logconfig           set or reset them (squall.ui.logconfig):
          {"namedLoggerLevels": {"ROOT": {"target_level": "DEBUG", "timeout": 30}}}
@@ -282,6 +285,21 @@ async def topology_profiling(request: Request) -> Response:
 
 PROFILING = "/api/v1/topology/{id:seg}/profiling/{action:seg}/{worker:seg}"
 
+async def topology_debug(request: Request) -> Response:
+    """Storm's debug action, for the topology or one component: as the owner, topology.users
+    or an admin may.  A bad action or percentage is a 400 (squall.runtime.debug_options)."""
+    backend, params = request.app.state.backend, request.path_params
+    ident, component = params["id"], params.get("component")
+    await raw_body(request)  # Storm's UI posts nothing; whatever comes is not read
+
+    def act() -> Any:
+        backend.leadership.require_leader()
+        _authorize(request, authz.DEBUG, backend.views.resolve(ident))
+        return backend.control.debug(ident, component, params["action"], params["spct"])
+
+    return JsonAnswer(await call(request, act))
+
+
 STORM: list[BaseRoute] = [
     *(_summary(head) for head in SUMMARIES),
     Route("/api/v1/cluster/configuration", configuration, methods=["GET"]),
@@ -294,6 +312,9 @@ STORM: list[BaseRoute] = [
     Route("/api/v1/topology/{id:seg}/autoscale/{action:seg}", topology_autoscale, methods=["GET", "POST"]),
     Route(PROFILING, topology_profiling, methods=["GET", "POST"]),
     Route(PROFILING + "/{timeout:seg}", topology_profiling, methods=["GET", "POST"]),
+    Route("/api/v1/topology/{id:seg}/debug/{action:seg}/{spct:seg}", topology_debug, methods=["POST"]),
+    Route("/api/v1/topology/{id:seg}/component/{component:seg}/debug/{action:seg}/{spct:seg}",
+          topology_debug, methods=["POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology/{id:seg}/{action:seg}/{wait:seg}", topology_action, methods=["GET", "POST"]),
     Route("/api/v1/topology-workers/{id:seg}", topology_workers, methods=["GET"]),

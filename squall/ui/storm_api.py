@@ -56,6 +56,7 @@ from typing import Any
 from urllib.parse import quote
 
 from squall.metrics.windows import ALL_TIME, WINDOW_IDS
+from squall.runtime.debug_options import Debug, DebugOptions, conf_debug
 
 Executor = tuple[int, int]
 
@@ -89,6 +90,7 @@ class TopologyView:
     # Scheduled by resources: (MB, CPU %) its executors declare; None: the even scheduler's
     requested: tuple[float, float] | None = None
     scheduler_info: str | None = None  # why it is not scheduled (squall.nimbus.packing.Unfit)
+    debug: dict[str, Any] = field(default_factory=dict)  # its debug sampling (squall.runtime.debug_options)
 
     @property
     def hosts(self) -> dict[str, str]:
@@ -305,12 +307,28 @@ def _last_error(view: TopologyView, name: str, now: float) -> dict[str, Any]:
     return {**_error_fields(view, last, now), "lastError": str(last.get("error", ""))[:MAX_ERROR_CHARS]}
 
 
-def log_link(view: TopologyView, node: str, port: Any) -> str:
-    """The worker's log on its node's logviewer ("" where there is none): Storm's workerLogLink."""
+def log_link(view: TopologyView, node: str, port: Any, name: str = "worker.log") -> str:
+    """The worker's log (or its ``events.log``) on its node's logviewer ("" where there is
+    none): Storm's workerLogLink (and eventLogLink)."""
     base = view.logviewers.get(node)
     if not base or port is None:
         return ""
-    return f"{base}/api/v1/log?file={quote(f'{view.id}/{port}/worker.log', safe='')}"
+    return f"{base}/api/v1/log?file={quote(f'{view.id}/{port}/{name}', safe='')}"
+
+
+def _debug_fields(setting: Debug) -> dict[str, Any]:
+    return {"debug": setting.enable, "samplingPct": setting.pct}
+
+
+def event_log_link(view: TopologyView, name: str) -> str:
+    """The events.log of the worker running the component's first executor: each worker
+    writes its own tasks' sampled tuples (squall.worker.event_log); "" while none runs."""
+    placement = view.placement()
+    for executor in view.components[name]["executors"]:
+        worker = placement.get((int(executor[0]), int(executor[1])))
+        if worker is not None:
+            return log_link(view, worker["node"], worker["port"], "events.log")
+    return ""
 
 
 def dump_link(view: TopologyView, node: str, host: str, port: Any) -> str:
@@ -403,7 +421,8 @@ def topology_page(view: TopologyView, window: str, now: float, sys: bool = False
             "topologyStats": topology_stats(view, sys), "workers": worker_summaries(view, now),
             "spouts": [_spout_entry(view, n, window, now) for n in _visible(view, "spout", sys)],
             "bolts": [_bolt_entry(view, n, window, now) for n in _visible(view, "bolt", sys)],
-            "configuration": view.conf, "debug": False, "schedulerDisplayResource": False,
+            "configuration": view.conf, "schedulerDisplayResource": False,
+            **_debug_fields(DebugOptions.from_wire(view.debug).topology_setting(conf_debug(view.conf))),
             **({"batchGroups": groups} if (groups := batch_groups(view)) else {})}
 
 
@@ -452,12 +471,15 @@ def component_page(view: TopologyView, name: str, window: str, now: float,
     """/api/v1/topology/:id/component/:component"""
     c = view.components[name]
     kind = "spout" if c["kind"] == "spout" else "bolt"
+    debug = DebugOptions.from_wire(view.debug).component_setting(name, bool(c.get("conf_debug")))
     errors = sorted((e for e in view.errors if e.get("component") == name), key=lambda e: e.get("time", 0))
     out: dict[str, Any] = {
         "id": name, "encodedId": encode(name), "name": view.name, "executors": len(c["executors"]),
         "tasks": len(c["tasks"]), "topologyId": view.id, "encodedTopologyId": encode(view.id),
         "topologyStatus": storm_status(view.status), "window": window, "windowHint": window_hint(window),
-        "componentType": kind, "debug": False, "schedulerDisplayResource": False, **_trident_fields(c),
+        "componentType": kind, "schedulerDisplayResource": False, **_trident_fields(c),
+        **_debug_fields(debug),
+        "eventLogLink": event_log_link(view, name),
         # Storm's "error" is the whole stack trace (lastError elsewhere stays the one line).
         "componentErrors": [{**_error_fields(view, e, now), "error": e.get("trace") or e.get("error", "")}
                             for e in errors],

@@ -50,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="this node's name, for logs [env: SQUALL_NODE; default: the hostname]")
     parser.add_argument("--launch", default=None,
                         help="the supervisor's token for this launch, told back in every heartbeat")
+    parser.add_argument("--events-fd", type=int, default=None,
+                        help="an open descriptor of the worker's events.log, where sampled tuples go "
+                             "(the supervisor's; none: no event log)")
     parser.add_argument("--log-level", default=env.get("SQUALL_LOG_LEVEL", "info"),
                         help="debug, info, warning or error [env: SQUALL_LOG_LEVEL; default: info]")
     args = parser.parse_args(argv)
@@ -60,7 +63,8 @@ def main(argv: list[str] | None = None) -> int:
     levels = LogLevels()  # squall set_log_level's, from assignment.json
     configure_logging(args.log_level, json=env.get("SQUALL_LOG_JSON") == "1", levels=levels)
     pin_to_core(env.get("SQUALL_WORKER_CPU"))
-    process = WorkerProcess(args.dir, node=args.node, levels=levels, launch=args.launch)
+    process = WorkerProcess(args.dir, node=args.node, levels=levels, launch=args.launch,
+                            events_fd=args.events_fd)
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         process.post("signal", signum)

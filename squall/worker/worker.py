@@ -27,6 +27,7 @@ from squall.runtime.status import Status
 from squall.topology.loading import resolve_class
 from squall.topology.tuple import SYSTEM_COMPONENT, SYSTEM_TASK, TICK_STREAM, Tuple, record_type
 from squall.worker.backpressure import Backpressure
+from squall.worker.event_log import EventLog
 from squall.worker.executors.acker import BUCKETS, AckerExecutor
 from squall.worker.executors.bolt import BoltExecutor
 from squall.worker.executors.executor import Executor
@@ -68,6 +69,7 @@ class Worker:
         error_sink: Callable[[ErrorRecord], None] | None = None,
         on_death: Callable[[Worker], None] | None = None,
         capture: Callable[[str, str, Any], None] | None = None,
+        events: EventLog | None = None,
         resources: dict[str, Any] | None = None,
         owns_process: bool = False,
     ) -> None:
@@ -82,6 +84,7 @@ class Worker:
         self.clock = clock
         self.active = active
         self.capture = capture
+        self.events = events  # sampled emits -> events.log (squall.worker.event_log); its owner's to close
         # Shared by the worker's tasks through their context; a runtime may
         # seed it (local mode: the transactional state of the LocalCluster).
         self.resources: dict[str, Any] = resources if resources is not None else {}

@@ -49,6 +49,16 @@ def test_a_components_lines_are_its_own_and_what_continues_them() -> None:
     assert list(logs.component_lines(LINES, None)) == LINES
 
 
+def test_events_are_read_beside_each_workers_log_and_kept_by_component() -> None:
+    (first, _second) = logs.worker_logs(PAGE, None, events=True)
+    assert first.link == "https://n1:8000/api/v1/log?file=wc-1%2F6700%2Fevents.log"
+    lines = [b"2026-12-07T22:10:01.123Z,split,3,default,,['a']",
+             b"2026-12-07T22:10:01.124Z,splitter,4,default,,[1]",
+             b"2026-12-07T22:10:01.125Z,sentences,1,default,'m,1',['split']"]
+    assert list(logs.event_lines(lines, "split")) == lines[:1]
+    assert list(logs.event_lines(lines, None)) == lines
+
+
 class FakeReader:
     """A log that grows, then rotates, between reads."""
 

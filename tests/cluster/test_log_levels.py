@@ -1,11 +1,15 @@
 """`squall set_log_level` on a real dev cluster: a component's debug lines appear in its
 worker's log and go again -- on reset, or when their time has come -- with the worker
-never relaunched; Storm's REST logconfig shows what is set (issue 30)."""
+never relaunched; Storm's REST logconfig shows what is set (issue 30).  And `squall debug`
+on the same cluster: a component's emitted tuples appear in its worker's events.log, read
+through the logviewer, and stop, with the worker never relaunched either (issue 50)."""
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Iterator
+
+import pytest
 
 from squall.cli.devcluster import DevCluster
 from squall.testing import poll_for
@@ -30,11 +34,70 @@ def quiet_after(cluster: DevCluster, said: str, count: int) -> None:
     assert DEBUG not in worker_log(cluster)[mark:]
 
 
-def test_a_components_level_set_reset_and_expired_on_a_running_worker(make_cluster: Any) -> None:
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DevCluster]:
+    """One cluster running chatty for the module's tests; the last one kills it."""
+    c = DevCluster(tmp_path_factory.mktemp("levels") / "cluster", supervisors=1, slots=1,
+                   conf={"supervisor.assignments.sync.secs": SYNC_SECS,
+                         "supervisor.run.worker.as.user": False})  # (make_cluster's default)
+    try:
+        c.start()
+        squall_cli(c, "submit", str(TOPOLOGIES / "chatty.py"), "--name", "chatty")
+        poll_for(lambda: worker_log(c).count(PROGRESS) >= 3, timeout=90, message="the bolt's progress")
+        yield c
+    finally:
+        c.stop()
+
+
+def events(cluster: DevCluster, *args: str) -> list[str]:
+    """The sampled tuples of chatty's workers, through their logviewer (`squall logs --events`)."""
+    out = squall_cli(cluster, "logs", "chatty", "--events", *args).stdout
+    return [line.split("  ", 1)[1] for line in out.splitlines() if "  " in line]
+
+
+def test_a_components_tuples_sampled_into_events_log_and_stopped(cluster: DevCluster) -> None:
+    # Given the running topology, nothing sampled
+    pids = cluster.worker_pids()
+    assert cluster.api("GET", "topology/chatty")["debug"] is False
+    # When its bolt is debugged at 100 %: its tuples appear in the worker's events.log, the
+    # spout's do not
+    out = squall_cli(cluster, "debug", "chatty", "-c", "chatty", "--enable", "--pct", "100").stdout
+    assert "debug on: 100 % of the tuples component 'chatty'" in out
+    lines = poll_for(lambda: len(got := events(cluster, "-c", "chatty")) >= 5 and got, timeout=60,
+                     message="chatty's tuples in events.log")
+    fields = lines[-1].split(",")
+    assert fields[1:4] == ["chatty", fields[2], "default"] and fields[4] == "" and fields[5].startswith("[")
+    assert not [line for line in events(cluster) if ",ticks," in line]
+    page = cluster.api("GET", "topology/chatty/component/chatty")
+    assert (page["debug"], page["samplingPct"]) == (True, 100.0)
+    assert page["eventLogLink"].startswith("https://") and page["eventLogLink"].endswith("%2Fevents.log")
+    assert cluster.api("GET", "topology/chatty")["debug"] is False  # the topology-wide setting: untouched
+    shown = squall_cli(cluster, "debug", "chatty", "-c", "chatty").stdout
+    assert "debug on, 100 % for component 'chatty'" in shown
+    # When it is stopped: no new line, once the worker has it
+    squall_cli(cluster, "debug", "chatty", "-c", "chatty", "--disable")
+    poll_for(lambda: worker_log(cluster).count("event logging set") >= 2, timeout=60, message="debug off")
+    seen = len(events(cluster))
+    progress = worker_log(cluster).count(PROGRESS)
+    poll_for(lambda: worker_log(cluster).count(PROGRESS) >= progress + 2, timeout=60,
+             message="20 more tuples")
+    assert len(events(cluster)) == seen
+    assert cluster.api("GET", "topology/chatty/component/chatty")["debug"] is False
+    # And topology-wide: every component follows it but one whose own setting says otherwise
+    out = squall_cli(cluster, "debug", "chatty", "--enable", "--pct", "50").stdout
+    assert "debug on: 50 % of the tuples every component of topology 'chatty' emits" in out
+    page = cluster.api("GET", "topology/chatty")
+    assert (page["debug"], page["samplingPct"]) == (True, 50.0)
+    assert cluster.api("GET", "topology/chatty/component/ticks")["samplingPct"] == 50.0
+    assert cluster.api("GET", "topology/chatty/component/chatty")["debug"] is False
+    squall_cli(cluster, "debug", "chatty", "--disable")
+    assert cluster.api("GET", "topology/chatty")["debug"] is False
+    # Then it was the same worker throughout
+    assert cluster.worker_pids() == pids
+
+
+def test_a_components_level_set_reset_and_expired_on_a_running_worker(cluster: DevCluster) -> None:
     # Given a running topology whose bolt logs every tuple at debug, which its worker hides
-    cluster = make_cluster(supervisors=1, slots=1, conf={"supervisor.assignments.sync.secs": SYNC_SECS})
-    squall_cli(cluster, "submit", str(TOPOLOGIES / "chatty.py"), "--name", "chatty")
-    poll_for(lambda: worker_log(cluster).count(PROGRESS) >= 3, timeout=90, message="the bolt's progress")
     assert DEBUG not in worker_log(cluster)
     pids = cluster.worker_pids()
 

@@ -187,6 +187,28 @@ def test_the_component_page_lists_executors_and_streams() -> None:
     assert (executor["pending"], executor["maxSpoutPending"]) == (17, 750)
 
 
+def test_the_pages_say_what_is_sampled_and_link_the_events_log() -> None:
+    view = _view()
+    view.logviewers = {"n1": "https://h1:8000"}
+    page = api.topology_page(view, "600", now=1010.0)
+    assert (page["debug"], page["samplingPct"]) == (False, 10.0)  # Storm's values while off
+    split = api.component_page(view, "split", "600", now=1010.0)
+    assert (split["debug"], split["samplingPct"]) == (False, 10.0)
+    # the events.log of the worker running the component's first executor
+    assert split["eventLogLink"] == f"https://h1:8000/api/v1/log?file={TID}%2F6700%2Fevents.log"
+    view.debug = {"topology": {"enable": True, "samplingpct": 20.0},
+                  "components": {"split": {"enable": False, "samplingpct": 10.0}}}
+    assert (api.topology_page(view, "600", 1010.0)["debug"], api.topology_page(view, "600", 1010.0)[
+        "samplingPct"]) == (True, 20.0)
+    assert api.component_page(view, "split", "600", 1010.0)["debug"] is False  # its own setting wins
+    spout = api.component_page(view, "spout/coordinator", "600", 1010.0)
+    assert (spout["debug"], spout["samplingPct"]) == (True, 20.0)  # the topology's
+    view.debug, view.conf = {}, {**view.conf, "topology.debug": True}  # set at submit: everything
+    assert api.topology_page(view, "600", 1010.0)["samplingPct"] == 100.0
+    view.workers = []
+    assert api.component_page(view, "split", "600", 1010.0)["eventLogLink"] == ""  # no worker runs it
+
+
 # -- a real cluster ------------------------------------------------------------------
 
 

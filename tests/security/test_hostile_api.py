@@ -251,6 +251,7 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
         assert cli(cluster, "admin", "activate", "alices").returncode == 0
         info = cluster.api("GET", "topologies/alices")
         assert info["status"] == "active"
+        debug_sampling_is_its_users_and_checked(cluster)
         # Secrets in its conf never come back, in any answer.
         text = json.dumps(info)
         assert "hunter2" not in text and "pw@h" not in text and info["conf"]["db.password"] == "*****"
@@ -271,6 +272,43 @@ def test_who_may_do_what_to_a_topology(cluster: DevCluster) -> None:
     assert any("user=alice" in line and "outcome=ok" in line and "/kill" in line for line in audit)
     workers = "".join(p.read_text(errors="replace") for p in cluster.root.rglob("worker.log"))
     assert "hunter2" not in logs + workers and "pw@h" not in logs + workers
+
+
+def events_logs(cluster: DevCluster) -> str:
+    return "".join(p.read_text(errors="replace") for p in cluster.root.rglob("events.log"))
+
+
+def debug_sampling_is_its_users_and_checked(cluster: DevCluster) -> None:
+    """Storm's debug action on alice's running word count (issue 50): a stranger may not; what
+    its own users send is checked (400 naming it, 404 for a component it lacks) before
+    anything is written; then split's tuples reach the sandboxed worker's events.log (a
+    descriptor the supervisor opened, in a directory the worker never sees), and stop."""
+    bob, carol = cluster.tokens["bob"], cluster.tokens["carol"]  # type: ignore[attr-defined]
+    refused = cli(cluster, "bob", "debug", "alices", "-c", "split", "--enable")
+    assert refused.returncode == 1 and "may not debug" in refused.stderr, refused.stderr
+    for path in ("debug/enable/10", "component/split/debug/enable/10"):
+        status, answer = call(cluster, "POST", f"/api/v1/topology/alices/{path}", b"", token=bob)
+        assert status == 403 and "may not debug" in answer["error"], answer
+    for path, code, fragment in (
+        ("debug/enable/NaN", 400, "a number from 0 to 100, got 'NaN'"),
+        ("debug/enable/inf", 400, "a number from 0 to 100, got 'inf'"),
+        ("debug/enable/101", 400, "a number from 0 to 100, got '101'"),
+        ("debug/enable/-1", 400, "a number from 0 to 100, got '-1'"),
+        ("debug/enable/ten", 400, "a number from 0 to 100, got 'ten'"),
+        ("debug/enable/" + "9" * 400, 400, "a number from 0 to 100"),
+        ("debug/start/10", 400, "enable or disable, got 'start'"),
+        ("component/nope/debug/enable/10", 404, "has no component 'nope'"),
+        ("component/%2F..%2F..%2Fetc/debug/enable/10", 404, "has no component '/../../etc'"),
+    ):
+        status, answer = call(cluster, "POST", f"/api/v1/topology/alices/{path}", b"", token=carol)
+        assert status == code and fragment in answer["error"], (path, answer)
+    assert cluster.api("GET", "topology/alices")["debug"] is False  # nothing was written
+    enabled = cli(cluster, "carol", "debug", "alices", "-c", "split", "--enable", "--pct", "100")
+    assert enabled.returncode == 0, enabled.stderr
+    poll_for(lambda: ",split," in events_logs(cluster), timeout=90, message="split's tuples in events.log")
+    assert ",sentences," not in events_logs(cluster) and ",count," not in events_logs(cluster)
+    assert cli(cluster, "carol", "debug", "alices", "-c", "split", "--disable").returncode == 0
+    alive(cluster)
 
 
 def test_zookeeper_without_the_cluster_password_reads_nothing(cluster: DevCluster) -> None:

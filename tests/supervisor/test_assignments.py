@@ -149,9 +149,12 @@ def test_a_node_runs_its_own_workers_of_an_assignment_knowing_where_every_task_l
                   "hosts": {"a": "10.0.0.1", "b": "10.0.0.2"}, "active": False, "version": 7}
     record = {"definition": {"name": "t"}}
     levels = {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1030.0}}
-    got = workers_of_node("a", "10.0.0.1", "t-1", assignment, record, {"k": 1}, "/code/t-1", levels)
+    debug = {"components": {"split": {"enable": True, "samplingpct": 5.0}}}
+    got = workers_of_node("a", "10.0.0.1", "t-1", assignment, record, {"k": 1}, "/code/t-1", levels,
+                          debug=debug)
     assert sorted(got) == [6700, 6702]
     assert got[6702]["log_levels"] == levels
+    assert got[6702]["debug"] == debug  # applied live by the worker, as the levels are
     first = got[6700]
     assert first["address"] == "zmq+tcp://10.0.0.1:6700" and first["executors"] == [[1, 2]]
     assert first["task_address"] == {"1": "zmq+tcp://10.0.0.1:6700", "2": "zmq+tcp://10.0.0.1:6700",

@@ -29,9 +29,11 @@ def test_a_request_names_a_workers_log_and_nothing_else() -> None:
     assert logfiles.worker_file("wc-3-1700000000/6700/worker.log") == logfiles.WorkerFile(
         "wc-3-1700000000", 6700, "worker.log")
     assert logfiles.worker_file("wc-3/6700/worker.log.2").name == "worker.log.2"
+    assert logfiles.worker_file("wc-3/6700/events.log").name == "events.log"  # the event logger's
+    assert logfiles.worker_file("wc-3/6700/events.log.1").name == "events.log.1"
     for bad in (None, "", "../../etc/passwd", "/etc/passwd", "wc/6700/../../../etc/passwd", "wc/x/worker.log",
                 "wc/6700/readers.json", "wc/6700/worker.log/..", ".hidden/6700/worker.log", "wc/6700",
-                "wc/6700/worker.log.0"):
+                "wc/6700/worker.log.0", "wc/6700/events.log/..", "wc/6700/other.log"):
         with pytest.raises(BadLogRequest):
             logfiles.worker_file(bad)
     assert logfiles.daemon_file("supervisor-0.log") == "supervisor-0.log"
@@ -98,6 +100,21 @@ def test_a_worker_log_rotates_under_the_writer_and_keeps_within_its_cap(tmp_path
             os.write(writer, b"x" * 2500)
             assert logrotation.rotate_if_due(directory, max_bytes=2000, cap_bytes=6000)
         assert sorted(p.name for p in directory.iterdir()) == ["worker.log", "worker.log.1", "worker.log.2"]
+    finally:
+        os.close(writer)
+
+
+def test_the_events_log_rotates_on_its_own_as_the_worker_log_does(tmp_path: Path) -> None:
+    directory = tmp_path / "t-1" / "6700"
+    directory.mkdir(parents=True)
+    (directory / "worker.log").write_bytes(b"w" * 3000)
+    writer = os.open(directory / logfiles.EVENTS_LOG, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        os.write(writer, b"e\n" * 1500)
+        assert logrotation.rotate_if_due(directory, 2000, 10_000, logfiles.EVENTS_LOG)
+        assert (directory / "events.log.1").read_bytes() == b"e\n" * 1500
+        assert (directory / "events.log").stat().st_size == 0
+        assert (directory / "worker.log").stat().st_size == 3000 and not (directory / "worker.log.1").exists()
     finally:
         os.close(writer)
 

@@ -110,6 +110,12 @@ class FakeState:
     def watch_log_levels(self, topology_id: str, on_change: Any) -> Any:
         return SimpleNamespace(stop=lambda: None)
 
+    def debug_options(self, topology_id: str) -> dict[str, Any]:
+        return {}
+
+    def watch_debug_options(self, topology_id: str, on_change: Any) -> Any:
+        return SimpleNamespace(stop=lambda: None)
+
 
 REAL_POPEN = subprocess.Popen
 

@@ -216,6 +216,23 @@ def test_component_page(cluster: DevCluster, topology: dict[str, Any], browser: 
         .replace(",", "")) > 0)
     assert browser.find_elements(By.CSS_SELECTOR, "#errors tbody tr")  # a row, "none" when no error
     assert browser.find_element(By.ID, "title").text == "Bolt count"
+    # Storm's Debug asks the sampling percentage; Stop Debug stops; "events" opens the events.log
+    # of a worker running it (issue 50)
+    summary = lambda key: browser.find_element(By.CSS_SELECTOR, f"#summary b[data-key={key}]")  # noqa: E731
+    assert summary("Events").find_element(By.TAG_NAME, "a").text == "events"
+    assert "%2Fevents.log" in summary("Events").find_element(By.TAG_NAME, "a").get_attribute("href")
+    assert summary("Debug").text == "off"
+    assert browser.find_element(By.ID, "stop-debug").get_attribute("disabled")
+    browser.find_element(By.ID, "debug").click()
+    prompt = wait_for("the percentage prompt", lambda: browser.switch_to.alert)
+    assert prompt.text.startswith("Sampling percentage (0-100)")
+    prompt.send_keys("100")
+    prompt.accept()
+    wait_for("debug on", lambda: summary("Debug").text == "on, 100 %")
+    assert get_json(f"{cluster.nimbus_url}/api/v1/topology/{topology['encodedId']}/component/count")[
+        "samplingPct"] == 100
+    browser.find_element(By.ID, "stop-debug").click()
+    wait_for("debug off", lambda: summary("Debug").text == "off")
     # A spout's executors show its trees in flight and its max spout pending (the example's 5000).
     browser.get(f"{cluster.nimbus_url}/ui/component.html?id={topology['encodedId']}&component=sentences"
                 f"&refresh=1#token={CLIENT['token']}")

@@ -63,6 +63,36 @@ const squall = {
 
   link(href, text) { return squall.el("a", {href: href}, text); },
 
+  /* Storm's "Debug" and "Stop Debug" (the topology page's, a component page's): a share of
+     the tuples emitted, asked for here, goes to the workers' events.log until stopped.
+     ``path``: the topology's or the component's API path; ``page``: its latest answer. */
+  debugButtons(path, page, refresh) {
+    const start = document.getElementById("debug"), stop = document.getElementById("stop-debug");
+    start.disabled = Boolean(page.debug);
+    stop.disabled = !page.debug;
+    start.title = page.debug ? `sampling ${page.samplingPct} % into events.log` : "";
+    start.onclick = () => squall.debug(path, true, page.samplingPct, refresh);
+    stop.onclick = () => squall.debug(path, false, page.samplingPct, refresh);
+  },
+
+  async debug(path, enable, pct, refresh) {
+    let spct = String(pct === undefined || pct === null ? 10 : pct);
+    if (enable) {
+      const asked = window.prompt("Sampling percentage (0-100): the share of emitted tuples written to " +
+                                  "the workers' events.log", spct);
+      if (asked === null) return;
+      spct = asked.trim();
+    }
+    try {
+      const answer = await squall.api(path + "/debug/" + (enable ? "enable" : "disable") + "/" +
+                                      encodeURIComponent(spct || "?"), "POST");
+      squall.message(`${answer.topologyOperation}: ${answer.status}`);
+      await refresh();
+    } catch (e) {
+      squall.message(String(e.message || e));
+    }
+  },
+
   /* A worker's log on its node's logviewer (Storm's workerLogLink), opened in a new tab
      signed in with a token nimbus mints for that logviewer and this user, a few minutes
      long (in the address's fragment, which no server sees).  This tab's own token goes to

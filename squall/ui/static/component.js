@@ -9,8 +9,9 @@ const num = {num: true};
 
 async function refreshComponent() {
   const windowId = document.getElementById("window").value;
-  const page = await squall.api("topology/" + encodeURIComponent(topologyId) + "/component/" +
-                                encodeURIComponent(componentId) + "?window=" + encodeURIComponent(windowId));
+  const path = "topology/" + encodeURIComponent(topologyId) + "/component/" + encodeURIComponent(componentId);
+  const page = await squall.api(path + "?window=" + encodeURIComponent(windowId));
+  squall.debugButtons(path, page, refreshComponent);
   const spout = page.componentType === "spout";
   document.title = page.id + " - " + page.name + " - Squall UI";
   document.getElementById("title").textContent = (spout ? "Spout " : "Bolt ") + page.id;
@@ -21,6 +22,9 @@ async function refreshComponent() {
     ["Topology", squall.link(squall.topologyHref(page.topologyId, windowId), page.name)],
     ["Status", squall.status(page.topologyStatus)], ["Type", page.componentType],
     ["Executors", page.executors], ["Tasks", page.tasks],
+    ["Debug", page.debug ? `on, ${page.samplingPct} %` : "off"],
+    /* Storm's "events": the sampled tuples, in the events.log of a worker running it. */
+    ["Events", squall.logLink(page.eventLogLink, page.eventLogLink ? "events" : "no worker runs it")],
     ...(page.batchGroup ? [["Batch group", page.batchGroup],
                            ["Trident operations", (page.tridentOperations || []).join("; ") || page.tridentRole]] : []),
     ...(page.operations ? [["Operations", page.operations.join("; ")]] : []),

@@ -213,6 +213,7 @@ async function refreshTopology() {
   const [page, graph] = await Promise.all([squall.api("topology/" + id + query),
                                            squall.api("topology/" + id + "/visualization" + query)]);
   renderPage(page);
+  squall.debugButtons("topology/" + id, page, refreshTopology);
   drawGraph(document.getElementById("graph"), graph, name => squall.componentHref(page.id, name, windowId));
   recordPoint(page);
   await refreshAutoscale();

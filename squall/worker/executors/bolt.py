@@ -56,6 +56,8 @@ class BoltExecutor(ComponentExecutor):
             bolt.emit = bolt_emitter(self.component, task, streams, self.appends, self.tracking,
                                      self.rand64, self.check, self.always_check, capture,
                                      bool(bolt.auto_anchor), state)
+            if self.host.events is not None:
+                self.host.events.attach(self.component, task, bolt.emit)
             bolt.ack = self.ack
             bolt.fail = self.fail
             bolt.initialize(self.conf, context)

@@ -48,6 +48,7 @@ cdef class Out:
 
 cdef class Emitter:
     cdef object component, task, streams, check, capture, rand64, plain
+    cdef public object debug  # the event logger's sampler, or None (squall.worker.event_log)
     cdef object vals, tasks  # what prepare() found, for the emit that called it
     cdef dict table, targets
     cdef bint always_check, c_ids

@@ -216,6 +216,9 @@ class Emitter:
         # of these need no further check to cross the wire; the registry's own set.
         self.plain = PLAIN_TYPES
         self.vals = self.tasks = None
+        # The event logger's sampler of this task (squall.worker.event_log), set and cleared
+        # while the worker runs; None (the rule) costs an emit one check.
+        self.debug = None
 
     def new_id(self) -> int:
         if self.c_ids:
@@ -294,6 +297,8 @@ class BoltEmit(Emitter):
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
         self.vals = self.tasks = None  # the emitter keeps no values alive between emits
+        if self.debug is not None:
+            self.debug(stream, None, vals)  # a bolt's tuple has no message id of its own (Storm's)
         if anchors is None:
             if self.auto_anchor and self.tracking:
                 cur = self.state.current
@@ -400,6 +405,8 @@ class SpoutEmit(Emitter):
         self.prepare(values, stream, direct_task)
         vals, tasks = self.vals, self.tasks
         self.vals = self.tasks = None  # the emitter keeps no values alive between emits
+        if self.debug is not None:
+            self.debug(stream, tup_id, vals)
         if tup_id is None or not self.n_ackers or not tasks:
             self.untracked(vals, tasks, stream)
             if tup_id is not None:

@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from squall.clock import Clock
     from squall.metrics.registry import MetricsRegistry
     from squall.worker.backpressure import Backpressure
+    from squall.worker.event_log import EventLog
     from squall.worker.executors.queues import ExecutorQueue
     from squall.worker.plan import TopologyPlan
 
@@ -32,6 +33,7 @@ class ExecutorHost(Protocol):
     local_tasks: Collection[int]  # the tasks of this worker (routing prefers them)
     resources: dict[str, Any]  # objects the tasks share (Storm's worker resources)
     capture: Callable[[str, str, Any], None] | None  # every emit, in tests; else None
+    events: EventLog | None  # the worker's event logger, which samples emits (None: local mode)
 
     # -- sending (once per batch) ----------------------------------------------
 

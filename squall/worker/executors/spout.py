@@ -143,6 +143,8 @@ class SpoutExecutor(ComponentExecutor):
             spout.emit = spout_emitter(self.component, task, streams, self.appends, self.rand64,
                                        self.check, self.always_check, self.host.capture, self.tracker,
                                        now, state)
+            if self.host.events is not None:
+                self.host.events.attach(self.component, task, spout.emit)
             spout.initialize(self.conf, context)
             st = SpoutTask(task, spout, state)
             self.spouts.append(st)

@@ -11,7 +11,11 @@ components (Storm's TransactionalState, :mod:`squall.cluster.transactional_state
 the cluster's ZooKeeper unless ``transactional.zookeeper.servers`` names another),
 one client per worker process, made the first time such a component asks for it (a
 worker without one never connects), and authenticated with secrets.json's ZooKeeper
-credentials in a secure cluster.  Every JSON file is written whole to a temporary
+credentials in a secure cluster.  Two descriptors come open from the supervisor:
+stdout (and stderr), the worker's ``worker.log``, and ``--events-fd N``, its
+``events.log`` (the event logger's, squall.worker.event_log), both O_APPEND in its
+log directory, which it never sees.
+Every JSON file is written whole to a temporary
 file in the same directory and moved into place with ``os.replace``, so a reader
 never sees half of one.
 
@@ -31,16 +35,19 @@ rewritten while the worker runs)::
                                    # environment, squall.runtime.envbuild); may be absent
      "log_levels": {"ROOT": {"level": "DEBUG", "timeout_secs": 30, "expires_at": 1718000030.0}},
                                    # set_log_level's (squall.runtime.log_levels); may be absent
-     "tuning": {"max_spout_pending": {"spout": 90}}}
+     "tuning": {"max_spout_pending": {"spout": 90}},
                                    # self-regulation's (squall.tuning.regulator); may be absent
+     "debug": {"topology": {"enable": true, "samplingpct": 10.0}, "components": {...}}}
+                                   # the debug action's sampling (squall.runtime.debug_options);
+                                   # may be absent
 
 The worker re-reads it when it changes (checked every
 ``worker.assignment.poll.secs``, 0.5 s): a new ``active`` activates or
 deactivates the spouts; new addresses of other workers' tasks re-route the
-tuples sent to them; new ``log_levels`` and ``tuning`` apply at once (and each expires by the
-worker's clock); any other change (topology_id, topology, conf, code_dir,
-address, or this worker's executors) makes the worker exit with
-:data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
+tuples sent to them; new ``log_levels``, ``tuning`` and ``debug`` (the event logger's
+sampling) apply at once (each level expires by the worker's clock); any other change
+(topology_id, topology, conf, code_dir, address, or this worker's executors) makes the
+worker exit with :data:`EXIT_REASSIGNED` so that the supervisor launches it afresh.  An
 unreadable rewrite is ignored until the next one.
 
 ``heartbeat.json`` (worker -> supervisor; every
@@ -223,6 +230,7 @@ class Assignment:
     log_levels: dict[str, Any] = field(default_factory=dict)  # not in identity(): applied live
     # Self-regulation's {"max_spout_pending": {spout: value}} (not in identity(): applied live).
     tuning: dict[str, Any] = field(default_factory=dict)
+    debug: dict[str, Any] = field(default_factory=dict)  # not in identity(): applied live
 
     @property
     def topology_name(self) -> str:
@@ -262,6 +270,10 @@ class Assignment:
             msg = (f"{ASSIGNMENT}: 'tuning' must be {{'max_spout_pending': {{spout: int >= 1}}}}, "
                    f"got {tuning!r}")
             raise AssignmentError(msg)
+        debug = data.get("debug") or {}
+        if not isinstance(debug, dict):
+            msg = f"{ASSIGNMENT}: 'debug' has the wrong type ({type(debug).__name__})"
+            raise AssignmentError(msg)
         return cls(
             topology_id=need("topology_id", str),
             topology=need("topology", dict),
@@ -274,6 +286,7 @@ class Assignment:
             version=need("version", int),
             log_levels=log_levels,
             tuning=tuning,
+            debug=debug,
         )
 
     def identity(self) -> tuple[Any, ...]:

@@ -25,10 +25,12 @@ from squall.cluster.fenced_state import BACKEND_RESOURCE
 from squall.errors import SquallError, TransportError
 from squall.lazy import Lazy
 from squall.metrics.system import ProcessSampler
+from squall.runtime.debug_options import DebugOptions, conf_debug
 from squall.runtime.log_levels import LogLevels
 from squall.runtime.logging import ALWAYS
 from squall.runtime.status import Status
 from squall.topology.topology import definition_from_dict
+from squall.worker.event_log import EventLog
 from squall.worker.executors.reporting import ErrorRecord, describe
 from squall.worker.executors.spout import summarise_latencies
 from squall.worker.plan import TopologyPlan, plan_topology
@@ -109,8 +111,11 @@ class WorkerProcess:
     """
 
     def __init__(self, directory: Path, *, node: str, clock: Clock | None = None,
-                 levels: LogLevels | None = None, launch: str | None = None) -> None:
+                 levels: LogLevels | None = None, launch: str | None = None,
+                 events_fd: int | None = None) -> None:
         self.dir = directory
+        self.events_fd = events_fd  # events.log, opened by the supervisor (None: no event log)
+        self.events: EventLog | None = None
         self.node = node
         self.launch = launch  # the supervisor's token for this launch, told back in each heartbeat
         self.clock = clock or Clock()
@@ -206,10 +211,11 @@ class WorkerProcess:
             if secrets is not None and secrets.drpc is not None:
                 # The topology's DRPC credential, for its DRPC spouts and ReturnResults (squall.drpc).
                 resources[DRPC_RESOURCE] = secrets.drpc
+            self.events = self._event_log(plan, assignment)
             self.worker = Worker(plan, executors, assignment.address, assignment.task_address, self.transport,
                                  self.clock, node=self.node, active=assignment.active,
                                  error_sink=self._append_error, on_death=self._on_death,
-                                 resources=resources, owns_process=True)
+                                 events=self.events, resources=resources, owns_process=True)
             self.worker.bind()
         except TransportError as e:
             raise StartupError(str(e), EXIT_BIND_FAILED) from e
@@ -273,6 +279,9 @@ class WorkerProcess:
     def _release(self) -> None:
         if self.transport is not None:
             self.transport.close()
+        if self.events is not None:  # after the executors: their last sampled lines are written
+            self.events.close()
+            self.events = None
 
     # -- events (signals, death) ---------------------------------------------
 
@@ -336,8 +345,23 @@ class WorkerProcess:
         if new.tuning != old.tuning:
             log.info("max spout pending set by self-regulation", values=new.tuning.get("max_spout_pending"))
             worker.set_max_pending(new.tuning.get("max_spout_pending") or {})
+        if new.debug != old.debug and self.events is not None:
+            self.events.configure(DebugOptions.from_wire(new.debug))
         self.assignment = new
         return None
+
+    # -- the event logger (debug sampling) -----------------------------------
+
+    def _event_log(self, plan: TopologyPlan, assignment: Assignment) -> EventLog | None:
+        """The worker's event logger over the descriptor the supervisor gave (none without
+        one, or with ``topology.eventlogger.executors: 0``), started with the assignment's
+        settings."""
+        if self.events_fd is None or plan.conf.get("topology.eventlogger.executors") == 0:
+            return None
+        events = EventLog(self.events_fd, {c: conf_debug(plan.component_conf(c)) for c in plan.components})
+        events.configure(DebugOptions.from_wire(assignment.debug))
+        events.start()
+        return events
 
     # -- log levels (set_log_level) ------------------------------------------
 

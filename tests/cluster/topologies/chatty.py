@@ -1,5 +1,6 @@
 """A bolt that logs every tuple at debug (hidden by default) and every tenth at info: what
-`squall set_log_level` shows and hides on a running worker (issue 30)."""
+`squall set_log_level` shows and hides on a running worker (issue 30); it passes each on,
+to no one, for `squall debug` to sample (issue 50)."""
 
 from __future__ import annotations
 
@@ -27,8 +28,11 @@ class Ticks(Spout):
 
 
 class Chatty(Bolt):
+    outputs = ["n"]
+
     def process(self, tup: Any) -> None:
         n = tup.values[0]
+        self.emit([n])
         self.logger.debug("chatty debug", n=n)
         if n % 10 == 0:
             self.logger.info("chatty progress", n=n)
