@@ -56,6 +56,8 @@ class Slots:
 @pytest.fixture
 def worker(tmp_path: Path) -> Iterator[tuple[WorkerProfiler, Requests, Path, subprocess.Popen[bytes]]]:
     proc = subprocess.Popen([sys.executable, "-c", WORKER])
+    # Its executor thread started before anything asks for its stacks (a loaded machine is slow to).
+    poll_for(lambda: psutil.Process(proc.pid).num_threads() >= 2, timeout=30, message="the worker's thread")
     slot = Slot(PORT, tmp_path / "workers" / str(PORT))
     slot.dir.mkdir(parents=True)
     created = psutil.Process(proc.pid).create_time()
