@@ -217,10 +217,11 @@ def _helped(entry: dict[str, Any], before: dict[str, Any], after: dict[str, Any]
              f"{before['capacity']:.2f} -> {after['capacity']:.2f}")
     policy = entry["policy"]
     if policy == "scale up":
-        # More executors must carry more, or clear the queue that held the spouts back; a
-        # capacity that fell only because the same load is spread thinner is no help.
+        # More executors must carry more, or take the bolt out of its symptom at no loss: at
+        # an input it already carries, the same tuples spread over more executors bring the
+        # capacity down (a CPU-bound bolt's GIL-sharing threads would not: they stay busy).
         gained = thr1 >= thr0 * 1.05 or after["executed"] >= before["executed"] * 1.05
-        relieved = (before["congested"] >= settings.congested_high
+        relieved = (after["capacity"] < settings.capacity_high
                     and after["congested"] < settings.congested_high and thr1 >= thr0 * 0.95)
         return gained or relieved, moved + ("" if gained or relieved else ": no gain, undone")
     if policy == "scale down":
