@@ -8,21 +8,11 @@ import json
 from pathlib import Path
 
 import pytest
-import structlog
 
 from squall.cli.main import main
 from squall.cli.sparse_project import invocation, load_project, parse_options
 from squall.cli.sparse_quickstart import FILES, quickstart
 from squall.errors import SquallError
-
-
-@pytest.fixture(autouse=True)
-def _logging_as_it_was() -> object:
-    """``main()`` configures logging onto this test's captured stderr, closed after it: a later
-    test's threads would log into a closed file."""
-    saved = structlog.get_config()
-    yield
-    structlog.configure(**saved)
 
 
 def make_project(tmp_path: Path, envs: dict | None = None) -> Path:
