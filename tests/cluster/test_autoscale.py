@@ -97,7 +97,9 @@ def test_a_slow_bolt_is_scaled_up_to_keep_up_then_down_when_the_input_drops_and_
     assert down["resolution"]["executors"]["split"] < grown
     assert "idle" in down["symptom"] and "over-provisioned" in down["diagnosis"]
     # Every sentence the spout took was acked (replays after the kill included), each word counted.
+    (run.dir / "paused").unlink(missing_ok=True)
     rate.write_text("0")
+    poll_for((run.dir / "paused").exists, timeout=30, message="the spout paused")  # nothing more leaves
     emitted = lambda: {int(x) for x in (run.dir / "emitted.log").read_text().split()}  # noqa: E731
     poll_for(lambda: emitted() <= run.acked(), timeout=60, message="every sentence taken acked")
     taken = emitted()

@@ -3,10 +3,10 @@ a split that waits on every sentence (a remote call's time) at one executor of e
 tasks: at a high rate the split is the bottleneck self-regulation must scale up, at a
 low one it is over-provisioned (issue 50).
 
-``rate`` in ``squall.test.dir`` holds the sentences a second (0: paused), read every
-quarter second; ``emitted.log`` gets each id the first time it is emitted, so a test can
-check that every sentence the spout took was acked (replays included), killed workers
-or not."""
+``rate`` in ``squall.test.dir`` holds the sentences a second (0: paused, and the spout
+then writes ``paused``), read every quarter second; ``emitted.log`` gets each id the
+first time it is emitted, so a test can check that every sentence the spout took was
+acked (replays included), killed workers or not."""
 
 from __future__ import annotations
 
@@ -26,6 +26,7 @@ class SteppedSentences(DurableSentences):
         self.emitted = open(os.path.join(self.dir, "emitted.log"), "a", buffering=1)  # noqa: SIM115
         self.first = set(self.todo)  # not acked before this start: emitted at most once more
         self.rate, self.read_at, self.allowed, self.last = 0.0, 0.0, 0.0, time.monotonic()
+        self.context_task = context.task_id
 
     def next_tuple(self) -> None:
         now = time.monotonic()
@@ -36,6 +37,13 @@ class SteppedSentences(DurableSentences):
                     self.rate = float(f.read().strip() or 0)
             except (OSError, ValueError):
                 self.rate = 0.0
+            if not self.rate:  # paused: nothing more leaves, replays included, and the test is told
+                self.allowed = 0.0
+                with open(os.path.join(self.dir, "paused"), "w") as f:
+                    f.write(str(self.context_task))
+                return
+        elif not self.rate:
+            return
         self.allowed = min(self.allowed + (now - self.last) * self.rate, max(self.rate / 10, 1.0))
         self.last = now
         if not self.todo or self.allowed < 1:
