@@ -68,7 +68,7 @@ def test_a_slow_bolt_is_scaled_up_to_keep_up_then_down_when_the_input_drops_and_
         cluster: DevCluster, tmp_path: Path) -> None:
     run = WordCountRun(tmp_path / "wc", sentences=9000)
     rate = run.dir / "rate"
-    rate.write_text("250")  # two and a half times what one executor of the split carries
+    rate.write_text("150")  # one and a half times what one executor of the split carries
     args = [a for kv in (*FAST_ROUNDS[:-1], "topology.autoscale.quiet.rounds=3", f"squall.test.dir={run.dir}")
             for a in ("--conf", kv)]
     squall_cli(cluster, "submit", str(TOPOLOGIES / "stepped_wordcount.py"), "--name", "stepped", *args)
@@ -86,12 +86,12 @@ def test_a_slow_bolt_is_scaled_up_to_keep_up_then_down_when_the_input_drops_and_
     # Raised until the split keeps up: the spout's trees acked as fast as the input comes.
     kept_up = poll_for(lambda: next((a for a in _log(cluster, "stepped")["actions"]
                                      if a["policy"] == "scale up" and a["status"] == "helped"
-                                     and a["after"]["throughput"] >= 0.9 * 250
+                                     and a["after"]["throughput"] >= 0.9 * 150
                                      and a["after"]["capacity"] < 0.8), None),
                        timeout=150, interval=0.5, message="the split raised until the spout keeps up")
     grown = kept_up["resolution"]["executors"]["split"]
     # The input drops to a tenth: the split idles, and is scaled down after the quiet rounds.
-    rate.write_text("25")
+    rate.write_text("15")
     down = poll_for(lambda: _found(cluster, "stepped", "scale down", "split", "helped"), timeout=120,
                     interval=0.5, message="the split scaled down")
     assert down["resolution"]["executors"]["split"] < grown
@@ -103,7 +103,7 @@ def test_a_slow_bolt_is_scaled_up_to_keep_up_then_down_when_the_input_drops_and_
     emitted = lambda: {int(x) for x in (run.dir / "emitted.log").read_text().split()}  # noqa: E731
     poll_for(lambda: emitted() <= run.acked(), timeout=60, message="every sentence taken acked")
     taken = emitted()
-    assert len(taken) > 1000
+    assert len(taken) > 500
     expected = Counter(w for i in taken for w in run.sentences[i].split())
     assert run.counts() == expected
     said = squall_cli(cluster, "autoscale", "log", "stepped").stdout
