@@ -134,31 +134,40 @@ class LogReader:
         self._tokens[base] = (token, self.clock() + life * TOKEN_RENEW_AT)
         return token
 
-    def _ask(self, url: str, link: str, fresh: bool) -> httpx.Response:
-        headers = {"Accept": "text/plain"}
-        token = self.token(link, fresh)
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        return self.get(url, headers=headers)
-
     def page(self, log: WorkerLog, start: int | None, length: int) -> tuple[bytes, int, int]:
         """(bytes, start, size) of the page of ``log``."""
         url = log.link + f"&length={length}" + (f"&start={start}" if start is not None else "")
-        try:
-            answer = self._ask(url, log.link, fresh=False)
-            if answer.status_code == 401 and self.mint is not None:  # expired early (a clock off): once more
-                answer = self._ask(url, log.link, fresh=True)
-        except httpx.TransportError as e:
-            msg = f"worker {log.worker}'s logviewer did not answer ({type(e).__name__}: {e})"
-            raise SquallError(msg) from e
-        if answer.status_code != 200:
-            try:
-                why = answer.json().get("error")
-            except ValueError:
-                why = answer.reason_phrase
-            msg = f"worker {log.worker}'s log: {why} (HTTP {answer.status_code})"
-            raise SquallError(msg)
+        answer = logviewer_get(self, url, log.link, log.worker, "log")
         return answer.content, int(answer.headers["X-Log-Start"]), int(answer.headers["X-Log-Size"])
+
+
+def logviewer_get(reader: Any, url: str, link: str, worker: str, what: str,
+                  accept: str = "text/plain") -> httpx.Response:
+    """GET ``url`` from the logviewer of ``link`` as ``reader``'s user (a :class:`LogReader`,
+    or what has its ``get``, ``token`` and ``mint``), a token refused as expired renewed once;
+    SquallError naming ``worker`` and ``what`` it read for anything but a 200."""
+    def ask(fresh: bool) -> httpx.Response:
+        headers = {"Accept": accept}
+        token = reader.token(link, fresh)
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        return reader.get(url, headers=headers)
+
+    try:
+        answer = ask(fresh=False)
+        if answer.status_code == 401 and reader.mint is not None:  # expired early (a clock off): once more
+            answer = ask(fresh=True)
+    except httpx.TransportError as e:
+        msg = f"worker {worker}'s logviewer did not answer ({type(e).__name__}: {e})"
+        raise SquallError(msg) from e
+    if answer.status_code != 200:
+        try:
+            why = answer.json().get("error")
+        except ValueError:
+            why = answer.reason_phrase
+        msg = f"worker {worker}'s {what}: {why} (HTTP {answer.status_code})"
+        raise SquallError(msg)
+    return answer
 
 
 def _print(worker: str, data: bytes, component: str | None, grep: str | None, out: Any,

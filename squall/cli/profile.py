@@ -25,7 +25,7 @@ from urllib.parse import quote
 import httpx
 
 from squall.cli.client import NimbusClient
-from squall.cli.logs import LogReader
+from squall.cli.logs import LogReader, logviewer_get
 from squall.errors import SquallError
 from squall.runtime import profiling
 
@@ -73,23 +73,7 @@ class Outputs:
         self.sleep = sleep
 
     def _get(self, url: str, worker: str) -> httpx.Response:
-        token = self.reader.token(url)
-        headers = {"Accept": "application/json"}
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        try:
-            answer = self.reader.get(url, headers=headers)
-        except httpx.TransportError as e:
-            msg = f"worker {worker}'s logviewer did not answer ({type(e).__name__}: {e})"
-            raise SquallError(msg) from e
-        if answer.status_code != 200:
-            try:
-                why = answer.json().get("error")
-            except ValueError:
-                why = answer.reason_phrase
-            msg = f"worker {worker}'s outputs: {why} (HTTP {answer.status_code})"
-            raise SquallError(msg)
-        return answer
+        return logviewer_get(self.reader, url, url, worker, "outputs", accept="application/json")
 
     def wait(self, dumplink: str, request_id: str, worker: str, secs: float) -> tuple[dict[str, Any], bytes]:
         """The first output of request ``request_id`` (its entry and its bytes), once written;
