@@ -87,11 +87,11 @@ class Autoscaler:
             self._drop(gone)
         beats: dict[str, Any] | None = None
         for tid, record in records.items():
+            if self.local() < self.due.get(tid, 0.0):  # not due: its record is not read either
+                continue
             saved = self.state.autoscale(tid)
             if not enabled(record, saved):
                 self._drop(tid)
-                continue
-            if self.local() < self.due.get(tid, 0.0):
                 continue
             settings = settings_of(record["conf"], self.conf)
             self.due[tid] = self.local() + settings.period_secs
@@ -116,15 +116,15 @@ class Autoscaler:
         if regulator is None or regulator.settings != settings:
             regulator = self.regulators[tid] = Regulator(settings, saved.get("state"))
         plan = plan_topology(definition_from_dict(record["definition"]), overrides=record["conf"])
-        assignment = self.state.assignment(tid) or {}
-        running = {tuple(e): None for w in assignment.get("workers", []) for e in w["executors"]}
         component_of = {e.id: e.component for e in plan.executors}
-        running_named = {e: component_of[e] for e in running if e in component_of}  # type: ignore[index]
+        running = {(first, last): component_of[(first, last)]
+                   for w in (self.state.assignment(tid) or {}).get("workers", [])
+                   for first, last in w["executors"] if (first, last) in component_of}
         reading = reading_from_beats(beats, tid, self.now())
         before = self.readings.get(tid)
         self.readings[tid] = reading
-        round_signals = signals(before, reading, running_named) if before is not None else None
-        shape = self._shape(record, plan, assignment)
+        round_signals = signals(before, reading, running) if before is not None else None
+        shape = self._shape(record, plan)
         blocked = None if record["status"] == "active" else f"the topology is {record['status']}"
         step = regulator.round(self.now(), shape, round_signals, blocked)
         if step.kind in ("act", "undo") and step.entry is not None:
@@ -141,7 +141,7 @@ class Autoscaler:
         if state != saved.get("state"):
             self.state.put_autoscale(tid, {**saved, "state": state}, self.control.fence())
 
-    def _shape(self, record: dict[str, Any], plan: Any, assignment: dict[str, Any]) -> Shape:
+    def _shape(self, record: dict[str, Any], plan: Any) -> Shape:
         components = record["definition"]["components"]
         executors = {c["name"]: sum(1 for e in plan.executors if e.component == c["name"])
                      for c in components}

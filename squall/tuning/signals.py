@@ -77,17 +77,12 @@ class ComponentSignals:
     # reported): near 1 it computes (the GIL its bound), near 0 it waits (I/O, sleeps).
     cpu_share: float | None = None
 
-    def as_dict(self) -> dict[str, Any]:
-        return {k: (round(v, 4) if isinstance(v, float) else list(v) if isinstance(v, tuple) else v)
-                for k, v in self.__dict__.items()}
-
 
 @dataclass
 class Signals:
     """One round of a topology: complete when every executor it runs reported twice."""
 
     time: float
-    span: float
     components: dict[str, ComponentSignals]
     missing: list[Executor]  # executors with no delta this round (new, restarted, silent)
     workers_cpu: dict[tuple[str, int], float]
@@ -104,7 +99,6 @@ class Signals:
 def signals(before: Reading, after: Reading, running: Mapping[Executor, str]) -> Signals:
     """The round between two readings, for the executors the topology runs now: each
     executor's rates over the time between its worker's two beats."""
-    span = max(after.time - before.time, 1e-9)
     missing: list[Executor] = []
     per: dict[str, list[tuple[Executor, dict[str, float], ExecutorReading]]] = {}
     for executor, component in sorted(running.items()):
@@ -151,7 +145,7 @@ def signals(before: Reading, after: Reading, running: Mapping[Executor, str]) ->
             shares=tuple(d["executed"] / executed for _e, d, _r in rows) if executed else (),
             worker_cpu=max((cpu.get(hosting[e], 0.0) for e, _d, _r in rows if e in hosting), default=0.0),
             cpu_share=_cpu_share(rows))
-    return Signals(time=after.time, span=span, components=out, missing=missing, workers_cpu=cpu)
+    return Signals(time=after.time, components=out, missing=missing, workers_cpu=cpu)
 
 
 def _cpu_share(rows: list[tuple[Executor, dict[str, float], ExecutorReading]]) -> float | None:

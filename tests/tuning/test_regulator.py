@@ -25,7 +25,7 @@ def comp(name: str, executors: int = 1, capacity: float = 0.5, congested: float 
 
 
 def round_of(t: float, *components: ComponentSignals, cpu: float = 0.2) -> Signals:
-    return Signals(time=t, span=1.0, components={c.name: c for c in components}, missing=[],
+    return Signals(time=t, components={c.name: c for c in components}, missing=[],
                    workers_cpu={("n", 1): cpu})
 
 
